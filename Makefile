@@ -1,0 +1,32 @@
+# Two commands do all the set-up on a fresh machine:  make demo  /  make test
+PY      ?= python3.11
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+export MUJOCO_GL ?= egl
+
+.PHONY: demo test venv clean bench bench-quick
+
+$(STAMP): pyproject.toml
+	@test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	# torch first and pinned: a looser spec pulls a multi-GB CUDA build.
+	$(VPY) -m pip install -q torch==2.13.0
+	$(VPY) -m pip install -q -e '.[dev]'
+	$(VPY) -m pip check
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VPY) -m torchrl_render --ckpt examples/inverted_pendulum/policy.pt \
+		--policy examples/inverted_pendulum/policy.py:make_policy \
+		--env examples/inverted_pendulum/policy.py:make_env \
+		--num-trajs 2 --max-steps 300 --render-quality fast \
+		--out demo/inverted_pendulum.mp4 --overwrite
+
+test: $(STAMP)
+	$(VPY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) demo build *.egg-info

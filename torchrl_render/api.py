@@ -1,0 +1,274 @@
+"""``render_policy``: the pipeline, top to bottom.
+
+config -> checkpoint -> env, policy -> backend -> rollout -> FrameBundles ->
+writers (streaming) -> artifacts + metadata sidecar -> RenderResult.
+Nothing holds the frames of a run: each one goes to the writers as it is made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import sys
+import time
+from contextlib import ExitStack
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+from .config import RenderConfig, key_to_string
+from .data import Artifact, FrameBundle, RenderResult
+from .errors import NoFramesError, OutputExistsError, WriterError
+from .frames import apply_layout, to_uint8_hwc
+from .metrics import EpisodeMetrics, aggregate, read_success
+from .writers import WRITERS
+from .writers.base import WriterGroup
+
+__all__ = ["render_policy"]
+
+log = logging.getLogger("torchrl_render")
+_VERSIONED = ("torchrl_render", "torch", "torchrl", "tensordict", "gymnasium", "mujoco", "dm_control", "av",
+              "numpy", "pillow")
+
+
+def render_policy(config: RenderConfig | None = None, /, *, command: list[str] | None = None,
+                  **fields: Any) -> RenderResult:
+    """Rolls a policy out, streams its frames to the format writer, returns paths, metrics, rollouts.
+
+    Args:
+        config: A :class:`RenderConfig`; or pass its fields as keyword arguments.
+        command: The command line to record in the metadata (the CLI passes it).
+
+    Example:
+        >>> from torchrl_render import RenderConfig, render_policy
+        >>> render_policy(RenderConfig(policy="m:p", env="m:e", validate_only=True)).metadata["validate_only"]
+        True
+    """
+    cfg = _config(config, fields)
+    if cfg.validate_only:
+        return RenderResult(None, [], [], {"config": cfg.to_dict(), "validate_only": True}, [])
+    return _Run(cfg, command).execute()
+
+
+def _config(config: RenderConfig | None, fields: dict[str, Any]) -> RenderConfig:
+    if config is None:
+        return RenderConfig.from_dict(fields)
+    return dataclasses.replace(config, **fields) if fields else config
+
+
+class _Run:
+    """One run's state: what it opened, what it noted, what it measured."""
+
+    def __init__(self, cfg: RenderConfig, command: list[str] | None) -> None:
+        self.cfg = cfg
+        self.command = command
+        self.notes: list[str] = []
+        self.needs_frames = WRITERS.entry(cfg.format).needs_frames or cfg.save_frames
+        self.groups = [WriterGroup(cfg, cfg.out)]
+        if cfg.save_frames:
+            frame_dir = cfg.frame_dir or cfg.out.with_name(cfg.out.stem + "_frames")
+            self.groups.append(WriterGroup(dataclasses.replace(cfg, format="frames", out=frame_dir,
+                                                               save_frames=False), frame_dir))
+        self.sidecar = Path(cfg.metadata or f"{cfg.out}.metadata.json")
+
+    def execute(self) -> RenderResult:
+        from .gl import ensure_headless_gl
+
+        started = time.perf_counter()
+        self._check_outputs()
+        gl = ensure_headless_gl() if self.needs_frames else os.environ.get("MUJOCO_GL")
+        payload, digest = self._checkpoint()
+        with ExitStack() as stack:
+            env = self._env(payload, stack)
+            from .policies import build_policy
+
+            policy = build_policy(self.cfg, env, payload, digest, self.notes)
+            backend = stack.enter_context(self._backend(env))
+            if self.cfg.dry_run:
+                return self._dry_result(env, backend, digest, gl)
+            episodes, trajectories = self._roll(env, policy, backend)
+            artifacts = self._close_writers()
+        metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started)}
+        meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
+        _write_json_atomic(self.sidecar, meta)
+        return RenderResult(artifacts[0].path if artifacts else None, trajectories,
+                            [a.path for a in artifacts], meta, list(self.notes), [], artifacts, metrics)
+
+    # -- stages ---------------------------------------------------------------------------------
+
+    def _check_outputs(self) -> None:
+        paths = [p for g in self.groups for p in g.planned_paths()] + [self.sidecar]
+        for path in paths:
+            parent = path.parent if str(path.parent) else Path(".")
+            if not parent.is_dir():
+                raise WriterError(f"the output folder {str(parent)!r} does not exist", got=str(path),
+                                  fix=f"create it first (mkdir -p {parent}) or choose another --out")
+            if not os.access(parent, os.W_OK):
+                raise WriterError(f"the output folder {str(parent)!r} is not writable", got=str(path),
+                                  fix="choose a folder you can write to")
+            if path.exists() and not self.cfg.overwrite:
+                raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
+                                        fix="pass --overwrite (overwrite=True) or choose another --out")
+
+    def _checkpoint(self) -> tuple[Any, str | None]:
+        if self.cfg.ckpt is None:
+            return None, None
+        from .checkpoint import load_checkpoint
+
+        payload, digest = load_checkpoint(self.cfg.ckpt, trust=self.cfg.trust_checkpoint)
+        if self.cfg.trust_checkpoint:
+            self.notes.append("checkpoint loaded with trust_checkpoint=True (full unpickling allowed)")
+        return payload, digest
+
+    def _env(self, payload: Any, stack: ExitStack) -> Any:
+        from .envs import build_env
+
+        default_mode = "rgb_array" if self.needs_frames and self.cfg.render_backend in ("auto", "env") else None
+        env = build_env(self.cfg, payload, render_mode=default_mode)
+        stack.callback(_close_quietly, env)
+        return env
+
+    def _backend(self, env: Any) -> Any:
+        from .backends import BACKENDS
+
+        name = self.cfg.render_backend if self.needs_frames else "null"
+        if not self.needs_frames and self.cfg.render_backend not in ("auto", "null"):
+            name = self.cfg.render_backend
+        backend = BACKENDS.load(name).from_config(env, self.cfg)
+        self.notes.extend(backend.notes)
+        return backend
+
+    def _roll(self, env: Any, policy: Any, backend: Any) -> tuple[list[dict], list[Any]]:
+        from .rollout import rollout
+
+        cfg = self.cfg
+        episodes: list[dict[str, Any]] = []
+        trajectories: list[Any] = []
+        current: EpisodeMetrics | None = None
+        steps: list[Any] = []
+        try:
+            for record in rollout(env, policy, trajectories=range(cfg.num_trajs), max_steps=cfg.max_steps,
+                                  seed=cfg.seed, done_key=cfg.done_key, reward_key=cfg.reward_key):
+                if record.step == 0:
+                    current, steps, t0 = EpisodeMetrics(record.trajectory, record.seed), [], record.wall
+                else:
+                    current.add(record.reward, read_success(record.td))
+                    steps.append(self._strip(record.transition))
+                for group in self.groups:
+                    group.on_step(record)
+                if self.needs_frames:
+                    current.num_frames += self._frame(backend, record, current)
+                if record.done or record.step == cfg.max_steps:
+                    current.terminated, current.truncated = record.terminated, record.truncated or not record.done
+                    current.wall_s = record.wall - t0
+                    episodes.append(current.to_dict())
+                    trajectories.append(_stack(steps))
+                    for group in self.groups:
+                        group.on_episode(episodes[-1])
+        except BaseException:
+            for group in self.groups:
+                group.abort()
+            raise
+        return episodes, trajectories
+
+    def _frame(self, backend: Any, record: Any, episode: EpisodeMetrics) -> int:
+        captured = backend.capture(record.td)
+        if not captured:
+            if record.step == 0:
+                raise NoFramesError(
+                    f"the {backend.name!r} render backend returned no frame, and format {self.cfg.format!r} needs "
+                    "frames", fix=("pass render_mode='rgb_array' to the env (--render-mode rgb_array), ask for "
+                                   "pixel observations (--from-pixels), or render MuJoCo cameras "
+                                   "(--render-backend mujoco)"))
+            return 0
+        frames = apply_layout({name: to_uint8_hwc(f) for name, f in captured.items()}, self.cfg.camera_layout)
+        bundle = FrameBundle(frames, record.step, record.trajectory, record.wall,
+                             metrics={"reward": record.reward, "return": episode.sum_reward})
+        for group in self.groups:
+            group.write(bundle)
+        return 1
+
+    def _strip(self, transition: Any) -> Any:
+        if self.cfg.keep_pixels:
+            return transition
+        key = self.cfg.pixel_key
+        nested = ("next", *key) if isinstance(key, tuple) else ("next", key)
+        return transition.exclude(key, nested)
+
+    def _close_writers(self) -> list[Artifact]:
+        artifacts: list[Artifact] = []
+        try:
+            for group in self.groups:
+                artifacts.extend(group.close())
+        except BaseException:
+            for group in self.groups:
+                group.abort()
+            raise
+        return artifacts
+
+    # -- results --------------------------------------------------------------------------------
+
+    def _dry_result(self, env: Any, backend: Any, digest: str | None, gl: str | None) -> RenderResult:
+        meta = {"dry_run": True, "config": self.cfg.to_dict(), "gl": gl, "checkpoint_sha256": digest,
+                "render": backend.info(), "planned_paths": [str(p) for g in self.groups for p in g.planned_paths()],
+                "warnings": list(self.notes)}
+        return RenderResult(None, [], [], meta, list(self.notes))
+
+    def _metadata(self, env: Any, backend: Any, digest: str | None, gl: str | None, metrics: dict[str, Any],
+                  artifacts: list[Artifact], started: float) -> dict[str, Any]:
+        from .envs import describe_env
+
+        wall = time.perf_counter() - started
+        frames = sum(e["num_frames"] for e in metrics["per_episode"])
+        trajs = [{"index": e["episode_ix"], "seed": e["seed"], "num_steps": e["length"],
+                  "return": e["sum_reward"], "num_frames": e["num_frames"]} for e in metrics["per_episode"]]
+        return {
+            "torchrl_render_metadata": 1,
+            "command": self.command if self.command is not None else None,
+            "config": self.cfg.to_dict(),
+            "versions": _versions(),
+            "gl_backend": gl,
+            "checkpoint": {"path": str(self.cfg.ckpt) if self.cfg.ckpt else None, "sha256": digest},
+            "env": describe_env(env),
+            "render": backend.info(),
+            "keys": {k: key_to_string(getattr(self.cfg, k)) for k in ("obs_key", "action_key", "reward_key")},
+            "trajectories": trajs,
+            "metrics": metrics,
+            "artifacts": [a.to_dict() for a in artifacts],
+            "timing": {"wall_s": wall, "frames": frames, "frames_per_s": frames / wall if wall > 0 else None},
+            "warnings": list(self.notes),
+        }
+
+
+def _stack(steps: list[Any]) -> Any:
+    import torch
+
+    return torch.stack(steps) if steps else None
+
+
+def _close_quietly(env: Any) -> None:
+    try:
+        env.close()
+    except Exception as exc:  # closing must not hide the run's own error
+        log.warning("closing the env raised %s: %s", type(exc).__name__, exc)
+
+
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for name in _VERSIONED:
+        try:
+            out[name] = importlib_metadata.version(name)
+        except importlib_metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,106 @@
+"""The render-backend contract and ``auto``.
+
+A backend is built from the env and the config (``from_config`` picks only the
+options it needs); ``capture(td)`` returns ``{camera: frame}`` for the state the
+step TensorDict describes, or ``None`` when it has nothing for this step.
+``close()`` is safe twice and after a failed ``__init__``. A backend that cannot
+serve an env raises :class:`BackendUnavailable` (from ``__init__``), whose
+message says what to change; only that error lets ``auto`` try the next one.
+
+Example:
+    >>> from torchrl_render.backends.null import NullBackend
+    >>> with NullBackend.from_config(env=None, cfg=None) as backend:
+    ...     backend.capture(None) is None
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from typing import Any
+
+from ..errors import BackendUnavailable
+
+__all__ = ["AutoBackend", "RenderBackend", "underlying_env"]
+
+log = logging.getLogger("torchrl_render")
+
+
+class RenderBackend(ABC):
+    """Base class of render backends."""
+
+    name: str = "base"
+
+    def __init__(self) -> None:
+        #: Notes for the metadata's ``warnings`` (fallbacks taken, settings changed).
+        self.notes: list[str] = []
+
+    @classmethod
+    def from_config(cls, env: Any, cfg: Any) -> RenderBackend:
+        """Builds the backend for ``env`` with the options it needs from ``cfg``."""
+        return cls()
+
+    @abstractmethod
+    def capture(self, td: Any) -> dict[str, Any] | None:
+        """Frames for the step that ``td`` describes (reset or ``next`` view)."""
+
+    def info(self) -> dict[str, Any]:
+        """Facts for the metadata sidecar (GL backend, cameras, size...)."""
+        return {"render_backend": self.name}
+
+    def close(self) -> None:
+        """Releases resources; safe to call twice."""
+
+    def __enter__(self) -> RenderBackend:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class AutoBackend:
+    """``auto``: the first backend of ``AUTO_ORDER`` that can serve the env."""
+
+    @classmethod
+    def from_config(cls, env: Any, cfg: Any) -> RenderBackend:
+        from . import AUTO_ORDER, BACKENDS
+
+        reasons = []
+        for name in AUTO_ORDER:
+            try:
+                backend = BACKENDS.load(name).from_config(env, cfg)
+            except BackendUnavailable as exc:
+                reasons.append(f"{name}: {exc}")
+                continue
+            for reason in reasons:
+                backend.notes.append(f"render backend auto skipped {reason}")
+            log.info("render backend auto chose %r", name)
+            return backend
+        raise BackendUnavailable(
+            "no render backend can produce frames for this env",
+            got=" | ".join(reasons),
+            fix=("make the env render: pass render_mode='rgb_array' to gymnasium (--render-mode rgb_array), "
+                 "ask for pixel observations (--from-pixels), or render MuJoCo cameras directly "
+                 "(--render-backend mujoco); or pick a data-only format (npz, jsonl)"))
+
+
+def underlying_env(env: Any) -> Any:
+    """The raw simulator env behind a torchrl env (gymnasium ``Env``, dm_control ``Environment``).
+
+    Unwraps ``TransformedEnv`` (``base_env``) and torchrl's library wrappers
+    (``_env``); returns ``env`` itself when there is nothing to unwrap.
+    """
+    seen = 0
+    while seen < 16:
+        seen += 1
+        inner = getattr(env, "base_env", None)
+        if inner is not None and inner is not env:
+            env = inner
+            continue
+        inner = env.__dict__.get("_env") if hasattr(env, "__dict__") else None
+        if inner is not None and inner is not env:
+            env = inner
+            continue
+        break
+    return env

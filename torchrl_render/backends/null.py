@@ -1,0 +1,22 @@
+"""``null``: no frames, for data-only runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import RenderBackend
+
+__all__ = ["NullBackend"]
+
+
+class NullBackend(RenderBackend):
+    """Captures nothing; lets npz/jsonl runs skip rendering entirely."""
+
+    name = "null"
+
+    @classmethod
+    def from_config(cls, env: Any, cfg: Any) -> NullBackend:
+        return cls()
+
+    def capture(self, td: Any) -> None:
+        return None

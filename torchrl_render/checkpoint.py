@@ -1,0 +1,216 @@
+"""Checkpoints: safe loading, hashing, state-dict inference, and a render checkpoint writer.
+
+Loading uses ``torch.load(weights_only=True)``: tensors, numbers, strings and
+containers only, so untrusted bytes cannot run code. A file that needs full
+unpickling is refused unless ``trust_checkpoint=True`` (``--trust-checkpoint``).
+
+Example:
+    >>> import tempfile, os, torch
+    >>> path = os.path.join(tempfile.mkdtemp(), "p.pt")
+    >>> _ = save_render_checkpoint(path, torch.nn.Linear(2, 1), env_metadata={"env_name": "X-v0"})
+    >>> payload, digest = load_checkpoint(path)
+    >>> sorted(payload), len(digest)
+    (['env_name', 'model_state_dict'], 64)
+    >>> sorted(infer_state_dict(payload)[0])
+    ['bias', 'weight']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import CheckpointError, UnsafeCheckpointError
+
+__all__ = ["infer_state_dict", "load_checkpoint", "load_into_policy", "save_render_checkpoint", "sha256_file"]
+
+STATE_DICT_KEYS = ("model_state_dict", "policy_state_dict", "state_dict", "policy", "model", "actor")
+_REMOTE = ("http://", "https://", "s3://", "gs://", "hf://", "ftp://")
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file, read in chunks (constant memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_checkpoint_path(path: str | Path) -> Path:
+    """Refuses remote URLs, missing files and folders before anything runs."""
+    text = str(path)
+    if text.lower().startswith(_REMOTE):
+        raise CheckpointError(f"checkpoint {text!r} is a URL; only local files are read",
+                              expected="a path to a local file", got=text,
+                              fix="download it first (e.g. curl -LO), then pass the local path")
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise CheckpointError(f"checkpoint {text!r} does not exist", expected="an existing local file", got=text,
+                              fix="check the path passed to --ckpt")
+    if p.is_dir():
+        raise CheckpointError(f"checkpoint {text!r} is a folder", expected="a checkpoint file (.pt, .pth, .safetensors)",
+                              got=text, fix="point --ckpt at the file inside the folder")
+    return p
+
+
+def load_checkpoint(path: str | Path, *, trust: bool = False, map_location: Any = "cpu") -> tuple[Any, str]:
+    """Loads a local checkpoint safely; returns ``(payload, sha256)``."""
+    p = check_checkpoint_path(path)
+    digest = sha256_file(p)
+    if p.suffix == ".safetensors":
+        return _load_safetensors(p), digest
+    import torch
+
+    try:
+        return torch.load(p, map_location=map_location, weights_only=True), digest
+    except pickle.UnpicklingError as exc:
+        if not trust:
+            raise UnsafeCheckpointError(
+                f"checkpoint {str(path)!r} holds Python objects that only full unpickling can load, and "
+                "unpickling runs code stored in the file (a crafted checkpoint can take over your machine)",
+                got=str(exc).splitlines()[0][:300],
+                fix=("re-save it as a plain state dict (torchrl_render.save_render_checkpoint), or, only if you "
+                     "trust where the file came from, pass --trust-checkpoint (trust_checkpoint=True)")) from exc
+    except Exception as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r} cannot be read: {type(exc).__name__}: {exc}",
+                              expected="a file written by torch.save or safetensors", got=f"{p.stat().st_size} bytes",
+                              fix="the file may be truncated or corrupt: copy or re-save it") from exc
+    return torch.load(p, map_location=map_location, weights_only=False), digest
+
+
+def _load_safetensors(path: Path) -> dict[str, Any]:
+    try:
+        from safetensors.torch import load_file
+    except ImportError as exc:
+        raise CheckpointError("reading .safetensors checkpoints needs the safetensors package",
+                              fix="install it", extra="safetensors") from exc
+    try:
+        return load_file(str(path))
+    except Exception as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r} is not a valid safetensors file: {exc}",
+                              fix="the file may be truncated or corrupt: copy or re-save it") from exc
+
+
+def _is_state_dict(obj: Any) -> bool:
+    import torch
+
+    return (isinstance(obj, Mapping) and len(obj) > 0
+            and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items()))
+
+
+def infer_state_dict(payload: Any, checkpoint_key: str | None = None,
+                     state_dict_key: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """Finds the policy's state dict in a checkpoint; returns ``(state_dict, where)``.
+
+    ``checkpoint_key`` first selects a sub-entry; ``state_dict_key`` names the
+    state dict exactly; otherwise ``model_state_dict``, ``policy_state_dict``,
+    ``state_dict``, ``policy``, ``model``, ``actor`` are tried, then the payload
+    itself as a raw state dict. ``(None, None)`` when nothing fits.
+    """
+    where = ""
+    if checkpoint_key is not None:
+        payload = _pick(payload, checkpoint_key, "checkpoint_key")
+        where = f"{checkpoint_key}."
+    if state_dict_key is not None:
+        found = _pick(payload, state_dict_key, "state_dict_key")
+        if not _is_state_dict(found):
+            raise CheckpointError(f"checkpoint entry {where + state_dict_key!r} is not a state dict",
+                                  expected="a mapping of parameter names to tensors", got=type(found).__name__,
+                                  fix="point --state-dict-key at the entry holding the weights")
+        return dict(found), where + state_dict_key
+    if hasattr(payload, "state_dict") and callable(payload.state_dict):
+        return dict(payload.state_dict()), (where or "") + "<module>.state_dict()"
+    if isinstance(payload, Mapping):
+        for key in STATE_DICT_KEYS:
+            if _is_state_dict(payload.get(key)):
+                return dict(payload[key]), where + key
+        if _is_state_dict(payload):
+            return dict(payload), where.rstrip(".") or "<root>"
+    return None, None
+
+
+def _pick(payload: Any, key: str, flag: str) -> Any:
+    if not isinstance(payload, Mapping) or key not in payload:
+        keys = sorted(map(str, payload)) if isinstance(payload, Mapping) else []
+        raise CheckpointError(f"the checkpoint has no entry {key!r}", expected=f"one of {keys}" if keys else "a mapping",
+                              got=key, fix=f"pass --{flag.replace('_', '-')} with one of the checkpoint's keys")
+    return payload[key]
+
+
+def load_into_policy(policy: Any, state_dict: Mapping[str, Any], strict: bool = True) -> str:
+    """Loads ``state_dict`` into ``policy`` unless it already holds those weights.
+
+    Returns ``"loaded"`` or ``"already loaded"`` (the factory loaded them itself).
+    """
+    import torch
+
+    current = policy.state_dict()
+    if current.keys() == state_dict.keys() and all(
+            current[k].shape == v.shape and torch.equal(current[k], v.to(current[k].device, current[k].dtype))
+            for k, v in state_dict.items()):
+        return "already loaded"
+    missing = sorted(set(current) - set(state_dict))
+    unexpected = sorted(set(state_dict) - set(current))
+    shapes = [f"{k}: checkpoint {tuple(v.shape)} vs policy {tuple(current[k].shape)}"
+              for k, v in state_dict.items() if k in current and current[k].shape != v.shape]
+    if shapes or (strict and (missing or unexpected)):
+        raise CheckpointError(
+            "the checkpoint's state dict does not fit the policy",
+            expected=f"the policy's {len(current)} parameter/buffer names and shapes",
+            got=f"missing keys {missing[:10]}, unexpected keys {unexpected[:10]}, shape mismatches {shapes[:5]}",
+            fix=("build the policy with the architecture it was trained with (--policy-kwargs), pick the right "
+                 "entry (--state-dict-key / --checkpoint-key), or load partially with --no-strict-load"))
+    policy.load_state_dict(state_dict, strict=strict)
+    return "loaded"
+
+
+def save_render_checkpoint(path: str | Path, model: Any, *, env_metadata: Mapping[str, Any] | None = None,
+                           metrics: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None,
+                           extra: Mapping[str, Any] | None = None) -> Path:
+    """Writes a checkpoint that :func:`load_checkpoint` reads back with ``weights_only=True``.
+
+    The weights go under ``model_state_dict``; ``env_metadata`` entries are merged
+    at the top level (as torchrl.render does) so that factories can rebuild the env.
+    Anything that would need unpickling is refused before the file is written.
+    """
+    import torch
+
+    state = model.state_dict() if hasattr(model, "state_dict") else dict(model)
+    payload: dict[str, Any] = {"model_state_dict": {k: v.detach().cpu() for k, v in state.items()}}
+    payload.update(env_metadata or {})
+    for key, value in (("metrics", metrics), ("config", config)):
+        if value is not None:
+            payload[key] = dict(value)
+    payload.update(extra or {})
+    _check_safe(payload, "payload")
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _check_safe(obj: Any, where: str) -> None:
+    import torch
+
+    if obj is None or isinstance(obj, (bool, int, float, str, bytes, torch.Tensor, torch.dtype, torch.Size)):
+        return
+    if isinstance(obj, Mapping):
+        for key, value in obj.items():
+            _check_safe(value, f"{where}[{key!r}]")
+        return
+    if isinstance(obj, (list, tuple)):
+        for i, value in enumerate(obj):
+            _check_safe(value, f"{where}[{i}]")
+        return
+    raise CheckpointError(f"{where} is a {type(obj).__name__}, which only full unpickling could load",
+                          expected="tensors, numbers, strings, lists, tuples and dicts",
+                          got=type(obj).__name__, fix="convert it (e.g. to a dict or a string) before saving")

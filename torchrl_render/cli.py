@@ -1,0 +1,147 @@
+"""The command line, generated from the RenderConfig fields and the registries.
+
+Every config field is a flag (``num_trajs`` -> ``--num-trajs``; booleans get a
+``--no-...`` twin or their named opposite, e.g. ``--stochastic``); choices come
+from the field metadata and the registries, never from a hand-copied list.
+A user error prints one paragraph and exits with code 2; ``--debug`` adds the
+traceback. Ctrl-C exits with 130. On success the artifact path is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+import traceback
+from typing import Any
+
+from .config import RenderConfig, load_mapping
+from .errors import RenderError
+
+__all__ = ["build_parser", "config_from_args", "main"]
+
+PROG = "torchrl-render"
+_EXAMPLE = ("example:\n  python -m torchrl_render --ckpt policy.pt --policy mypkg.policy:make "
+            "--env mypkg.env:make --out run.mp4")
+
+
+def _registry_choices(name: str) -> list[str]:
+    if name == "formats":
+        from .writers import WRITERS
+        return WRITERS.names()
+    from .backends import BACKENDS
+    return BACKENDS.names()
+
+
+def _arg_type(type_text: str) -> Any:
+    head = str(type_text).split("|")[0].strip()
+    return {"int": int, "float": float}.get(head, str)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser (every RenderConfig field plus the CLI-only actions)."""
+    parser = argparse.ArgumentParser(prog=PROG, description="Render and evaluate a trained policy.",
+                                     epilog=_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli = parser.add_argument_group("actions")
+    cli.add_argument("--config", metavar="FILE", help="JSON/YAML/TOML file of config fields; flags override it.")
+    cli.add_argument("--print-config", action="store_true", help="Print the resolved config as JSON and exit.")
+    cli.add_argument("--list-formats", action="store_true", help="List the artifact formats and exit.")
+    cli.add_argument("--list-backends", action="store_true", help="List the render backends and exit.")
+    cli.add_argument("--debug", action="store_true", help="Show tracebacks and debug logs.")
+    cli.add_argument("--quiet", action="store_true", help="Print only errors and the artifact path.")
+    group = parser.add_argument_group("config (RenderConfig fields)")
+    for f in dataclasses.fields(RenderConfig):
+        _add_field(group, f)
+    return parser
+
+
+def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
+    meta = f.metadata
+    flag = "--" + meta.get("flag", f.name).replace("_", "-")
+    if str(f.type) == "bool":
+        negative = "--" + meta.get("negative", "no-" + meta.get("flag", f.name)).replace("_", "-")
+        group.add_argument(flag, dest=f.name, action="store_true", default=None, help=meta.get("help"))
+        group.add_argument(negative, dest=f.name, action="store_false", default=None, help=argparse.SUPPRESS)
+        return
+    choices = meta.get("choices")
+    if isinstance(choices, str):
+        choices = _registry_choices(choices)
+    group.add_argument(flag, dest=f.name, type=_arg_type(f.type), default=None, choices=choices,
+                       metavar=None if choices else f.name.upper(), help=meta.get("help"))
+
+
+def config_from_args(args: argparse.Namespace) -> RenderConfig:
+    """Merges ``--config FILE`` (if any) with the flags given; flags win."""
+    data: dict[str, Any] = load_mapping(args.config) if args.config else {}
+    for f in dataclasses.fields(RenderConfig):
+        value = getattr(args, f.name)
+        if value is not None:
+            data[f.name] = value
+    return RenderConfig.from_dict(data)
+
+
+def _print_registry(kind: str) -> None:
+    reg = _registry(kind)
+    for name in reg.names():
+        entry = reg.entry(name)
+        suffix = ",".join(entry.suffixes) or ("folder" if entry.directory else "-")
+        print(f"{name:<8} {suffix:<8} {entry.description}")
+
+
+def _registry(kind: str) -> Any:
+    if kind == "formats":
+        from .writers import WRITERS
+        return WRITERS
+    from .backends import BACKENDS
+    return BACKENDS
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m torchrl_render`` and ``torchrl-render``; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING if args.quiet else logging.INFO,
+                        format="%(name)s: %(message)s")
+    try:
+        if args.list_formats or args.list_backends:
+            _print_registry("formats" if args.list_formats else "backends")
+            return 0
+        cfg = config_from_args(args)
+        if args.print_config:
+            print(cfg.to_json())
+            return 0
+        from .api import render_policy
+
+        result = render_policy(cfg, command=[PROG, *argv])
+    except RenderError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; nothing was written at the output path", file=sys.stderr)
+        return 130
+    _report(result, cfg, args.quiet)
+    return 0
+
+
+def _report(result: Any, cfg: RenderConfig, quiet: bool) -> None:
+    if cfg.validate_only:
+        print("configuration is valid")
+        return
+    if cfg.dry_run:
+        print("dry run: everything resolved; would write " + ", ".join(result.metadata["planned_paths"]))
+        return
+    if not quiet:
+        agg = result.metrics.get("aggregated", {})
+        for ep in result.metrics.get("per_episode", []):
+            print(f"episode {ep['episode_ix']:>3}  seed {ep['seed']}  return {ep['sum_reward']:10.2f}  "
+                  f"length {ep['length']:>5}  frames {ep['num_frames']}", file=sys.stderr)
+        if agg.get("n_episodes"):
+            print(f"mean return {agg['avg_sum_reward']:.2f} +- {agg['std_sum_reward']:.2f} over "
+                  f"{agg['n_episodes']} episode(s) in {agg['eval_s']:.1f}s", file=sys.stderr)
+        for note in result.warnings:
+            print(f"note: {note}", file=sys.stderr)
+    for path in result.frame_paths:
+        print(path)

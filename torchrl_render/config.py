@@ -1,0 +1,414 @@
+"""RenderConfig, validated once, and the spec objects handed to factories.
+
+Field names and meanings follow ``torchrl.render.RenderConfig`` so that its users
+can switch by changing an import; ``width``, ``height``, ``render_quality``,
+``trust_checkpoint`` and a few more are ours. The CLI is generated from these
+fields (see :mod:`torchrl_render.cli`): a field's ``help`` metadata is its flag's help.
+
+Example:
+    >>> cfg = RenderConfig(ckpt="policy.pt", policy="pkg.policy:make", env="pkg.env:make",
+    ...                    out="run.gif", obs_key="agent.obs")
+    >>> cfg.format, cfg.obs_key
+    ('gif', ('agent', 'obs'))
+    >>> RenderConfig(policy="p:m", env="e:m", fps=0)
+    Traceback (most recent call last):
+    ...
+    torchrl_render.errors.ConfigError: fps must be a positive number. Expected: a number > 0. Got: 0. Fix: pass e.g. fps=30 (--fps 30).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, did_you_mean
+
+__all__ = ["RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "key_to_string",
+           "load_mapping", "parse_nested_key"]
+
+NestedKey = str | tuple[str, ...]
+ENV_BACKENDS = ("auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control")
+EXPLORATION_MODES = ("deterministic", "mode", "mean", "random")
+RENDER_QUALITIES = ("default", "fast")
+NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
+_DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
+_KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
+_PATH_FIELDS = ("ckpt", "out", "frame_dir", "artifact_dir", "metadata")
+
+
+def _f(default: Any = dataclasses.MISSING, help: str = "", **meta: Any) -> Any:
+    """A dataclass field whose metadata carries the CLI help and options."""
+    kwargs: dict[str, Any] = {"metadata": {"help": help, **meta}}
+    if isinstance(default, (list, dict)):
+        kwargs["default_factory"] = (lambda d=default: type(d)(d))
+    elif default is not dataclasses.MISSING:
+        kwargs["default"] = default
+    return field(**kwargs)
+
+
+@dataclass
+class RenderConfig:
+    """Everything one render/evaluation run needs.
+
+    Args:
+        ckpt: Local checkpoint file handed to the policy factory (``None``: no checkpoint).
+        policy: Policy factory: ``"module:object"``, ``"path/file.py:object"`` or a callable.
+        env: Env factory, a gymnasium id (``"HalfCheetah-v5"``) or ``"dm_control/cheetah-run"``.
+        num_trajs: Trajectories (episodes) to roll out; trajectory ``i`` is seeded ``seed + i``.
+        format: Artifact format (a name in ``--list-formats``); inferred from ``out``'s suffix.
+        out: Artifact path (default ``render.<suffix>``).
+
+    See ``docs/cli.md`` for every field; each one is also a CLI flag.
+    """
+
+    ckpt: str | Path | None = _f(None, help="Local checkpoint file handed to the policy factory.")
+    policy: str | Callable[..., Any] | None = _f(None, help="Policy factory: module:object or path/file.py:object.")
+    env: str | Callable[..., Any] | None = _f(None, help="Env factory (module:object), a gymnasium id such as "
+                                                    "HalfCheetah-v5, or dm_control/DOMAIN-TASK.")
+    num_trajs: int = _f(1, help="Number of trajectories (episodes); trajectory i is seeded seed+i.")
+    format: str | None = _f(None, help="Artifact format; inferred from the --out suffix, else mp4.", choices="formats")
+    out: str | Path | None = _f(None, help="Artifact path (default render.<suffix>).")
+    max_steps: int | None = _f(None, help="Maximum steps per trajectory (default: until done).")
+    fps: float = _f(30.0, help="Frames per second of videos.")
+    camera: list[str] = _f(["default"], help="Comma-separated camera names ('default' = the env's own view).")
+    camera_layout: str = _f("single", help="How several cameras are combined.",
+                            choices=("single", "grid", "horizontal", "vertical", "separate"))
+    deterministic: bool = _f(True, help="Act deterministically (--stochastic samples actions).", negative="stochastic")
+    exploration_mode: str | None = _f(None, help="TorchRL exploration type; overrides --deterministic.",
+                                      choices=EXPLORATION_MODES)
+    seed: int | None = _f(0, help="Base seed; trajectory i uses seed+i.")
+    device: str = _f("cpu", help="Default device for env and policy.")
+    policy_device: str | None = _f(None, help="Policy device (default: --device).")
+    env_device: str | None = _f(None, help="Env device (default: --device).")
+    render_backend: str = _f("auto", help="Where frames come from.", choices="backends")
+    env_backend: str = _f("auto", help="How the env factory's result is wrapped.", choices=ENV_BACKENDS)
+    env_kwargs: dict[str, Any] = _f({}, help="Env factory kwargs: inline JSON or a JSON/YAML/TOML file.")
+    policy_kwargs: dict[str, Any] = _f({}, help="Policy factory kwargs: inline JSON or a JSON/YAML/TOML file.")
+    checkpoint_key: str | None = _f(None, help="Key of the checkpoint payload holding the policy's entry.")
+    state_dict_key: str | None = _f(None, help="Key of the state dict to load into the policy.")
+    strict_load: bool = _f(True, help="Load the state dict strictly.")
+    auto_load_policy: bool = _f(True, help="Load the checkpoint's state dict into the policy.")
+    policy_eval: bool = _f(True, help="Put the policy in eval mode (--train keeps train mode).", negative="train",
+                           flag="eval")
+    obs_key: NestedKey = _f("observation", help="Observation key for tensor policies ('a.b' is nested).")
+    action_key: NestedKey = _f("action", help="Action key the policy writes.")
+    done_key: NestedKey = _f("done", help="Done key that ends a trajectory.")
+    reward_key: NestedKey = _f("reward", help="Reward key summed into returns.")
+    pixel_key: NestedKey = _f("pixels", help="Pixel key read by the pixels backend.")
+    from_pixels: bool = _f(False, help="Ask the env factory for pixel observations.")
+    pixels_only: bool = _f(False, help="Ask the env factory for pixels only.")
+    render_mode: str | None = _f(None, help="gymnasium render_mode (e.g. rgb_array).")
+    width: int = _f(480, help="Frame width for backends that render themselves (mujoco, dm_control).")
+    height: int = _f(480, help="Frame height for backends that render themselves.")
+    render_quality: str = _f("default", help="MuJoCo look: default, or fast (no shadows/reflections/MSAA).",
+                             choices=RENDER_QUALITIES)
+    trust_checkpoint: bool = _f(False, help="Allow full pickle loading (runs code from the file: trusted files only).")
+    split_trajectories: bool = _f(False, help="Write one file per trajectory instead of one after another.")
+    keep_pixels: bool = _f(False, help="Keep pixel entries in the returned trajectories.")
+    video_codec: str | None = _f(None, help="Video codec for mp4 (default libx264).")
+    video_crf: int = _f(23, help="H.264 quality (lower is better, 0-51).")
+    save_rollout: bool = _f(False, help="Save the trajectories next to the artifact.")
+    save_tensordicts: bool = _f(False, help="Save the trajectories as TensorDict memmaps.")
+    save_frames: bool = _f(False, help="Also write the frames as PNG files.")
+    frame_dir: str | Path | None = _f(None, help="Folder for --save-frames (default <out>_frames).")
+    artifact_dir: str | Path | None = _f(None, help="Folder for side artifacts (default: beside --out).")
+    metadata: str | Path | None = _f(None, help="Metadata sidecar path (default <out>.metadata.json).")
+    notebook_rollout_mode: str = _f("saved", help="ipynb only: saved, live or both.", choices=NOTEBOOK_ROLLOUT_MODES)
+    overwrite: bool = _f(False, help="Replace an existing --out.")
+    dry_run: bool = _f(False, help="Resolve and validate everything, then stop before rolling out.")
+    validate_only: bool = _f(False, help="Validate the configuration only (no imports, no files).")
+
+    def __post_init__(self) -> None:
+        _normalise(self)
+        _validate(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> RenderConfig:
+        """Builds a config from a mapping; unknown keys get a did-you-mean."""
+        merged = {**data, **overrides}
+        names = [f.name for f in dataclasses.fields(cls)]
+        for key in merged:
+            if key not in names:
+                raise ConfigError(f"unknown config key {key!r}.{did_you_mean(key, names)}",
+                                  expected="a RenderConfig field", got=key,
+                                  fix="remove it or correct its name (see --print-config)")
+        return cls(**merged)
+
+    @classmethod
+    def from_file(cls, path: str | Path, **overrides: Any) -> RenderConfig:
+        """Loads a JSON, YAML or TOML file; ``overrides`` win over the file."""
+        return cls.from_dict(load_mapping(path), **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict; loading it back gives an equal config."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for name in _PATH_FIELDS:
+            if data[name] is not None:
+                data[name] = str(data[name])
+        for name in _KEY_FIELDS:
+            data[name] = key_to_string(data[name])
+        for name in ("policy", "env"):
+            if not isinstance(data[name], str):
+                data[name] = callable_name(data[name])
+        data["camera"] = list(data["camera"])
+        return json.loads(json.dumps(data, default=str))
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as JSON."""
+        kwargs.setdefault("indent", 2)
+        return json.dumps(self.to_dict(), **kwargs)
+
+
+def _normalise(cfg: RenderConfig) -> None:
+    for name in _PATH_FIELDS:
+        value = getattr(cfg, name)
+        if value is not None and not isinstance(value, Path):
+            _check_type(name, value, (str, Path), "a path")
+            setattr(cfg, name, Path(value))
+    for name in _KEY_FIELDS:
+        setattr(cfg, name, parse_nested_key(getattr(cfg, name), name))
+    if isinstance(cfg.camera, str):
+        cfg.camera = [c.strip() for c in cfg.camera.split(",") if c.strip()]
+    cfg.camera = list(cfg.camera) or ["default"]
+    for name in ("env_kwargs", "policy_kwargs"):
+        value = getattr(cfg, name)
+        if isinstance(value, str):
+            setattr(cfg, name, load_mapping_or_inline(value, name))
+        elif value is None:
+            setattr(cfg, name, {})
+    if isinstance(cfg.fps, int) and not isinstance(cfg.fps, bool):
+        cfg.fps = float(cfg.fps)
+    _infer_format(cfg)
+
+
+def _infer_format(cfg: RenderConfig) -> None:
+    from .writers import WRITERS
+
+    inferred = WRITERS.for_suffix(cfg.out) if cfg.out is not None else None
+    if cfg.format is None:
+        cfg.format = inferred or ("frames" if cfg.out is not None and not cfg.out.suffix else "mp4")
+    else:
+        WRITERS.entry(cfg.format)
+        if inferred is not None and inferred != cfg.format:
+            raise ConfigError(
+                f"the --out suffix {cfg.out.suffix!r} says {inferred}, but format is {cfg.format!r}",
+                expected=f"an --out ending in {' or '.join(WRITERS.entry(cfg.format).suffixes) or 'a folder name'}",
+                got=str(cfg.out), fix="make --out and --format agree, or drop --format to infer it")
+    if cfg.out is None:
+        entry = WRITERS.entry(cfg.format)
+        cfg.out = Path("render" + (entry.suffixes[0] if entry.suffixes else "_frames"))
+
+
+def _validate(cfg: RenderConfig) -> None:
+    from .backends import BACKENDS
+
+    for name, flag in (("policy", "--policy mypkg.policy:make_policy"), ("env", "--env HalfCheetah-v5")):
+        if getattr(cfg, name) is None:
+            raise ConfigError(f"no {name} was given", expected=f"a {name} factory spec", got="nothing",
+                              fix=f"pass {flag} (or {name}=... in the config file)")
+    if not (isinstance(cfg.policy, str) or callable(cfg.policy)):
+        raise ConfigError("policy must be a factory", expected="'module:object', 'file.py:object' or a callable",
+                          got=type(cfg.policy).__name__, fix="pass e.g. policy='mypkg.policy:make'")
+    if not (isinstance(cfg.env, str) or callable(cfg.env)):
+        raise ConfigError("env must be a factory or an env id", expected="'module:object', a gymnasium id or a callable",
+                          got=type(cfg.env).__name__, fix="pass e.g. env='HalfCheetah-v5'")
+    _positive_int(cfg, "num_trajs", "num_trajs=5 (--num-trajs 5)")
+    if cfg.max_steps is not None:
+        _positive_int(cfg, "max_steps", "max_steps=200 (--max-steps 200), or None to run until done")
+    if cfg.seed is not None:
+        _check_type("seed", cfg.seed, int, "an integer or None")
+    _check_type("fps", cfg.fps, float, "a number")
+    if not (math.isfinite(cfg.fps) and cfg.fps > 0):
+        raise ConfigError("fps must be a positive number", expected="a number > 0", got=cfg.fps,
+                          fix="pass e.g. fps=30 (--fps 30)")
+    for name in ("width", "height"):
+        _positive_int(cfg, name, f"{name}=480")
+        if getattr(cfg, name) > 8192:
+            raise ConfigError(f"{name} is too large", expected="at most 8192 pixels", got=getattr(cfg, name),
+                              fix=f"pass a smaller --{name}")
+    _check_type("video_crf", cfg.video_crf, int, "an integer 0-51")
+    if not 0 <= cfg.video_crf <= 51:
+        raise ConfigError("video_crf is out of range", expected="0 to 51", got=cfg.video_crf, fix="pass e.g. 23")
+    for f in dataclasses.fields(cfg):
+        _validate_field(cfg, f)
+    for name in ("device", "policy_device", "env_device"):
+        _validate_device(name, getattr(cfg, name))
+    if cfg.notebook_rollout_mode != "saved" and cfg.format != "ipynb":
+        raise ConfigError("notebook_rollout_mode other than 'saved' needs format='ipynb'",
+                          got=f"format={cfg.format!r}", fix="drop --notebook-rollout-mode or write an .ipynb")
+    BACKENDS.entry(cfg.render_backend)
+
+
+def _validate_field(cfg: RenderConfig, f: dataclasses.Field) -> None:
+    value = getattr(cfg, f.name)
+    choices = f.metadata.get("choices")
+    if isinstance(choices, tuple) and value is not None and value not in choices:
+        raise ConfigError(f"{f.name} must be one of {', '.join(choices)}.{did_you_mean(value, choices)}",
+                          expected=", ".join(choices), got=value,
+                          fix=f"pass one of them (--{f.name.replace('_', '-')})")
+    if f.type == "bool":
+        _check_type(f.name, value, bool, "True or False")
+    if f.name in ("env_kwargs", "policy_kwargs"):
+        _check_type(f.name, value, dict, "a mapping of keyword arguments")
+
+
+def _positive_int(cfg: RenderConfig, name: str, example: str) -> None:
+    value = getattr(cfg, name)
+    _check_type(name, value, int, "a positive integer")
+    if value < 1:
+        raise ConfigError(f"{name} must be at least 1", expected="a positive integer", got=value,
+                          fix=f"pass e.g. {example}")
+
+
+def _check_type(name: str, value: Any, types: Any, expected: str) -> None:
+    wrong_bool = isinstance(value, bool) and types in (int, float)
+    if wrong_bool or not isinstance(value, types):
+        raise ConfigError(f"{name} has the wrong type", expected=expected,
+                          got=f"{value!r} ({type(value).__name__})", fix=f"pass {expected} for {name}")
+
+
+def _validate_device(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        value = str(value)
+    if not _DEVICE_RE.match(value):
+        raise ConfigError(f"{name} is not a device", expected="cpu, cuda, cuda:N or mps", got=value,
+                          fix=f"pass e.g. --{name.replace('_', '-')} cpu")
+
+
+def parse_nested_key(value: Any, name: str = "key") -> NestedKey:
+    """``"a.b"`` -> ``("a", "b")``; strings without a dot and tuples pass through.
+
+    Example:
+        >>> parse_nested_key("next.reward"), parse_nested_key("reward"), parse_nested_key(["a", "b"])
+        (('next', 'reward'), 'reward', ('a', 'b'))
+    """
+    if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
+        return value if len(value) > 1 else value[0]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return parse_nested_key(tuple(value), name)
+    if isinstance(value, str) and value.strip(". "):
+        parts = tuple(p for p in value.strip().split(".") if p)
+        return parts if len(parts) > 1 else parts[0]
+    raise ConfigError(f"{name} is not a TensorDict key", expected="a name, 'a.b' for nested, or a tuple of names",
+                      got=repr(value), fix=f"pass e.g. {name}='observation'")
+
+
+def key_to_string(key: NestedKey) -> str:
+    """The dotted form of a nested key.
+
+    Example:
+        >>> key_to_string(("next", "reward"))
+        'next.reward'
+    """
+    return ".".join(key) if isinstance(key, tuple) else str(key)
+
+
+def callable_name(obj: Any) -> str:
+    """``module:qualname`` of a callable, for metadata."""
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    return f"{module}:{qualname}" if module else repr(obj)
+
+
+def load_mapping(path: str | Path) -> dict[str, Any]:
+    """Reads a JSON (.json), YAML (.yaml/.yml) or TOML (.toml) file into a dict."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist", expected="a readable JSON/YAML/TOML file",
+                          got=str(path), fix="check the path")
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            import tomllib
+            data = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+            data = yaml.safe_load(text)
+        elif suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise ConfigError(f"unsupported config file type {suffix!r}", expected=".json, .yaml, .yml or .toml",
+                              got=str(path), fix="rename the file with the right suffix")
+    except ConfigError:
+        raise
+    except Exception as exc:  # parser errors of three libraries, reported uniformly
+        raise ConfigError(f"{str(path)!r} is not valid {suffix[1:].upper()}: {exc}",
+                          fix="correct the syntax at the position shown") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{str(path)!r} must hold a mapping at the top level", expected="key: value pairs",
+                          got=type(data).__name__)
+    return data
+
+
+def load_mapping_or_inline(value: str, name: str) -> dict[str, Any]:
+    """Inline JSON (``'{"a": 1}'``) or a path to a JSON/YAML/TOML file."""
+    text = value.strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{name} is not valid JSON: {exc}", expected='an object such as {"key": 1}',
+                              got=text, fix="quote keys and strings with double quotes") from exc
+        return data
+    if not text:
+        return {}
+    if not Path(text).suffix:
+        raise ConfigError(f"{name} must be inline JSON or a file", expected='{"key": value} or a .json/.yaml/.toml path',
+                          got=text, fix=f"pass e.g. --{name.replace('_', '-')} '{{\"key\": 1}}'")
+    return load_mapping(text)
+
+
+@dataclass
+class RenderEnvSpec:
+    """What an env factory may ask for (by taking ``spec`` or any of these names).
+
+    Same fields as ``torchrl.render.RenderEnvSpec``, plus ``width``/``height``.
+    """
+
+    device: str
+    seed: int | None
+    max_steps: int | None
+    from_pixels: bool
+    pixels_only: bool
+    camera: list[str]
+    render_mode: str | None
+    env_kwargs: dict[str, Any]
+    config: RenderConfig
+    checkpoint: Any | None = None
+    width: int = 480
+    height: int = 480
+
+    @classmethod
+    def from_config(cls, config: RenderConfig, checkpoint: Any | None = None,
+                    render_mode: str | None = None) -> RenderEnvSpec:
+        """The spec for ``config`` (``render_mode`` overrides the config's)."""
+        return cls(device=config.env_device or config.device, seed=config.seed, max_steps=config.max_steps,
+                   from_pixels=config.from_pixels, pixels_only=config.pixels_only, camera=list(config.camera),
+                   render_mode=render_mode or config.render_mode, env_kwargs=dict(config.env_kwargs),
+                   config=config, checkpoint=checkpoint, width=config.width, height=config.height)
+
+
+@dataclass
+class RenderPolicySpec:
+    """What a policy factory may ask for. Same fields as ``torchrl.render.RenderPolicySpec``."""
+
+    ckpt_path: Path | None
+    checkpoint: Any | None
+    checkpoint_hash: str | None
+    device: str
+    env_specs: Any | None
+    policy_kwargs: dict[str, Any]
+    config: RenderConfig
+
+
+def _fields_of(spec_cls: type) -> Sequence[str]:
+    return [f.name for f in dataclasses.fields(spec_cls)]

@@ -1,0 +1,95 @@
+"""Plain data carriers: what flows between the pipeline's stages.
+
+Example:
+    >>> import numpy as np
+    >>> bundle = FrameBundle({"default": np.zeros((2, 2, 3), np.uint8)}, step=0, trajectory_index=0)
+    >>> bundle.shape
+    (2, 2, 3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Artifact", "FrameBundle", "RenderResult"]
+
+
+@dataclass
+class FrameBundle:
+    """One rendered step: one or more named camera frames, already uint8 HxWx3.
+
+    Frames are normalised once, when the bundle is built
+    (:func:`torchrl_render.frames.to_uint8_hwc`); writers trust them.
+
+    Args:
+        frames: Camera name -> ``uint8`` array of shape ``(H, W, 3)``.
+        step: Step index within the trajectory (0 is the frame after reset).
+        trajectory_index: Trajectory (episode) index.
+        timestamp: Seconds since the run started, if known.
+        metadata: Backend-specific notes.
+        metrics: Running numbers at this step (``reward``, ``return``).
+    """
+
+    frames: dict[str, Any]
+    step: int
+    trajectory_index: int
+    timestamp: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the first frame."""
+        return tuple(next(iter(self.frames.values())).shape)
+
+
+@dataclass
+class Artifact:
+    """A file or folder that a writer finished.
+
+    Args:
+        path: Where it was written (after the atomic rename).
+        format: The registry name of the writer.
+        num_frames: Frames written (0 for data-only formats).
+        info: Writer-specific facts (codec, pix_fmt, size, per-file paths...).
+    """
+
+    path: Path
+    format: str
+    num_frames: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"path": str(self.path), "format": self.format,
+                "num_frames": self.num_frames, **self.info}
+
+
+@dataclass
+class RenderResult:
+    """What :func:`torchrl_render.render_policy` returns.
+
+    Field names follow ``torchrl.render.RenderResult``; ``frames`` stays empty
+    because frames are streamed to the writers and never held.
+
+    Args:
+        artifact_path: Main artifact, if one was written.
+        trajectories: One TensorDict per trajectory (no pixels unless asked).
+        frame_paths: Files written by the writers (videos, PNGs).
+        metadata: The JSON sidecar's content.
+        warnings: Non-fatal fallbacks and notes, also in the sidecar.
+        frames: Always ``[]``: kept for drop-in compatibility.
+        artifacts: Every artifact written, main one first.
+        metrics: ``{"per_episode": [...], "aggregated": {...}}``.
+    """
+
+    artifact_path: Path | None
+    trajectories: list[Any]
+    frame_paths: list[Path]
+    metadata: dict[str, Any]
+    warnings: list[str]
+    frames: list[Any] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)

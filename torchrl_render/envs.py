@@ -1,0 +1,120 @@
+"""Turning what an env factory returns into a torchrl env.
+
+Accepted: a torchrl ``EnvBase`` (used as is), a ``gymnasium.Env`` (wrapped by
+torchrl's ``GymWrapper``), a dm_control ``Environment`` (``DMControlWrapper``).
+Strings without a colon are shortcuts: a registered gymnasium id
+(``"HalfCheetah-v5"``) or ``"dm_control/<domain>-<task>"``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .config import RenderConfig, RenderEnvSpec
+from .errors import EnvError, did_you_mean
+from .resolve import call_factory, resolve
+
+__all__ = ["build_env", "describe_env", "to_torchrl_env"]
+
+log = logging.getLogger("torchrl_render")
+DM_PREFIX = "dm_control/"
+
+
+def build_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
+    """Builds the torchrl env for ``cfg`` (``render_mode`` is a default the config can override)."""
+    spec = RenderEnvSpec.from_config(cfg, checkpoint=checkpoint, render_mode=render_mode)
+    if isinstance(cfg.env, str) and ":" not in cfg.env:
+        raw = _from_shortcut(cfg.env, spec)
+    else:
+        raw = call_factory(resolve(cfg.env, "env"), spec, cfg.env_kwargs, "env")
+    return to_torchrl_env(raw, device=spec.device, backend=cfg.env_backend, source=cfg.env)
+
+
+def _from_shortcut(name: str, spec: RenderEnvSpec) -> Any:
+    if name.startswith(DM_PREFIX):
+        return _dm_control(name[len(DM_PREFIX):], spec)
+    return _gymnasium(name, spec)
+
+
+def _gymnasium(env_id: str, spec: RenderEnvSpec) -> Any:
+    import gymnasium
+
+    if env_id not in gymnasium.registry:
+        raise EnvError(f"{env_id!r} is neither 'module:object' nor a registered gymnasium id."
+                       f"{did_you_mean(env_id, gymnasium.registry)}",
+                       expected="'mypkg.env:make_env', 'path/env.py:make_env', a gymnasium id such as "
+                                "'HalfCheetah-v5', or 'dm_control/cheetah-run'", got=env_id,
+                       fix="add the colon and factory name, or correct the id")
+    kwargs = dict(spec.env_kwargs)
+    if spec.render_mode is not None:
+        kwargs.setdefault("render_mode", spec.render_mode)
+    entry = str(gymnasium.spec(env_id).entry_point)
+    if "mujoco" in entry:
+        kwargs.setdefault("width", spec.width)
+        kwargs.setdefault("height", spec.height)
+    try:
+        return gymnasium.make(env_id, **kwargs)
+    except Exception as exc:
+        raise EnvError(f"gymnasium.make({env_id!r}) raised {type(exc).__name__}: {exc}",
+                       fix="check --env-kwargs, or install the env's extra (e.g. pip install 'gymnasium[mujoco]')") from exc
+
+
+def _dm_control(name: str, spec: RenderEnvSpec) -> Any:
+    from dm_control import suite
+
+    domain, _, task = name.partition("-")
+    known = [f"{d}-{t}" for d, t in suite.ALL_TASKS]
+    if (domain, task) not in suite.ALL_TASKS:
+        raise EnvError(f"'dm_control/{name}' is not a dm_control suite task.{did_you_mean(name, known)}",
+                       expected="dm_control/<domain>-<task>, e.g. dm_control/cheetah-run", got=name,
+                       fix="pick a task from dm_control.suite.ALL_TASKS")
+    task_kwargs = {"random": spec.seed} if spec.seed is not None else {}
+    return suite.load(domain, task, task_kwargs=task_kwargs, environment_kwargs=dict(spec.env_kwargs) or None)
+
+
+def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source: Any = None) -> Any:
+    """Wraps ``obj`` into a torchrl env; an informative :class:`EnvError` otherwise."""
+    from torchrl.envs import EnvBase
+
+    if isinstance(obj, EnvBase):
+        return obj
+    if backend in ("auto", "gym", "gymnasium") and _is_gymnasium(obj):
+        from torchrl.envs import GymWrapper
+
+        return GymWrapper(obj, device=device)
+    if backend in ("auto", "dm_control") and _is_dm_env(obj):
+        from torchrl.envs import DMControlWrapper
+
+        return DMControlWrapper(obj, device=device)
+    raise EnvError(f"the env factory {source!r} returned a {type(obj).__module__}.{type(obj).__qualname__}, "
+                   "which is not an environment",
+                   expected="a torchrl EnvBase, a gymnasium.Env or a dm_control Environment"
+                            + ("" if backend == "auto" else f" matching env_backend={backend!r}"),
+                   got=type(obj).__qualname__, fix="return the env object itself from the factory")
+
+
+def _is_gymnasium(obj: Any) -> bool:
+    try:
+        import gymnasium
+    except ImportError:
+        return False
+    return isinstance(obj, gymnasium.Env)
+
+
+def _is_dm_env(obj: Any) -> bool:
+    try:
+        import dm_env
+    except ImportError:
+        return False
+    return isinstance(obj, dm_env.Environment)
+
+
+def describe_env(env: Any) -> dict[str, Any]:
+    """A JSON-ready description of the env for the metadata."""
+    from .backends.base import underlying_env
+
+    raw = underlying_env(env)
+    spec = getattr(getattr(raw, "unwrapped", raw), "spec", None) or getattr(raw, "spec", None)
+    return {"class": type(env).__name__, "raw_class": f"{type(raw).__module__}.{type(raw).__qualname__}",
+            "id": getattr(spec, "id", None), "batch_size": list(getattr(env, "batch_size", []))}

@@ -1,0 +1,111 @@
+"""Frame normalisation (once, at the boundary) and camera layouts. Pure functions.
+
+Example:
+    >>> import numpy as np
+    >>> to_uint8_hwc(np.ones((3, 4, 5), np.float32)).shape   # CHW float in [0, 1]
+    (4, 5, 3)
+    >>> sorted(apply_layout({"a": np.zeros((2, 2, 3), np.uint8),
+    ...                      "b": np.zeros((2, 2, 3), np.uint8)}, "horizontal"))
+    ['horizontal']
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+
+__all__ = ["LAYOUTS", "apply_layout", "to_uint8_hwc"]
+
+LAYOUTS = ("single", "grid", "horizontal", "vertical", "separate")
+
+
+def to_uint8_hwc(frame: Any) -> np.ndarray:
+    """Returns ``frame`` as a C-contiguous ``uint8`` array of shape ``(H, W, 3)``.
+
+    Accepts numpy arrays and torch tensors, HWC or CHW, with 1, 3 or 4 channels
+    (grey is repeated, alpha dropped), or a 2-D grey image. Floats are taken as
+    ``[0, 1]`` when their maximum is at most 1, else as ``[0, 255]``.
+    Arrays that are already ``uint8`` HxWx3 and contiguous are returned as is.
+    """
+    arr = _as_numpy(frame)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if arr.ndim != 3:
+        raise ConfigError("a frame must be an image", expected="an array of shape (H, W, C) or (C, H, W)",
+                          got=f"shape {tuple(arr.shape)}",
+                          fix="render one image per step (drop batch dimensions)")
+    if arr.shape[-1] not in (1, 3, 4) and arr.shape[0] in (1, 3, 4):
+        arr = np.moveaxis(arr, 0, -1)
+    channels = arr.shape[-1]
+    if channels not in (1, 3, 4):
+        raise ConfigError("a frame has an unsupported number of channels",
+                          expected="1 (grey), 3 (RGB) or 4 (RGBA)", got=f"shape {tuple(arr.shape)}",
+                          fix="return RGB images from the renderer")
+    if channels == 4:
+        arr = arr[..., :3]
+    elif channels == 1:
+        arr = np.repeat(arr, 3, axis=-1)
+    if arr.dtype != np.uint8:
+        arr = _to_uint8(arr)
+    return np.ascontiguousarray(arr)
+
+
+def _as_numpy(frame: Any) -> np.ndarray:
+    if isinstance(frame, np.ndarray):
+        return frame
+    detach = getattr(frame, "detach", None)
+    if detach is not None:  # torch.Tensor, without importing torch here
+        return detach().cpu().numpy()
+    return np.asarray(frame)
+
+
+def _to_uint8(arr: np.ndarray) -> np.ndarray:
+    if arr.dtype == np.bool_:
+        return arr.astype(np.uint8) * 255
+    if np.issubdtype(arr.dtype, np.floating):
+        arr = np.nan_to_num(arr, nan=0.0, posinf=255.0, neginf=0.0)
+        if arr.size and float(arr.max()) <= 1.0:
+            arr = arr * 255.0
+        return np.clip(np.rint(arr), 0, 255).astype(np.uint8)
+    return np.clip(arr, 0, 255).astype(np.uint8)
+
+
+def apply_layout(frames: dict[str, np.ndarray], layout: str) -> dict[str, np.ndarray]:
+    """Combines per-camera frames into what the writers receive.
+
+    ``single`` keeps the first camera; ``separate`` keeps every camera under its
+    own name (writers then write one stream each); ``horizontal``, ``vertical``
+    and ``grid`` tile the cameras into one image keyed by the layout's name.
+    Frames of different sizes are padded with black to a common size.
+    """
+    if layout not in LAYOUTS:
+        raise ConfigError(f"unknown camera layout {layout!r}", expected=", ".join(LAYOUTS), got=layout)
+    if layout == "separate" or len(frames) == 1 and layout != "single":
+        return frames
+    images = list(frames.values())
+    if layout == "single":
+        return {next(iter(frames)): images[0]}
+    h = max(im.shape[0] for im in images)
+    w = max(im.shape[1] for im in images)
+    images = [_pad(im, h, w) for im in images]
+    if layout == "horizontal":
+        return {layout: np.concatenate(images, axis=1)}
+    if layout == "vertical":
+        return {layout: np.concatenate(images, axis=0)}
+    cols = math.ceil(math.sqrt(len(images)))
+    rows = math.ceil(len(images) / cols)
+    images += [np.zeros_like(images[0])] * (rows * cols - len(images))
+    grid = [np.concatenate(images[r * cols:(r + 1) * cols], axis=1) for r in range(rows)]
+    return {layout: np.concatenate(grid, axis=0)}
+
+
+def _pad(image: np.ndarray, h: int, w: int) -> np.ndarray:
+    if image.shape[:2] == (h, w):
+        return image
+    out = np.zeros((h, w, 3), np.uint8)
+    out[: image.shape[0], : image.shape[1]] = image
+    return out

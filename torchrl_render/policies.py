@@ -1,0 +1,169 @@
+"""Turning what a policy factory returns into a TensorDict -> TensorDict step function.
+
+* A ``TensorDictModuleBase``, or any module/callable with ``in_keys`` and
+  ``out_keys``, is a TensorDict policy and is called with the step TensorDict.
+* Anything else callable is a tensor policy: ``action = policy(td[obs_key])``,
+  written to ``td[action_key]``.
+
+Observations are cast to the policy's floating dtype (gymnasium's float64 reaches
+a float32 network) and moved to its device; actions are cast back to the env's
+action spec dtype and device. Each adaptation is noted once in the warnings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checkpoint import infer_state_dict, load_into_policy
+from .config import RenderConfig, RenderPolicySpec, key_to_string
+from .errors import PolicyError
+from .resolve import call_factory, resolve
+
+__all__ = ["PolicyRunner", "build_policy", "exploration_type"]
+
+
+def exploration_type(cfg: RenderConfig) -> Any:
+    """The torchrl ``ExplorationType`` for ``exploration_mode`` / ``deterministic``."""
+    from torchrl.envs.utils import ExplorationType
+
+    mode = cfg.exploration_mode or ("deterministic" if cfg.deterministic else "random")
+    return {"deterministic": ExplorationType.DETERMINISTIC, "mode": ExplorationType.MODE,
+            "mean": ExplorationType.MEAN, "random": ExplorationType.RANDOM}[mode]
+
+
+def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
+                 notes: list[str]) -> PolicyRunner:
+    """Calls the policy factory, loads the checkpoint's weights, and adapts the result."""
+    device = cfg.policy_device or cfg.device
+    spec = RenderPolicySpec(ckpt_path=cfg.ckpt, checkpoint=payload, checkpoint_hash=digest, device=device,
+                            env_specs=getattr(env, "specs", None), policy_kwargs=dict(cfg.policy_kwargs), config=cfg)
+    policy = call_factory(resolve(cfg.policy, "policy"), spec, cfg.policy_kwargs, "policy")
+    if policy is None or not callable(policy):
+        raise PolicyError(f"the policy factory {cfg.policy!r} returned {type(policy).__name__}, which cannot act",
+                          expected="a TensorDictModule, an nn.Module or a callable mapping observations to actions",
+                          got=type(policy).__name__, fix="return the policy object from the factory")
+    _load_weights(cfg, policy, payload, notes)
+    import torch
+
+    if isinstance(policy, torch.nn.Module):
+        policy.to(device)
+        if cfg.policy_eval:
+            policy.eval()
+    return PolicyRunner(policy, cfg, env, notes)
+
+
+def _load_weights(cfg: RenderConfig, policy: Any, payload: Any, notes: list[str]) -> None:
+    if payload is None or not cfg.auto_load_policy or not hasattr(policy, "load_state_dict"):
+        return
+    state_dict, where = infer_state_dict(payload, cfg.checkpoint_key, cfg.state_dict_key)
+    if state_dict is None:
+        notes.append("no state dict found in the checkpoint; the policy keeps the weights its factory gave it "
+                     "(pass --state-dict-key to name one)")
+        return
+    outcome = load_into_policy(policy, state_dict, strict=cfg.strict_load)
+    notes.append(f"policy weights {outcome} from checkpoint entry {where!r}")
+
+
+@dataclass
+class PolicyRunner:
+    """Calls the policy on a step TensorDict and writes a checked action into it."""
+
+    policy: Any
+    cfg: RenderConfig
+    env: Any
+    notes: list[str]
+    _noted: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        import torch
+
+        self.is_td = bool(getattr(self.policy, "in_keys", None) is not None
+                          and getattr(self.policy, "out_keys", None) is not None)
+        params = list(self.policy.parameters()) if isinstance(self.policy, torch.nn.Module) else []
+        floats = [p for p in params if p.is_floating_point()]
+        self.dtype = floats[0].dtype if floats else None
+        self.device = torch.device(floats[0].device if floats else (self.cfg.policy_device or self.cfg.device))
+        self.action_spec = self.env.full_action_spec[self.cfg.action_key] if self.cfg.action_key in \
+            self.env.full_action_spec.keys(True) else self.env.action_spec
+        self.exploration = exploration_type(self.cfg)
+        self.kind = "tensordict" if self.is_td else "tensor"
+        self.note(f"policy adapted as a {self.kind} policy"
+                  + (f" ({key_to_string(self.cfg.obs_key)} -> {key_to_string(self.cfg.action_key)})"
+                     if not self.is_td else ""))
+
+    def note(self, text: str) -> None:
+        if text not in self._noted:
+            self._noted.add(text)
+            self.notes.append(text)
+
+    def __call__(self, td: Any) -> Any:
+        import torch
+        from torchrl.envs.utils import set_exploration_type
+
+        with torch.no_grad(), set_exploration_type(self.exploration):
+            action = self._call_td(td) if self.is_td else self._call_tensor(td)
+        td.set(self.cfg.action_key, self._check(action))
+        return td
+
+    def _call_tensor(self, td: Any) -> Any:
+        obs = td.get(self.cfg.obs_key, None)
+        if obs is None:
+            raise PolicyError(f"the step TensorDict has no observation key {key_to_string(self.cfg.obs_key)!r}",
+                              expected=f"one of {[key_to_string(k) for k in td.keys(True, True)]}",
+                              got=key_to_string(self.cfg.obs_key), fix="pass --obs-key with the right name")
+        return self.policy(self._to_policy(obs))
+
+    def _call_td(self, td: Any) -> Any:
+        inp = td.apply(self._to_policy) if self._needs_cast(td) else td
+        out = self.policy(inp)
+        out = inp if out is None else out
+        action = out.get(self.cfg.action_key, None)
+        if action is None:
+            raise PolicyError(f"the policy output has no action key {key_to_string(self.cfg.action_key)!r}",
+                              expected=f"the policy to write {key_to_string(self.cfg.action_key)!r}",
+                              got=f"keys {[key_to_string(k) for k in out.keys(True, True)]}",
+                              fix="pass --action-key with the key the policy writes")
+        if out is not td:
+            for key in out.keys(True, True):
+                if key not in td.keys(True, True):
+                    td.set(key, out.get(key).to(td.device) if td.device is not None else out.get(key))
+        return action
+
+    def _needs_cast(self, td: Any) -> bool:
+        return any(self._cast_dtype(v) is not None or (v.device != self.device)
+                   for v in td.values(True, True))
+
+    def _cast_dtype(self, tensor: Any) -> Any:
+        if self.dtype is not None and tensor.is_floating_point() and tensor.dtype != self.dtype:
+            return self.dtype
+        return None
+
+    def _to_policy(self, tensor: Any) -> Any:
+        dtype = self._cast_dtype(tensor)
+        if dtype is not None:
+            self.note(f"observations cast from {tensor.dtype} to the policy's {dtype}")
+        if tensor.device != self.device:
+            self.note(f"observations moved from {tensor.device} to the policy's {self.device}")
+        return tensor.to(self.device, dtype or tensor.dtype)
+
+    def _check(self, action: Any) -> Any:
+        import torch
+
+        if not isinstance(action, torch.Tensor):
+            action = torch.as_tensor(action)
+        spec = self.action_spec
+        if action.shape != spec.shape:
+            if action.numel() != spec.shape.numel():
+                raise PolicyError("the policy's action has the wrong shape",
+                                  expected=f"shape {tuple(spec.shape)} (the env's action spec)",
+                                  got=f"shape {tuple(action.shape)}",
+                                  fix="make the policy output one action per step for this env")
+            self.note(f"actions reshaped from {tuple(action.shape)} to {tuple(spec.shape)}")
+            action = action.reshape(spec.shape)
+        if action.is_floating_point() and not bool(torch.isfinite(action).all()):
+            raise PolicyError("the policy produced a NaN or infinite action", got=str(action.tolist())[:200],
+                              fix="check the checkpoint's weights and the observation normalisation")
+        if action.dtype != spec.dtype:
+            self.note(f"actions cast from {action.dtype} to the action spec's {spec.dtype}")
+        return action.to(spec.device or action.device, spec.dtype)

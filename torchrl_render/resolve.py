@@ -1,0 +1,174 @@
+"""``"module:object"`` / ``"path/file.py:object"`` loading and the factory-call protocol.
+
+The factory protocol (for env and policy factories alike):
+
+* a factory with no parameters is called with none;
+* a parameter named ``spec`` (or annotated with the spec class) receives the
+  :class:`~torchrl_render.config.RenderEnvSpec` / ``RenderPolicySpec``;
+* a parameter named like a key of ``env_kwargs`` / ``policy_kwargs`` receives
+  that value, one named like a spec field (``device``, ``seed``, ``render_mode``,
+  ``checkpoint``...) receives the field;
+* ``**kwargs`` receives the user kwargs not consumed by name;
+* a single remaining required positional parameter receives the spec
+  (``def make_env(cfg)`` works, as in torchrl.render).
+
+Example:
+    >>> resolve("json:dumps", "policy").__name__
+    'dumps'
+    >>> resolve("json:dump", "policy").__name__
+    'dump'
+    >>> resolve("json:dumsp", "policy")
+    Traceback (most recent call last):
+    ...
+    torchrl_render.errors.ResolveError: module 'json' has no attribute 'dumsp'. Did you mean 'dumps'? Expected: a public name of 'json'. Got: dumsp. Fix: correct the name after the colon in the policy spec 'json:dumsp'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import RenderError, ResolveError, did_you_mean
+
+__all__ = ["call_factory", "resolve"]
+
+
+def resolve(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
+    """Returns the callable named by ``spec`` (``kind`` is "env" or "policy", for messages)."""
+    if callable(spec) and not isinstance(spec, str):
+        return spec
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ResolveError(f"the {kind} spec {spec!r} has no colon", expected="'module:object' or 'path/file.py:object'",
+                           got=repr(spec), fix=f"write it as e.g. 'mypkg.{kind}:make_{kind}'")
+    target, _, attr = spec.rpartition(":")
+    if not target or not attr:
+        raise ResolveError(f"the {kind} spec {spec!r} is incomplete", expected="'module:object'", got=spec,
+                           fix="name both the module and the object, e.g. 'mypkg.policy:make'")
+    module = _import_file(target, kind) if _is_path(target) else _import_module(target, kind)
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            public = [n for n in dir(obj) if not n.startswith("_")]
+            raise ResolveError(f"module {target!r} has no attribute {part!r}.{did_you_mean(part, public)}",
+                               expected=f"a public name of {target!r}", got=part,
+                               fix=f"correct the name after the colon in the {kind} spec {spec!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ResolveError(f"{spec!r} is not callable", expected=f"a factory function or class that returns the {kind}",
+                           got=f"{type(obj).__name__} object", fix=f"point the {kind} spec at a function")
+    return obj
+
+
+def _is_path(target: str) -> bool:
+    return target.endswith(".py") or "/" in target or "\\" in target
+
+
+def _import_module(name: str, kind: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and name.startswith(exc.name) and (exc.name == name or name.startswith(exc.name + ".")):
+            raise ResolveError(f"cannot import module {name!r} named in the {kind} spec", got=name,
+                               fix=("check the spelling, install the package, or run from the folder that contains "
+                                    "it (or pass 'path/to/file.py:object')")) from exc
+        raise ResolveError(f"importing {name!r} failed: module {exc.name!r} is not installed",
+                           fix=f"pip install the package that provides {exc.name!r}") from exc
+    except RenderError:
+        raise
+    except Exception as exc:
+        raise ResolveError(f"importing {name!r} raised {type(exc).__name__}: {exc}",
+                           fix=f"fix the error in {name!r}") from exc
+
+
+def _import_file(target: str, kind: str) -> Any:
+    path = Path(target).expanduser().resolve()
+    if not path.is_file():
+        raise ResolveError(f"the {kind} file {target!r} does not exist", expected="an existing .py file", got=target,
+                           fix="check the path (relative paths start from the current folder)")
+    name = "_torchrl_render_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    sys.path.insert(0, str(path.parent))
+    try:
+        module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except Exception as exc:
+        del sys.modules[name]
+        raise ResolveError(f"running {target!r} raised {type(exc).__name__}: {exc}",
+                           fix=f"fix the error in {target!r}") from exc
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def call_factory(factory: Callable[..., Any], spec: Any, user_kwargs: Mapping[str, Any], kind: str) -> Any:
+    """Calls ``factory`` following the protocol above; its own errors are wrapped with its name."""
+    args, kwargs = _bind(factory, spec, dict(user_kwargs), kind)
+    try:
+        return factory(*args, **kwargs)
+    except RenderError:
+        raise
+    except Exception as exc:
+        raise ResolveError(f"the {kind} factory {_name(factory)} raised {type(exc).__name__}: {exc}",
+                           fix=f"fix the {kind} factory or the {kind}_kwargs passed to it") from exc
+
+
+def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: str) -> tuple[list, dict]:
+    try:
+        params = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):  # builtins without a signature
+        return [spec], {}
+    fields = {f.name for f in dataclasses.fields(spec)}
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    unmatched = []
+    spec_given = False
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name == "spec" or p.annotation in (type(spec), type(spec).__name__):
+            value, spec_given = spec, True
+        elif p.name in user:
+            value = user.pop(p.name)
+        elif p.name in fields:
+            value = getattr(spec, p.name)
+        else:
+            if p.default is p.empty:
+                unmatched.append(p)
+            continue
+        (args.append(value) if p.kind == p.POSITIONAL_ONLY else kwargs.__setitem__(p.name, value))
+    if len(unmatched) == 1 and unmatched[0].kind != unmatched[0].KEYWORD_ONLY and not spec_given:
+        p, spec_given = unmatched.pop(), True
+        (args.append(spec) if p.kind == p.POSITIONAL_ONLY else kwargs.__setitem__(p.name, spec))
+    if unmatched:
+        names = ", ".join(p.name for p in unmatched)
+        raise ResolveError(f"the {kind} factory {_name(factory)} needs argument(s) {names} that nothing provides",
+                           expected=f"a 'spec' parameter, fields of the spec ({', '.join(sorted(fields))}) or "
+                                    f"{kind}_kwargs keys", got=f"parameters {[p.name for p in params]}",
+                           fix=f"give them defaults or pass them with --{kind}-kwargs '{{\"{unmatched[0].name}\": ...}}'")
+    if user:
+        if any(p.kind == p.VAR_KEYWORD for p in params):
+            kwargs.update(user)
+        elif not spec_given:
+            accepted = [p.name for p in params]
+            first = next(iter(user))
+            raise ResolveError(f"the {kind} factory {_name(factory)} does not accept {kind}_kwargs "
+                               f"key {first!r}.{did_you_mean(first, accepted)}", expected=f"one of {accepted}",
+                               got=sorted(user), fix=f"rename or drop it, or add **kwargs to the factory")
+    return args, kwargs
+
+
+def _name(factory: Callable[..., Any]) -> str:
+    module = getattr(factory, "__module__", "") or ""
+    if module.startswith("_torchrl_render_user_"):
+        module = Path(inspect.getsourcefile(factory) or module).name
+    return f"'{module}:{getattr(factory, '__qualname__', repr(factory))}'"

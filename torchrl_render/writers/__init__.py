@@ -1,0 +1,19 @@
+"""The writer table: format name -> lazy writer class. One line per format.
+
+Tests, CLI choices, ``--list-formats`` and the docs' format table all read it.
+"""
+
+from __future__ import annotations
+
+from ..registry import Entry, Registry
+
+__all__ = ["WRITERS"]
+
+WRITERS = Registry("format", {
+    "mp4": Entry("torchrl_render.writers.mp4:Mp4Writer", suffixes=(".mp4",), extra="av==18.1.0",
+                 description="H.264 video (yuv420p, faststart): plays in every browser"),
+    "gif": Entry("torchrl_render.writers.gif:GifWriter", suffixes=(".gif",), extra="pillow",
+                 description="animated GIF, streamed frame by frame"),
+    "frames": Entry("torchrl_render.writers.png:PngWriter", directory=True, extra="pillow",
+                    description="a folder of PNG files, one per frame"),
+}, group="torchrl_render.writers")

@@ -1,0 +1,187 @@
+"""The writer contract, atomic output, and the fan-out to several files.
+
+A writer is built with its path and the options it needs (``from_config``);
+``write(bundle)`` receives one :class:`FrameBundle` holding exactly one frame;
+``close() -> Artifact`` is idempotent; ``abort()`` removes what was written.
+Writers write to a hidden temporary name beside the target and rename it into
+place only in ``close()``, so a crash or Ctrl-C never leaves a half-written file
+under the requested name. Used as a context manager, an exception aborts.
+
+Data writers (npz, jsonl) also get ``on_step(record)`` and ``on_episode(metrics)``.
+
+Example:
+    >>> import numpy as np, tempfile, pathlib
+    >>> from torchrl_render.data import FrameBundle
+    >>> from torchrl_render.writers.png import PngWriter
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "frames"
+    >>> with PngWriter(out) as w:
+    ...     w.write(FrameBundle({"default": np.zeros((4, 4, 3), np.uint8)}, 0, 0))
+    >>> sorted(p.name for p in out.iterdir())
+    ['traj0000_step000000.png']
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from ..data import Artifact, FrameBundle
+
+__all__ = ["Writer", "WriterGroup", "temp_path"]
+
+
+def temp_path(path: Path) -> Path:
+    """A hidden name beside ``path`` (same folder, same suffix) for atomic writes."""
+    return path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
+
+
+def remove(path: Path) -> None:
+    """Removes a file or a folder if it exists."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+class Writer(ABC):
+    """Base class of format writers (one output file or folder each)."""
+
+    format: str = "base"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.tmp = temp_path(self.path)
+        self.num_frames = 0
+        self._artifact: Artifact | None = None
+        self._aborted = False
+
+    @classmethod
+    def from_config(cls, path: Path, cfg: Any) -> Writer:
+        """Builds the writer with the options it needs from ``cfg``."""
+        return cls(path)
+
+    @abstractmethod
+    def write(self, bundle: FrameBundle) -> None:
+        """Writes the (single) frame of ``bundle``."""
+
+    def on_step(self, record: Any) -> None:
+        """Data writers: called for every step record (before its frame)."""
+
+    def on_episode(self, metrics: dict[str, Any]) -> None:
+        """Data writers: called when an episode ends."""
+
+    @abstractmethod
+    def _finish(self) -> dict[str, Any]:
+        """Flushes and closes the temporary output; returns artifact info."""
+
+    def _release(self) -> None:
+        """Closes open handles without finishing (after an error); safe twice."""
+
+    def close(self) -> Artifact:
+        """Finishes, renames into place and returns the :class:`Artifact` (idempotent)."""
+        if self._artifact is None:
+            if self._aborted:
+                raise RuntimeError(f"writer for {self.path} was aborted")
+            try:
+                info = self._finish()
+            except BaseException:
+                self.abort()
+                raise
+            remove(self.path)
+            os.replace(self.tmp, self.path)
+            self._artifact = Artifact(self.path, self.format, self.num_frames, info)
+        return self._artifact
+
+    def abort(self) -> None:
+        """Drops the partial output; the target path is left untouched. Safe twice."""
+        if self._artifact is not None or self._aborted:
+            return
+        self._aborted = True
+        try:
+            self._release()
+        finally:
+            remove(self.tmp)
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class WriterGroup:
+    """Routes bundles to one writer per (trajectory if split) x (camera if separate).
+
+    The paths are known before the run (:meth:`planned_paths`), so an existing
+    output is refused before any rollout.
+    """
+
+    def __init__(self, cfg: Any, out: Path, trajectories: list[int] | None = None) -> None:
+        from . import WRITERS
+
+        self.cfg = cfg
+        self.out = Path(out)
+        self.cls = WRITERS.load(cfg.format)
+        self.split = bool(cfg.split_trajectories)
+        self.cameras = list(cfg.camera) if cfg.camera_layout == "separate" and len(cfg.camera) > 1 else [None]
+        self.trajectories = trajectories if trajectories is not None else list(range(cfg.num_trajs))
+        self._writers: dict[tuple[int | None, str | None], Writer] = {}
+
+    def path_for(self, traj: int | None, camera: str | None) -> Path:
+        """``run.mp4`` -> ``run_traj3_front.mp4`` as needed."""
+        parts = [self.out.stem if self.out.suffix else self.out.name]
+        if traj is not None:
+            parts.append(f"traj{traj}")
+        if camera is not None:
+            parts.append(camera)
+        return self.out.with_name("_".join(parts) + self.out.suffix)
+
+    def planned_paths(self) -> list[Path]:
+        """Every path this group will write."""
+        trajs = self.trajectories if self.split else [None]
+        return [self.path_for(t, c) for t in trajs for c in self.cameras]
+
+    def _writer(self, traj: int, camera: str | None) -> Writer:
+        key = (traj if self.split else None, camera)
+        if key not in self._writers:
+            self._writers[key] = self.cls.from_config(self.path_for(*key), self.cfg)
+        return self._writers[key]
+
+    def write(self, bundle: FrameBundle) -> None:
+        """Sends each frame of ``bundle`` to its writer."""
+        for camera, frame in bundle.frames.items():
+            target = camera if self.cameras != [None] else None
+            single = FrameBundle({camera: frame}, bundle.step, bundle.trajectory_index, bundle.timestamp,
+                                 bundle.metadata, bundle.metrics)
+            self._writer(bundle.trajectory_index, target).write(single)
+
+    def on_step(self, record: Any) -> None:
+        self._writer(record.trajectory, self.cameras[0]).on_step(record)
+
+    def on_episode(self, metrics: dict[str, Any]) -> None:
+        self._writer(metrics["episode_ix"], self.cameras[0]).on_episode(metrics)
+
+    def writers(self) -> list[Writer]:
+        return list(self._writers.values())
+
+    def close(self) -> list[Artifact]:
+        """Closes every writer (in path order); on any failure aborts the rest."""
+        artifacts = []
+        try:
+            for key in sorted(self._writers, key=lambda k: str(self.path_for(*k))):
+                artifacts.append(self._writers[key].close())
+        except BaseException:
+            self.abort()
+            raise
+        return artifacts
+
+    def abort(self) -> None:
+        """Aborts every writer that has not finished."""
+        for writer in self._writers.values():
+            writer.abort()
