@@ -69,11 +69,17 @@ def load_checkpoint(path: str | Path, *, trust: bool = False, map_location: Any 
     try:
         return torch.load(p, map_location=map_location, weights_only=True), digest
     except pickle.UnpicklingError as exc:
+        reason = _weights_only_reason(exc)
+        if "Unsupported global" not in reason:
+            raise CheckpointError(f"checkpoint {str(path)!r} cannot be read: {reason}",
+                                  expected="a file written by torch.save or safetensors",
+                                  got=f"{p.stat().st_size} bytes",
+                                  fix="the file may be truncated or corrupt: copy or re-save it") from exc
         if not trust:
             raise UnsafeCheckpointError(
                 f"checkpoint {str(path)!r} holds Python objects that only full unpickling can load, and "
                 "unpickling runs code stored in the file (a crafted checkpoint can take over your machine)",
-                got=str(exc).splitlines()[0][:300],
+                got=reason,
                 fix=("re-save it as a plain state dict (torchrl_render.save_render_checkpoint), or, only if you "
                      "trust where the file came from, pass --trust-checkpoint (trust_checkpoint=True)")) from exc
     except Exception as exc:
@@ -81,6 +87,17 @@ def load_checkpoint(path: str | Path, *, trust: bool = False, map_location: Any 
                               expected="a file written by torch.save or safetensors", got=f"{p.stat().st_size} bytes",
                               fix="the file may be truncated or corrupt: copy or re-save it") from exc
     return torch.load(p, map_location=map_location, weights_only=False), digest
+
+
+def _weights_only_reason(exc: Exception) -> str:
+    """The one informative line of torch's weights-only error (e.g. ``Unsupported global: GLOBAL os.system``)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        if "WeightsUnpickler error" in line:
+            rest = line.split("WeightsUnpickler error:", 1)[1].strip()
+            rest = rest or (lines[i + 1] if i + 1 < len(lines) else "")
+            return rest.split(" was not an allowed global")[0][:300]
+    return lines[0][:300] if lines else type(exc).__name__
 
 
 def _load_safetensors(path: Path) -> dict[str, Any]:
