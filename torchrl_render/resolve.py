@@ -163,7 +163,7 @@ def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: st
             first = next(iter(user))
             raise ResolveError(f"the {kind} factory {_name(factory)} does not accept {kind}_kwargs "
                                f"key {first!r}.{did_you_mean(first, accepted)}", expected=f"one of {accepted}",
-                               got=sorted(user), fix=f"rename or drop it, or add **kwargs to the factory")
+                               got=sorted(user), fix="rename or drop it, or add **kwargs to the factory")
     return args, kwargs
 
 

@@ -28,9 +28,14 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
-from ..data import Artifact, FrameBundle
+import logging
 
-__all__ = ["Writer", "WriterGroup", "temp_path"]
+from ..data import Artifact, FrameBundle
+from ..errors import NoFramesError, WriterError
+
+__all__ = ["Writer", "WriterGroup", "frame_size_error", "no_frames_error", "temp_path"]
+
+log = logging.getLogger("torchrl_render")
 
 
 def temp_path(path: Path) -> Path:
@@ -44,6 +49,40 @@ def remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     elif path.exists() or path.is_symlink():
         path.unlink()
+
+
+def _commit(tmp: Path, path: Path) -> None:
+    """Moves ``tmp`` into place: one atomic rename for files; folders swap via a side name."""
+    if not tmp.is_dir() or not path.exists():
+        os.replace(tmp, path)
+        return
+    old = path.with_name(f".{path.name}.old-{os.getpid()}")
+    os.replace(path, old)
+    os.replace(tmp, path)
+    remove(old)
+
+
+def frame_size_error(fmt: str, first: tuple[int, int] | None, shape: tuple[int, ...],
+                     bundle: FrameBundle) -> WriterError:
+    """The error for a frame whose size differs from the first frame's (``first`` is ``(H, W)``)."""
+    h, w = first or (0, 0)
+    return WriterError(
+        f"the frame at trajectory {bundle.trajectory_index}, step {bundle.step} has a different size "
+        f"than the first frame of this {fmt}",
+        expected=f"{w}x{h} (width x height), the size of the first frame",
+        got=f"{shape[1]}x{shape[0]}",
+        fix="render every step at one size (set --width/--height), or use --split-trajectories "
+            "or --camera-layout separate so that each size gets its own file")
+
+
+def no_frames_error(fmt: str, path: Path) -> NoFramesError:
+    """The error for closing a frame format that received no frame."""
+    return NoFramesError(
+        f"no frames were rendered, so there is nothing to write to {str(path)!r}",
+        expected=f"at least one frame for format {fmt!r}", got="0 frames",
+        fix="make the env render: pass render_mode='rgb_array' to a gymnasium env, "
+            "--from-pixels for pixel observations, or --render-backend mujoco for MuJoCo envs; "
+            "or pick a data format that needs no frames")
 
 
 class Writer(ABC):
@@ -84,14 +123,14 @@ class Writer(ABC):
         """Finishes, renames into place and returns the :class:`Artifact` (idempotent)."""
         if self._artifact is None:
             if self._aborted:
-                raise RuntimeError(f"writer for {self.path} was aborted")
+                raise WriterError(f"the writer for {str(self.path)!r} was aborted and cannot be closed",
+                                  fix="start a new run")
             try:
                 info = self._finish()
             except BaseException:
                 self.abort()
                 raise
-            remove(self.path)
-            os.replace(self.tmp, self.path)
+            _commit(self.tmp, self.path)
             self._artifact = Artifact(self.path, self.format, self.num_frames, info)
         return self._artifact
 
@@ -102,6 +141,9 @@ class Writer(ABC):
         self._aborted = True
         try:
             self._release()
+        except Exception as exc:  # never let cleanup hide the error that caused the abort
+            log.warning("releasing the %s writer for %s raised %s: %s", self.format, self.path,
+                        type(exc).__name__, exc)
         finally:
             remove(self.tmp)
 

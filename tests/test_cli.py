@@ -1,0 +1,110 @@
+"""The CLI: generated flags, config files, exit codes and one-paragraph errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mediaprobe import probe_mp4
+from torchrl_render import RenderConfig
+from torchrl_render.backends import BACKENDS
+from torchrl_render.cli import build_parser, main
+from torchrl_render.writers import WRITERS
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+TINY = ["--policy", "tinyenv:make_policy", "--env", "tinyenv:make_env", "--from-pixels"]
+
+
+def test_every_config_field_is_a_flag():
+    import dataclasses
+    dests = {a.dest for a in build_parser()._actions}
+    assert {f.name for f in dataclasses.fields(RenderConfig)} <= dests
+
+
+def test_choices_come_from_the_registries():
+    actions = {a.dest: a for a in build_parser()._actions}
+    assert actions["format"].choices == WRITERS.names()
+    assert actions["render_backend"].choices == BACKENDS.names()
+
+
+def test_list_formats_and_backends(capsys):
+    assert main(["--list-formats"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in WRITERS.names())
+    assert main(["--list-backends"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in BACKENDS.names())
+
+
+def test_print_config_and_config_file_override(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("policy: a:b\nenv: c:d\nnum_trajs: 4\nfps: 12\n")
+    assert main(["--config", str(cfg), "--num-trajs", "2", "--stochastic", "--print-config"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["num_trajs"], data["fps"], data["deterministic"], data["policy"]) == (2, 12.0, False, "a:b")
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["--policy", "a:b", "--env", "c:d", "--out", "x.gif", "--format", "mp4"], "says gif, but format is 'mp4'"),
+    (["--policy", "a:b", "--env", "c:d", "--max-steps", "0"], "max_steps must be at least 1"),
+    (["--policy", "a:b", "--env", "c:d", "--fps", "-2"], "fps must be a positive number"),
+    (["--policy", "a:b"], "no env was given"),
+    (["--policy", "a:b", "--env", "c:d", "--env-kwargs", "{bad"], "env_kwargs is not valid JSON"),
+    (["--config", "missing.toml"], "does not exist"),
+    (["--policy", "nomodule_zz:p", "--env", "tinyenv:make_env", "--out", "{tmp}/o.mp4"], "cannot import module"),
+    (["--ckpt", "{tmp}/none.pt", *TINY, "--out", "{tmp}/o.mp4"], "does not exist"),
+    (["--policy", "tinyenv:make_policy", "--env", "HalfCheetah-v9", "--out", "{tmp}/o.mp4"],
+     "Did you mean 'HalfCheetah-v5'?"),
+])
+def test_user_errors_exit_2_with_one_paragraph(tmp_path, capsys, argv, fragment):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("torchrl-render: error: ") and fragment in err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_argparse_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--format", "avi"])
+    assert exc.value.code == 2 and "invalid choice: 'avi'" in capsys.readouterr().err
+
+
+def test_debug_shows_traceback(capsys):
+    assert main(["--policy", "a:b", "--env", "c:d", "--fps", "0", "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_validate_only_and_dry_run(tmp_path, capsys):
+    assert main(["--policy", "a:b", "--env", "c:d", "--validate-only"]) == 0
+    assert "valid" in capsys.readouterr().out
+    assert main([*TINY, "--out", str(tmp_path / "r.mp4"), "--dry-run"]) == 0
+    assert "dry run" in capsys.readouterr().out and list(tmp_path.iterdir()) == []
+
+
+def test_success_prints_the_artifact_path(tmp_path, capsys):
+    out = tmp_path / "r.mp4"
+    assert main([*TINY, "--out", str(out), "--num-trajs", "2", "--max-steps", "3"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == str(out)
+    assert "mean return" in captured.err
+    assert probe_mp4(out)["frames"] == 8
+
+
+def test_python_m_subprocess(tmp_path):
+    out = tmp_path / "r.gif"
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    proc = subprocess.run([sys.executable, "-m", "torchrl_render", *TINY, "--out", str(out), "--max-steps", "2",
+                           "--quiet"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(out) and out.exists()
+    bad = subprocess.run([sys.executable, "-m", "torchrl_render", *TINY, "--out", str(out)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert bad.returncode == 2 and "already exists" in bad.stderr and "Traceback" not in bad.stderr
