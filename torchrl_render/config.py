@@ -13,7 +13,7 @@ Example:
     >>> RenderConfig(policy="p:m", env="e:m", fps=0)
     Traceback (most recent call last):
     ...
-    torchrl_render.errors.ConfigError: fps must be a positive number. Expected: a number > 0. Got: 0. Fix: pass e.g. fps=30 (--fps 30).
+    torchrl_render.errors.ConfigError: fps must be a positive number. Expected: a number > 0. Got: 0.0. Fix: pass e.g. fps=30 (--fps 30).
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ class RenderError(Exception):
         super().__init__(self._compose())
 
     def _compose(self) -> str:
-        parts = [self.what + "."]
+        parts = [_sentence(self.what)]
         if self.expected is not None:
             parts.append(f"Expected: {_sentence(self.expected)}")
         if self.got is not _UNSET:

@@ -17,10 +17,10 @@ Example:
     'dumps'
     >>> resolve("json:dump", "policy").__name__
     'dump'
-    >>> resolve("json:dumsp", "policy")
+    >>> resolve("json:lods", "policy")
     Traceback (most recent call last):
     ...
-    torchrl_render.errors.ResolveError: module 'json' has no attribute 'dumsp'. Did you mean 'dumps'? Expected: a public name of 'json'. Got: dumsp. Fix: correct the name after the colon in the policy spec 'json:dumsp'.
+    torchrl_render.errors.ResolveError: module 'json' has no attribute 'lods'. Did you mean 'loads'? Expected: a public name of 'json'. Got: lods. Fix: correct the name after the colon in the policy spec 'json:lods'.
 """
 
 from __future__ import annotations
