@@ -118,6 +118,25 @@ def test_env_failure_mid_run_leaves_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_failure_in_a_later_episode_keeps_finished_metrics(tmp_path):
+    class FailSecond(TinyEnv):
+        def _reset(self, td=None, **kw):
+            self.fail_at = 2 if self._seed == 1 else None
+            return super()._reset(td, **kw)
+    with pytest.raises(RolloutError, match="step 2 of episode 1"):
+        run(tmp_path, env=lambda: FailSecond(pixels=True), num_trajs=3)
+    partial = json.loads((tmp_path / "run.mp4.partial.json").read_text())
+    assert [e["episode_ix"] for e in partial["metrics"]["per_episode"]] == [0]
+    assert "TinyEnv exploded" in partial["error"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.mp4.partial.json"]
+
+
+def test_max_episodes_rendered(tmp_path):
+    result = run(tmp_path, num_trajs=3, max_episodes_rendered=1, max_steps=4)
+    assert [e["num_frames"] for e in result.metrics["per_episode"]] == [5, 0, 0]
+    assert probe_mp4(result.artifact_path)["frames"] == 5
+
+
 def test_no_frames_for_a_video_format(tmp_path):
     with pytest.raises(NoFramesError) as exc:
         run(tmp_path, from_pixels=False, render_backend="null")

@@ -144,51 +144,31 @@ class _Run:
         from .rollout import rollout
 
         cfg = self.cfg
-        episodes: list[dict[str, Any]] = []
-        trajectories: list[Any] = []
-        current: EpisodeMetrics | None = None
-        steps: list[Any] = []
+        sink = _Sink(self, backend)
         try:
-            for record in rollout(env, policy, trajectories=range(cfg.num_trajs), max_steps=cfg.max_steps,
-                                  seed=cfg.seed, done_key=cfg.done_key, reward_key=cfg.reward_key):
-                if record.step == 0:
-                    current, steps, t0 = EpisodeMetrics(record.trajectory, record.seed), [], record.wall
-                else:
-                    current.add(record.reward, read_success(record.td))
-                    steps.append(self._strip(record.transition))
-                for group in self.groups:
-                    group.on_step(record)
-                if self.needs_frames:
-                    current.num_frames += self._frame(backend, record, current)
-                if record.done or record.step == cfg.max_steps:
-                    current.terminated, current.truncated = record.terminated, record.truncated or not record.done
-                    current.wall_s = record.wall - t0
-                    episodes.append(current.to_dict())
-                    trajectories.append(_stack(steps))
-                    for group in self.groups:
-                        group.on_episode(episodes[-1])
-        except BaseException:
+            with _Progress(cfg) as bar:
+                for record in rollout(env, policy, trajectories=range(cfg.num_trajs), max_steps=cfg.max_steps,
+                                      seed=cfg.seed, done_key=cfg.done_key, reward_key=cfg.reward_key):
+                    if sink.consume(record):
+                        bar.episode_done(sink.episodes)
+        except BaseException as exc:
             for group in self.groups:
                 group.abort()
+            self._write_partial(sink.episodes, exc)
             raise
-        return episodes, trajectories
+        return sink.episodes, sink.trajectories
 
-    def _frame(self, backend: Any, record: Any, episode: EpisodeMetrics) -> int:
-        captured = backend.capture(record.td)
-        if not captured:
-            if record.step == 0:
-                raise NoFramesError(
-                    f"the {backend.name!r} render backend returned no frame, and format {self.cfg.format!r} needs "
-                    "frames", fix=("pass render_mode='rgb_array' to the env (--render-mode rgb_array), ask for "
-                                   "pixel observations (--from-pixels), or render MuJoCo cameras "
-                                   "(--render-backend mujoco)"))
-            return 0
-        frames = apply_layout({name: to_uint8_hwc(f) for name, f in captured.items()}, self.cfg.camera_layout)
-        bundle = FrameBundle(frames, record.step, record.trajectory, record.wall,
-                             metrics={"reward": record.reward, "return": episode.sum_reward})
-        for group in self.groups:
-            group.write(bundle)
-        return 1
+    def _write_partial(self, episodes: list[dict[str, Any]], exc: BaseException) -> None:
+        """Keeps the metrics of the episodes that finished beside the (absent) artifact."""
+        if not episodes:
+            return
+        path = Path(f"{self.cfg.out}.partial.json")
+        data = {"error": f"{type(exc).__name__}: {exc}", "config": self.cfg.to_dict(),
+                "metrics": {"per_episode": episodes, "aggregated": aggregate(episodes, 0.0)}}
+        try:
+            _write_json_atomic(path, data)
+        except OSError as write_exc:  # the run's own error matters more
+            log.warning("could not write %s: %s", path, write_exc)
 
     def _strip(self, transition: Any) -> Any:
         if self.cfg.keep_pixels:
@@ -240,6 +220,95 @@ class _Run:
             "timing": {"wall_s": wall, "frames": frames, "frames_per_s": frames / wall if wall > 0 else None},
             "warnings": list(self.notes),
         }
+
+
+class _Sink:
+    """Consumes step records in episode order: metrics, data writers, frames, trajectories."""
+
+    def __init__(self, run: _Run, backend: Any) -> None:
+        self.run, self.cfg, self.backend = run, run.cfg, backend
+        self.episodes: list[dict[str, Any]] = []
+        self.trajectories: list[Any] = []
+        self.current: EpisodeMetrics | None = None
+        self.steps: list[Any] = []
+        self.t0 = 0.0
+        limit = self.cfg.max_episodes_rendered
+        self.rendered = range(self.cfg.num_trajs if limit is None else min(limit, self.cfg.num_trajs))
+
+    def consume(self, record: Any) -> bool:
+        """Takes one record; returns True when it ended an episode."""
+        if record.step == 0:
+            self.current, self.steps, self.t0 = EpisodeMetrics(record.trajectory, record.seed), [], record.wall
+        else:
+            self.current.add(record.reward, read_success(record.td))
+            self.steps.append(self.run._strip(record.transition))
+        for group in self.run.groups:
+            group.on_step(record)
+        if self.run.needs_frames and record.trajectory in self.rendered:
+            self.current.num_frames += self._frame(record)
+        if not (record.done or record.step == self.cfg.max_steps):
+            return False
+        ep = self.current
+        ep.terminated, ep.truncated = record.terminated, record.truncated or not record.done
+        ep.wall_s = record.wall - self.t0
+        self.episodes.append(ep.to_dict())
+        self.trajectories.append(_stack(self.steps))
+        for group in self.run.groups:
+            group.on_episode(self.episodes[-1])
+        return True
+
+    def _frame(self, record: Any) -> int:
+        captured = record.frames if getattr(record, "frames", None) is not None else self.backend.capture(record.td)
+        if not captured:
+            if record.step == 0:
+                raise NoFramesError(
+                    f"the {self.backend.name!r} render backend returned no frame, and format {self.cfg.format!r} "
+                    "needs frames", fix=("pass render_mode='rgb_array' to the env (--render-mode rgb_array), ask "
+                                         "for pixel observations (--from-pixels), or render MuJoCo cameras "
+                                         "(--render-backend mujoco)"))
+            return 0
+        frames = {name: to_uint8_hwc(f) for name, f in captured.items()}
+        metrics = {"step": record.step, "reward": record.reward, "return": self.current.sum_reward}
+        if self.current.success is not None:
+            metrics["success"] = self.current.success
+        if self.cfg.overlay:
+            from .frames import draw_overlay
+            frames = {name: draw_overlay(f, metrics) for name, f in frames.items()}
+        bundle = FrameBundle(apply_layout(frames, self.cfg.camera_layout), record.step, record.trajectory,
+                             record.wall, metrics=metrics)
+        for group in self.run.groups:
+            group.write(bundle)
+        return 1
+
+
+class _Progress:
+    """A tqdm bar over episodes (running mean return, success rate); a no-op when off."""
+
+    def __init__(self, cfg: RenderConfig) -> None:
+        self.cfg = cfg
+        self.bar = None
+
+    def __enter__(self) -> _Progress:
+        enabled = self.cfg.progress if self.cfg.progress is not None else sys.stderr.isatty()
+        if enabled:
+            from tqdm.auto import tqdm
+            self.bar = tqdm(total=self.cfg.num_trajs, unit="ep", desc="episodes", file=sys.stderr)
+        return self
+
+    def episode_done(self, episodes: list[dict[str, Any]]) -> None:
+        if self.bar is None:
+            return
+        mean = sum(e["sum_reward"] for e in episodes) / len(episodes)
+        known = [e["success"] for e in episodes if e["success"] is not None]
+        postfix = {"return": f"{mean:.2f}"}
+        if known:
+            postfix["success"] = f"{100 * sum(known) / len(known):.0f}%"
+        self.bar.set_postfix(postfix, refresh=False)
+        self.bar.update(1)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _stack(steps: list[Any]) -> Any:

@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
     meta = f.metadata
     flag = "--" + meta.get("flag", f.name).replace("_", "-")
-    if str(f.type) == "bool":
+    if str(f.type) in ("bool", "bool | None"):
         negative = "--" + meta.get("negative", "no-" + meta.get("flag", f.name)).replace("_", "-")
         group.add_argument(flag, dest=f.name, action="store_true", default=None, help=meta.get("help"))
         group.add_argument(negative, dest=f.name, action="store_false", default=None, help=argparse.SUPPRESS)
@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             _print_registry("formats" if args.list_formats else "backends")
             return 0
         cfg = config_from_args(args)
+        if args.quiet and cfg.progress is None:
+            cfg.progress = False
         if args.print_config:
             print(cfg.to_json())
             return 0

@@ -36,6 +36,7 @@ NestedKey = str | tuple[str, ...]
 ENV_BACKENDS = ("auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control")
 EXPLORATION_MODES = ("deterministic", "mode", "mean", "random")
 RENDER_QUALITIES = ("default", "fast")
+ENV_BATCH_MODES = ("parallel", "serial")
 NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
@@ -75,6 +76,12 @@ class RenderConfig:
     format: str | None = _f(None, help="Artifact format; inferred from the --out suffix, else mp4.", choices="formats")
     out: str | Path | None = _f(None, help="Artifact path (default render.<suffix>).")
     max_steps: int | None = _f(None, help="Maximum steps per trajectory (default: until done).")
+    num_envs: int = _f(1, help="Envs stepped at once; each runs whole episodes and takes the next when done.")
+    env_batch_mode: str = _f("parallel", help="With --num-envs > 1: parallel (worker processes) or serial.",
+                             choices=ENV_BATCH_MODES)
+    max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all).")
+    overlay: bool = _f(False, help="Draw step, reward and return (and success) onto the frames.")
+    progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
     fps: float = _f(30.0, help="Frames per second of videos.")
     camera: list[str] = _f(["default"], help="Comma-separated camera names ('default' = the env's own view).")
     camera_layout: str = _f("single", help="How several cameras are combined.",
@@ -219,6 +226,16 @@ def _validate(cfg: RenderConfig) -> None:
         raise ConfigError("env must be a factory or an env id", expected="'module:object', a gymnasium id or a callable",
                           got=type(cfg.env).__name__, fix="pass e.g. env='HalfCheetah-v5'")
     _positive_int(cfg, "num_trajs", "num_trajs=5 (--num-trajs 5)")
+    _positive_int(cfg, "num_envs", "num_envs=4 (--num-envs 4)")
+    if cfg.num_envs > cfg.num_trajs:
+        raise ConfigError("num_envs is larger than num_trajs: the extra envs would have no episode to run",
+                          expected=f"num_envs <= num_trajs ({cfg.num_trajs})", got=cfg.num_envs,
+                          fix=f"pass --num-envs {cfg.num_trajs} or fewer, or more --num-trajs")
+    if cfg.max_episodes_rendered is not None:
+        _check_type("max_episodes_rendered", cfg.max_episodes_rendered, int, "a non-negative integer or None")
+        if cfg.max_episodes_rendered < 0:
+            raise ConfigError("max_episodes_rendered must not be negative", expected="0 or more",
+                              got=cfg.max_episodes_rendered, fix="pass e.g. --max-episodes-rendered 5")
     if cfg.max_steps is not None:
         _positive_int(cfg, "max_steps", "max_steps=200 (--max-steps 200), or None to run until done")
     if cfg.seed is not None:
@@ -252,7 +269,7 @@ def _validate_field(cfg: RenderConfig, f: dataclasses.Field) -> None:
         raise ConfigError(f"{f.name} must be one of {', '.join(choices)}.{did_you_mean(value, choices)}",
                           expected=", ".join(choices), got=value,
                           fix=f"pass one of them (--{f.name.replace('_', '-')})")
-    if f.type == "bool":
+    if f.type == "bool" or (f.type == "bool | None" and value is not None):
         _check_type(f.name, value, bool, "True or False")
     if f.name in ("env_kwargs", "policy_kwargs"):
         _check_type(f.name, value, dict, "a mapping of keyword arguments")

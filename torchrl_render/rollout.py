@@ -31,6 +31,7 @@ class StepRecord:
         reward: Scalar reward of this step (0.0 at step 0).
         done / terminated / truncated: End flags after this step.
         wall: ``time.perf_counter()`` when the record was made.
+        frames: Frames already captured (by an env worker), else ``None``.
     """
 
     trajectory: int
@@ -43,6 +44,7 @@ class StepRecord:
     terminated: bool = False
     truncated: bool = False
     wall: float = 0.0
+    frames: dict[str, Any] | None = None
 
 
 def _flag(td: Any, key: Any) -> bool:
