@@ -20,7 +20,7 @@ from typing import Any
 
 from .config import RenderConfig, key_to_string
 from .data import Artifact, FrameBundle, RenderResult
-from .errors import NoFramesError, OutputExistsError, WriterError
+from .errors import ConfigError, NoFramesError, OutputExistsError, WriterError
 from .frames import apply_layout, to_uint8_hwc
 from .metrics import EpisodeMetrics, aggregate, read_success
 from .writers import WRITERS
@@ -72,12 +72,16 @@ class _Run:
             self.groups.append(WriterGroup(dataclasses.replace(cfg, format="frames", out=frame_dir,
                                                                save_frames=False), frame_dir))
         self.sidecar = Path(cfg.metadata or f"{cfg.out}.metadata.json")
+        folder = Path(cfg.artifact_dir) if cfg.artifact_dir is not None else cfg.out.parent
+        stem = cfg.out.stem if cfg.out.suffix else cfg.out.name
+        self.rollout_dir = folder / f"{stem}_rollouts" if (cfg.save_rollout or cfg.save_tensordicts) else None
 
     def execute(self) -> RenderResult:
         from .gl import ensure_headless_gl
 
         started = time.perf_counter()
         self._check_outputs()
+        _check_devices(self.cfg)
         gl = ensure_headless_gl() if self.needs_frames else os.environ.get("MUJOCO_GL")
         payload, digest = self._checkpoint()
         with ExitStack() as stack:
@@ -90,6 +94,10 @@ class _Run:
                 return self._dry_result(env, backend, digest, gl)
             episodes, trajectories = self._roll(env, policy, backend)
             artifacts = self._close_writers()
+            if self.rollout_dir is not None:
+                from .storage import save_rollouts
+
+                artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
         metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started)}
         meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
         _write_json_atomic(self.sidecar, meta)
@@ -100,6 +108,7 @@ class _Run:
 
     def _check_outputs(self) -> None:
         paths = [p for g in self.groups for p in g.planned_paths()] + [self.sidecar]
+        paths += [self.rollout_dir] if self.rollout_dir is not None else []
         for path in paths:
             parent = path.parent if str(path.parent) else Path(".")
             if not parent.is_dir():
@@ -315,6 +324,24 @@ def _stack(steps: list[Any]) -> Any:
     import torch
 
     return torch.stack(steps) if steps else None
+
+
+def _check_devices(cfg: RenderConfig) -> None:
+    """Refuses a device this machine does not have, before anything is built."""
+    wanted = {d for d in (cfg.device, cfg.policy_device, cfg.env_device) if d is not None and d != "cpu"}
+    if not wanted:
+        return
+    import torch
+
+    for device in sorted(wanted):
+        kind, _, index = device.partition(":")
+        backend = getattr(torch, kind, None)
+        available = bool(backend and backend.is_available())
+        count = backend.device_count() if available and hasattr(backend, "device_count") else (1 if available else 0)
+        if not available or (index and int(index) >= count):
+            raise ConfigError(f"device {device!r} is not available on this machine",
+                              expected="cpu" + (f" or {kind}:0..{count - 1}" if count else ""), got=device,
+                              fix="pass --device cpu (and --policy-device/--env-device cpu)")
 
 
 def _close_quietly(env: Any) -> None:

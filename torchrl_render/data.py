@@ -61,6 +61,12 @@ class Artifact:
     num_frames: int = 0
     info: dict[str, Any] = field(default_factory=dict)
 
+    def _repr_html_(self) -> str:
+        """Jupyter: plays a video/GIF artifact inline (see :mod:`torchrl_render.notebook`)."""
+        from .notebook import artifact_html
+
+        return artifact_html(self)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"path": str(self.path), "format": self.format,
@@ -93,3 +99,9 @@ class RenderResult:
     frames: list[Any] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the video(s) and the metrics table (see :mod:`torchrl_render.notebook`)."""
+        from .notebook import result_html
+
+        return result_html(self)
