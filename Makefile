@@ -19,11 +19,12 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(VPY) -m torchrl_render --ckpt examples/inverted_pendulum/policy.pt \
-		--policy examples/inverted_pendulum/policy.py:make_policy \
-		--env examples/inverted_pendulum/policy.py:make_env \
-		--num-trajs 2 --max-steps 300 --render-quality fast \
-		--out demo/inverted_pendulum.mp4 --overwrite
+	@mkdir -p demo
+	$(VPY) -m torchrl_render --ckpt examples/half_cheetah/policy.pt \
+		--policy examples/half_cheetah/policy.py:make_policy \
+		--env examples/half_cheetah/policy.py:make_env \
+		--num-trajs 2 --max-steps 250 --render-quality fast \
+		--out demo/half_cheetah.mp4 --overwrite
 
 test: $(STAMP)
 	$(VPY) -m pytest -q

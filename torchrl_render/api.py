@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -135,13 +136,24 @@ class _Run:
         from .envs import build_env
 
         default_mode = "rgb_array" if self.needs_frames and self.cfg.render_backend in ("auto", "env") else None
-        env = build_env(self.cfg, payload, render_mode=default_mode)
+        if self.cfg.num_envs > 1:
+            from .vector import make_batched_env
+
+            env = make_batched_env(self.cfg, payload, default_mode, self.needs_frames, self.notes)
+        else:
+            env = build_env(self.cfg, payload, render_mode=default_mode)
         stack.callback(_close_quietly, env)
         return env
 
     def _backend(self, env: Any) -> Any:
         from .backends import BACKENDS
 
+        if self.cfg.num_envs > 1:  # frames are rendered inside the env workers
+            from .backends.null import NullBackend
+
+            backend = NullBackend()
+            backend.name = f"{self.cfg.render_backend} (in env workers)"
+            return backend
         name = self.cfg.render_backend if self.needs_frames else "null"
         if not self.needs_frames and self.cfg.render_backend not in ("auto", "null"):
             name = self.cfg.render_backend
@@ -150,14 +162,11 @@ class _Run:
         return backend
 
     def _roll(self, env: Any, policy: Any, backend: Any) -> tuple[list[dict], list[Any]]:
-        from .rollout import rollout
-
         cfg = self.cfg
         sink = _Sink(self, backend)
         try:
             with _Progress(cfg) as bar:
-                for record in rollout(env, policy, trajectories=range(cfg.num_trajs), max_steps=cfg.max_steps,
-                                      seed=cfg.seed, done_key=cfg.done_key, reward_key=cfg.reward_key):
+                for record in self._records(env, policy, sink.rendered):
                     if sink.consume(record):
                         bar.episode_done(sink.episodes)
         except BaseException as exc:
@@ -166,6 +175,26 @@ class _Run:
             self._write_partial(sink.episodes, exc)
             raise
         return sink.episodes, sink.trajectories
+
+    def _records(self, env: Any, policy: Any, rendered: range) -> Iterator[Any]:
+        """Step records in episode order, from one env or from K envs at once."""
+        cfg = self.cfg
+        if cfg.num_envs == 1:
+            from .rollout import rollout
+
+            yield from rollout(env, policy, trajectories=range(cfg.num_trajs), max_steps=cfg.max_steps,
+                               seed=cfg.seed, done_key=cfg.done_key, reward_key=cfg.reward_key)
+            return
+        from .vector import EpisodeOrderer, vector_rollout
+
+        orderer = EpisodeOrderer(cfg.max_steps)
+        try:
+            for record in vector_rollout(env, policy, num_trajs=cfg.num_trajs, max_steps=cfg.max_steps,
+                                         seed=cfg.seed, rendered=rendered if self.needs_frames else range(0),
+                                         done_key=cfg.done_key, reward_key=cfg.reward_key):
+                yield from orderer.push(record)
+        finally:
+            orderer.close()
 
     def _write_partial(self, episodes: list[dict[str, Any]], exc: BaseException) -> None:
         """Keeps the metrics of the episodes that finished beside the (absent) artifact."""

@@ -114,6 +114,11 @@ def describe_env(env: Any) -> dict[str, Any]:
     """A JSON-ready description of the env for the metadata."""
     from .backends.base import underlying_env
 
+    from torchrl.envs.batched_envs import BatchedEnvBase
+
+    if isinstance(env, BatchedEnvBase):
+        return {"class": type(env).__name__, "num_envs": int(env.batch_size[0]),
+                "batch_size": list(env.batch_size)}
     raw = underlying_env(env)
     spec = getattr(getattr(raw, "unwrapped", raw), "spec", None) or getattr(raw, "spec", None)
     return {"class": type(env).__name__, "raw_class": f"{type(raw).__module__}.{type(raw).__qualname__}",

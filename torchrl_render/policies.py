@@ -86,6 +86,8 @@ class PolicyRunner:
         self.device = torch.device(floats[0].device if floats else (self.cfg.policy_device or self.cfg.device))
         self.action_spec = self.env.full_action_spec[self.cfg.action_key] if self.cfg.action_key in \
             self.env.full_action_spec.keys(True) else self.env.action_spec
+        if self.env.batch_size:  # a batched env: the policy acts for one env at a time
+            self.action_spec = self.action_spec[(0,) * len(self.env.batch_size)]
         self.exploration = exploration_type(self.cfg)
         self.kind = "tensordict" if self.is_td else "tensor"
         self.note(f"policy adapted as a {self.kind} policy"

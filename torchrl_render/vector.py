@@ -1,0 +1,311 @@
+"""Many episodes on K envs at once: dispatched, not batched.
+
+Each of the ``num_trajs`` episodes runs to its own end on one of K envs
+(torchrl's ``ParallelEnv`` in worker processes, or ``SerialEnv``); a worker
+whose episode ends takes the next episode, so exactly ``num_trajs`` episodes are
+counted and short episodes are not over-represented. Episode ``i`` is seeded
+``seed + i`` whatever K is, and the policy is called on one env's TensorDict at a
+time, so a deterministic policy gives the same per-episode numbers for any K.
+
+Frames are rendered inside the workers (their MuJoCo/EGL contexts are made
+there) by :class:`EpisodeControl`, a transform that also reseeds each episode
+from the reset TensorDict. Records come out interleaved across episodes;
+:class:`EpisodeOrderer` puts them back in episode order, spilling the frames of
+episodes that are ahead to disk so memory stays flat.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import time
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .errors import RenderError, RolloutError
+from .rollout import StepRecord, _act, _flag
+
+__all__ = ["EpisodeOrderer", "vector_rollout"]
+
+SEED_KEY = "_episode_seed"
+RENDER_KEY = "_episode_render"
+FRAMES_KEY = "_frames"
+CONTROL_KEYS = (SEED_KEY, RENDER_KEY, FRAMES_KEY)
+
+
+def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, needs_frames: bool) -> Any:
+    """Runs in each worker: the user's env plus the episode-control transform."""
+    from torchrl.envs import TransformedEnv
+
+    from .envs import build_env
+
+    if needs_frames:
+        from .gl import ensure_headless_gl
+        ensure_headless_gl()
+    env = build_env(cfg, payload, render_mode=render_mode)
+    return TransformedEnv(env, EpisodeControl(cfg, needs_frames))
+
+
+def _episode_control_cls() -> type:
+    from torchrl.data import Bounded, Unbounded
+    from torchrl.envs import Transform
+
+    class _EpisodeControl(Transform):
+        """Reseeds at reset from ``_episode_seed``; renders when ``_episode_render`` is set."""
+
+        def __init__(self, cfg: Any, needs_frames: bool) -> None:
+            super().__init__(in_keys=[], out_keys=[])
+            self.cfg, self.needs_frames = cfg, needs_frames
+            self.backend = None
+            self.shapes: dict[str, tuple[int, ...]] = {}
+            self.render_now = False
+
+        def _ensure_backend(self) -> None:
+            if self.backend is not None or not self.needs_frames:
+                return
+            from .backends import BACKENDS
+            base = self.parent.base_env
+            self.backend = BACKENDS.load(self.cfg.render_backend).from_config(base, self.cfg)
+            probe = self.backend.capture(base.reset()) or {}
+            from .frames import to_uint8_hwc
+            self.shapes = {name: to_uint8_hwc(f).shape for name, f in probe.items()}
+
+        def _reset_env_preprocess(self, tensordict: Any) -> Any:
+            if tensordict is not None:
+                seed = tensordict.get(SEED_KEY, None)
+                if seed is not None and int(seed) >= 0:
+                    self.parent.base_env.set_seed(int(seed))
+                flag = tensordict.get(RENDER_KEY, None)
+                self.render_now = bool(flag) if flag is not None else False
+            return tensordict
+
+        def _frames(self, td: Any) -> Any:
+            import torch
+            from .frames import to_uint8_hwc
+            captured = self.backend.capture(td) if self.render_now else None
+            for name, shape in self.shapes.items():
+                frame = to_uint8_hwc(captured[name]) if captured else np.zeros(shape, np.uint8)
+                td.set((FRAMES_KEY, name), torch.from_numpy(np.ascontiguousarray(frame)))
+            return td
+
+        def _reset(self, tensordict: Any, tensordict_reset: Any) -> Any:
+            return self._frames(tensordict_reset) if self.shapes else tensordict_reset
+
+        def _step(self, tensordict: Any, next_tensordict: Any) -> Any:
+            return self._frames(next_tensordict) if self.shapes else next_tensordict
+
+        def transform_observation_spec(self, observation_spec: Any) -> Any:
+            self._ensure_backend()
+            for name, shape in self.shapes.items():
+                observation_spec[(FRAMES_KEY, name)] = Bounded(0, 255, shape=shape, dtype=torch_uint8(),
+                                                               device=observation_spec.device)
+            return observation_spec
+
+        def transform_state_spec(self, state_spec: Any) -> Any:
+            import torch
+            state_spec[SEED_KEY] = Unbounded(shape=(), dtype=torch.int64, device=state_spec.device)
+            state_spec[RENDER_KEY] = Unbounded(shape=(), dtype=torch.bool, device=state_spec.device)
+            return state_spec
+
+        def close(self) -> None:
+            if self.backend is not None:
+                self.backend.close()
+                self.backend = None
+
+    return _EpisodeControl
+
+
+def torch_uint8() -> Any:
+    import torch
+    return torch.uint8
+
+
+def EpisodeControl(cfg: Any, needs_frames: bool) -> Any:  # noqa: N802 - a class factory (torchrl is imported lazily)
+    """The episode-control transform (see the module docstring)."""
+    return _episode_control_cls()(cfg, needs_frames)
+
+
+def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, needs_frames: bool, notes: list[str]) -> Any:
+    """``ParallelEnv`` (spawned workers) or ``SerialEnv`` of ``cfg.num_envs`` worker envs."""
+    from torchrl.envs import ParallelEnv, SerialEnv
+
+    make = partial(_make_worker_env, cfg, payload, render_mode, needs_frames)
+    if cfg.env_batch_mode == "serial":
+        return SerialEnv(cfg.num_envs, make)
+    try:
+        pickle.dumps(make)
+        method = "spawn"
+    except Exception:  # lambdas and local factories cannot reach spawned workers
+        method = "fork"
+        notes.append("env or policy factory is not picklable: env workers are forked instead of spawned")
+    return ParallelEnv(cfg.num_envs, make, mp_start_method=method)
+
+
+def vector_rollout(env: Any, policy: Any, *, num_trajs: int, max_steps: int | None, seed: int | None,
+                   rendered: range, done_key: Any = "done", reward_key: Any = "reward") -> Iterator[StepRecord]:
+    """Dispatches episodes ``0..num_trajs-1`` over the batched env; yields records as they happen."""
+    import torch
+
+    k = env.batch_size[0]
+    queue = iter(range(num_trajs))
+    episode = [-1] * k
+    steps = [0] * k
+    mask = torch.ones(k, dtype=torch.bool)
+    td = env.reset(_control(env, mask, episode, queue, seed, rendered))
+    yield from _records(td, episode, seed, mask)
+    while any(e >= 0 for e in episode):
+        actions = []
+        for i in range(k):
+            row = td[i].clone()
+            actions.append(_act(policy, row, episode[i], steps[i] + 1).get(policy.cfg.action_key)
+                           if episode[i] >= 0 else policy.action_spec.zero())
+        td.set(policy.cfg.action_key, torch.stack(actions))
+        try:
+            td = env.step(td)
+        except RenderError:
+            raise
+        except Exception as exc:
+            raise RolloutError(f"an env worker raised while stepping episodes {[e for e in episode if e >= 0]}: "
+                               f"{type(exc).__name__}: {exc}", fix="check the env's step()") from exc
+        ended = torch.zeros(k, dtype=torch.bool)
+        for i in range(k):
+            if episode[i] < 0:
+                continue
+            steps[i] += 1
+            record = _record(td, i, episode[i], steps[i], seed, reward_key, done_key)
+            yield record
+            ended[i] = record.done or steps[i] == max_steps
+        nxt = _step_mdp(td)
+        if ended.any():
+            steps = [0 if ended[i] else s for i, s in enumerate(steps)]
+            reset_td = env.reset(_control(env, ended, episode, queue, seed, rendered))
+            for key in reset_td.keys(True, True):
+                if key in nxt.keys(True, True):
+                    nxt.get(key)[ended] = reset_td.get(key)[ended]
+            yield from _records(reset_td, episode, seed, ended)
+        td = nxt
+
+
+def _control(env: Any, mask: Any, episode: list[int], queue: Iterator[int], seed: int | None,
+             rendered: range) -> Any:
+    """Assigns the next episodes to the masked workers; builds the reset TensorDict."""
+    import torch
+    from tensordict import TensorDict
+
+    k = len(episode)
+    seeds = torch.full((k,), -1, dtype=torch.int64)
+    render = torch.zeros(k, dtype=torch.bool)
+    for i in range(k):
+        if mask[i]:
+            episode[i] = next(queue, -1)
+            if episode[i] >= 0:
+                seeds[i] = (seed or 0) + episode[i] if seed is not None else -1
+                render[i] = episode[i] in rendered
+    reset = mask.reshape(k, *([1] * (len(env.full_done_spec["done"].shape) - 1)))
+    reset = reset.expand(env.full_done_spec["done"].shape).clone()
+    return TensorDict({SEED_KEY: seeds, RENDER_KEY: render, "_reset": reset}, batch_size=[k])
+
+
+def _records(td: Any, episode: list[int], seed: int | None, mask: Any) -> Iterator[StepRecord]:
+    for i in range(len(episode)):
+        if mask[i] and episode[i] >= 0:
+            row = td[i]
+            yield StepRecord(episode[i], 0, _clean(row), None, _seed(seed, episode[i]), wall=time.perf_counter(),
+                             frames=_frames_of(row))
+
+
+def _record(td: Any, i: int, ep: int, step: int, seed: int | None, reward_key: Any, done_key: Any) -> StepRecord:
+    row = td[i]
+    nxt = row.get("next")
+    reward = nxt.get(reward_key, None)
+    return StepRecord(ep, step, _clean(nxt), _clean(row), _seed(seed, ep),
+                      reward=float(reward.sum()) if reward is not None else 0.0,
+                      done=_flag(nxt, done_key), terminated=_flag(nxt, "terminated"),
+                      truncated=_flag(nxt, "truncated"), wall=time.perf_counter(), frames=_frames_of(nxt))
+
+
+def _seed(seed: int | None, ep: int) -> int | None:
+    return None if seed is None else seed + ep
+
+
+def _clean(td: Any) -> Any:
+    """A private copy without the control and frame entries (batched buffers are reused)."""
+    return td.exclude(*CONTROL_KEYS, ("next", FRAMES_KEY), ("next", SEED_KEY), ("next", RENDER_KEY)).clone()
+
+
+def _frames_of(td: Any) -> dict[str, np.ndarray] | None:
+    frames = td.get(FRAMES_KEY, None)
+    if frames is None:
+        return None
+    return {name: frames.get(name).numpy().copy() for name in frames.keys()}
+
+
+def _step_mdp(td: Any) -> Any:
+    from torchrl.envs.utils import step_mdp
+    return step_mdp(td, keep_other=True)
+
+
+class EpisodeOrderer:
+    """Re-emits records in episode order; frames of episodes that are ahead wait on disk."""
+
+    def __init__(self, max_steps: int | None, first: int = 0) -> None:
+        self.max_steps = max_steps
+        self.next = first
+        self.waiting: dict[int, list[StepRecord]] = {}
+        self.spill: dict[int, Any] = {}
+        self.complete: set[int] = set()
+        self.dir = tempfile.TemporaryDirectory(prefix="torchrl_render_spill_")
+
+    def push(self, record: StepRecord) -> Iterator[StepRecord]:
+        """Feeds one record; yields whatever can now go out in order."""
+        if record.trajectory != self.next:
+            self._hold(record)
+            return
+        yield record
+        if self._ends(record):
+            self.next += 1
+            yield from self._release()
+
+    def _ends(self, record: StepRecord) -> bool:
+        return record.step > 0 and (record.done or record.step == self.max_steps)
+
+    def _hold(self, record: StepRecord) -> None:
+        if record.frames is not None:
+            fh = self.spill.get(record.trajectory)
+            if fh is None:
+                fh = self.spill[record.trajectory] = open(os.path.join(self.dir.name, f"{record.trajectory}.npy"),
+                                                          "w+b")
+            pickle.dump(record.frames, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            record.frames = {}
+        self.waiting.setdefault(record.trajectory, []).append(record)
+        if self._ends(record):
+            self.complete.add(record.trajectory)
+
+    def _release(self) -> Iterator[StepRecord]:
+        while self.next in self.waiting:
+            ep = self.next
+            records = self.waiting.pop(ep)
+            fh = self.spill.pop(ep, None)
+            if fh is not None:
+                fh.seek(0)
+            for record in records:
+                if record.frames == {} and fh is not None:
+                    record.frames = pickle.load(fh)  # noqa: S301 - our own temp file
+                yield record
+            if fh is not None:
+                fh.close()
+                os.unlink(fh.name)
+            if ep not in self.complete:
+                return  # the episode goes on live
+            self.complete.discard(ep)
+            self.next += 1
+
+    def close(self) -> None:
+        for fh in self.spill.values():
+            fh.close()
+        self.spill.clear()
+        self.dir.cleanup()
