@@ -25,7 +25,7 @@ from .errors import ConfigError, NoFramesError, OutputExistsError, WriterError
 from .frames import apply_layout, to_uint8_hwc
 from .metrics import EpisodeMetrics, aggregate, read_success
 from .writers import WRITERS
-from .writers.base import WriterGroup
+from .writers.base import BackgroundWriters, WriterGroup
 
 __all__ = ["render_policy"]
 
@@ -93,8 +93,9 @@ class _Run:
             backend = stack.enter_context(self._backend(env))
             if self.cfg.dry_run:
                 return self._dry_result(env, backend, digest, gl)
+            self.writers = BackgroundWriters(self.groups) if self.cfg.background_encode else _Inline(self.groups)
             episodes, trajectories = self._roll(env, policy, backend)
-            artifacts = self._close_writers()
+            artifacts = self.writers.close()
             if self.rollout_dir is not None:
                 from .storage import save_rollouts
 
@@ -170,8 +171,7 @@ class _Run:
                     if sink.consume(record):
                         bar.episode_done(sink.episodes)
         except BaseException as exc:
-            for group in self.groups:
-                group.abort()
+            self.writers.abort()
             self._write_partial(sink.episodes, exc)
             raise
         return sink.episodes, sink.trajectories
@@ -214,17 +214,6 @@ class _Run:
         key = self.cfg.pixel_key
         nested = ("next", *key) if isinstance(key, tuple) else ("next", key)
         return transition.exclude(key, nested)
-
-    def _close_writers(self) -> list[Artifact]:
-        artifacts: list[Artifact] = []
-        try:
-            for group in self.groups:
-                artifacts.extend(group.close())
-        except BaseException:
-            for group in self.groups:
-                group.abort()
-            raise
-        return artifacts
 
     # -- results --------------------------------------------------------------------------------
 
@@ -280,8 +269,7 @@ class _Sink:
         else:
             self.current.add(record.reward, read_success(record.td))
             self.steps.append(self.run._strip(record.transition))
-        for group in self.run.groups:
-            group.on_step(record)
+        self.run.writers.on_step(record)
         if self.run.needs_frames and record.trajectory in self.rendered:
             self.current.num_frames += self._frame(record)
         if not (record.done or record.step == self.cfg.max_steps):
@@ -291,8 +279,7 @@ class _Sink:
         ep.wall_s = record.wall - self.t0
         self.episodes.append(ep.to_dict())
         self.trajectories.append(_stack(self.steps))
-        for group in self.run.groups:
-            group.on_episode(self.episodes[-1])
+        self.run.writers.on_episode(self.episodes[-1])
         return True
 
     def _frame(self, record: Any) -> int:
@@ -314,9 +301,27 @@ class _Sink:
             frames = {name: draw_overlay(f, metrics) for name, f in frames.items()}
         bundle = FrameBundle(apply_layout(frames, self.cfg.camera_layout), record.step, record.trajectory,
                              record.wall, metrics=metrics)
-        for group in self.run.groups:
-            group.write(bundle)
+        self.run.writers.write(bundle)
         return 1
+
+
+class _Inline(BackgroundWriters):
+    """The same interface, writing on the calling thread (``background_encode=False``)."""
+
+    def __init__(self, groups: list[WriterGroup]) -> None:  # noqa: D107 - no thread, no queue
+        self.groups = groups
+        self.error = None
+
+    def _put(self, method: str, arg: Any) -> None:
+        for group in self.groups:
+            getattr(group, method)(arg)
+
+    def _join(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        for group in self.groups:
+            group.abort()
 
 
 class _Progress:

@@ -116,6 +116,7 @@ class RenderConfig:
     render_quality: str = _f("default", help="MuJoCo look: default, or fast (no shadows/reflections/MSAA).",
                              choices=RENDER_QUALITIES)
     trust_checkpoint: bool = _f(False, help="Allow full pickle loading (runs code from the file: trusted files only).")
+    background_encode: bool = _f(True, help="Encode on a background thread while the rollout goes on.")
     split_trajectories: bool = _f(False, help="Write one file per trajectory instead of one after another.")
     keep_pixels: bool = _f(False, help="Keep pixel entries in the returned trajectories.")
     video_codec: str | None = _f(None, help="Video codec for mp4 (default libx264).")

@@ -227,3 +227,80 @@ class WriterGroup:
         """Aborts every writer that has not finished."""
         for writer in self._writers.values():
             writer.abort()
+
+
+class BackgroundWriters:
+    """Runs writer groups on one background thread, fed by a bounded queue.
+
+    Stepping and rendering go on while the previous frames are encoded; when the
+    encoder falls behind, ``put`` blocks (back-pressure, never unbounded buffering).
+    A writer error stops the run at the next ``write``/``on_step`` with that error.
+    """
+
+    _STOP = object()
+
+    def __init__(self, groups: list[WriterGroup], maxsize: int = 8) -> None:
+        import queue
+        import threading
+
+        self.groups = groups
+        self.queue: Any = queue.Queue(maxsize=maxsize)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._work, name="torchrl_render-writers", daemon=True)
+        self.thread.start()
+
+    def _work(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is self._STOP:
+                return
+            if self.error is not None:
+                continue  # drain without working after a failure
+            method, arg = item
+            try:
+                for group in self.groups:
+                    getattr(group, method)(arg)
+            except BaseException as exc:  # handed to the producer thread, which raises it
+                self.error = exc
+
+    def _put(self, method: str, arg: Any) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put((method, arg))
+
+    def write(self, bundle: FrameBundle) -> None:
+        self._put("write", bundle)
+
+    def on_step(self, record: Any) -> None:
+        self._put("on_step", record)
+
+    def on_episode(self, metrics: dict[str, Any]) -> None:
+        self._put("on_episode", metrics)
+
+    def _join(self) -> None:
+        if self.thread.is_alive():
+            self.queue.put(self._STOP)
+            self.thread.join()
+
+    def close(self) -> list[Artifact]:
+        """Waits for the queue to drain, then closes every group (aborting all on any error)."""
+        self._join()
+        if self.error is not None:
+            self.abort()
+            raise self.error
+        artifacts: list[Artifact] = []
+        try:
+            for group in self.groups:
+                artifacts.extend(group.close())
+        except BaseException:
+            self.abort()
+            raise
+        return artifacts
+
+    def abort(self) -> None:
+        """Stops the thread (dropping what is queued) and aborts every group."""
+        if self.error is None:
+            self.error = RuntimeError("aborted")
+        self._join()
+        for group in self.groups:
+            group.abort()
