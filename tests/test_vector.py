@@ -62,3 +62,47 @@ def test_orderer_puts_interleaved_records_back_in_order():
     orderer.close()
     assert [(r.trajectory, r.step) for r in out] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2)]
     assert [int(r.frames["c"][0, 0, 0]) for r in out] == [0, 1, 2, 10, 11, 20, 21, 22]
+
+
+class Counting:
+    """A stateful python policy: its action depends on how many steps it has taken."""
+
+    def __init__(self):
+        self.t = 0
+        self.resets = 0
+
+    def reset(self):
+        self.t = 0
+        self.resets += 1
+
+    def __call__(self, obs):
+        import torch
+        self.t += 1
+        return torch.tanh(obs[:1] * 0.1 * self.t)
+
+
+def test_stateful_policy_is_reset_per_episode_and_per_worker(tmp_path):
+    one = Counting()
+    a = run(tmp_path, "a.gif", policy=lambda: one, format="gif")
+    b = run(tmp_path, "b.gif", policy=Counting, format="gif", num_envs=2, env_batch_mode="serial")
+    assert one.resets == 7
+    assert per_episode(a) == per_episode(b)
+
+
+def make_lstm_policy():
+    import torch
+    from tensordict.nn import TensorDictModule, TensorDictSequential
+    from torchrl.modules import LSTMModule
+    torch.manual_seed(0)
+    lstm = LSTMModule(input_size=3, hidden_size=4, in_key="observation", out_key="embed")
+    head = TensorDictModule(torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Tanh()),
+                            in_keys=["embed"], out_keys=["action"])
+    return TensorDictSequential(lstm, head)
+
+
+def test_recurrent_torchrl_policy_state_is_reset_per_episode(tmp_path):
+    a = run(tmp_path, "a.mp4", policy=make_lstm_policy)
+    b = run(tmp_path, "b.mp4", policy=make_lstm_policy, num_envs=2, env_batch_mode="serial")
+    assert per_episode(a) == per_episode(b)
+    assert any("recurrent policy" in w for w in a.warnings)
+    assert ("next", "recurrent_state_h") in a.trajectories[0].keys(True)

@@ -90,6 +90,8 @@ class _Run:
             from .policies import build_policy
 
             policy = build_policy(self.cfg, env, payload, digest, self.notes)
+            env = policy.adapt_env(env)
+            policy.env = env
             backend = stack.enter_context(self._backend(env))
             if self.cfg.dry_run:
                 return self._dry_result(env, backend, digest, gl)

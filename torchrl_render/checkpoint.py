@@ -1,8 +1,20 @@
 """Checkpoints: safe loading, hashing, state-dict inference, and a render checkpoint writer.
 
-Loading uses ``torch.load(weights_only=True)``: tensors, numbers, strings and
-containers only, so untrusted bytes cannot run code. A file that needs full
-unpickling is refused unless ``trust_checkpoint=True`` (``--trust-checkpoint``).
+Loading never runs code from the file unless asked to:
+
+* ``.pt`` / ``.pth`` files: ``torch.load(weights_only=True)`` (tensors, numbers,
+  strings, containers); a file that needs full unpickling is refused unless
+  ``trust_checkpoint=True`` (``--trust-checkpoint``).
+* ``.safetensors`` files: read natively (a flat state dict).
+* TorchRL's own checkpoints (``torchrl.checkpoint.Checkpoint``, a folder or a
+  ``.torchrl`` ZIP archive holding ``manifest.json`` and one sub-folder per
+  component): read here, without importing torchrl, component by component
+  and only when a component is asked for, so a trainer checkpoint's optimizer,
+  replay buffer or collector is never read to render its policy. The payload is
+  a :class:`TorchRLCheckpoint` mapping laid out like ``torchrl.render``'s
+  (``model_state_dict`` = the ``policy`` component, environment metadata and
+  ``extra`` entries at the top level, ``frames``, ``metrics``, ``config``), and
+  every other component under its own name.
 
 Example:
     >>> import tempfile, os, torch
@@ -20,31 +32,45 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .errors import CheckpointError, UnsafeCheckpointError
+from .torchrl_checkpoint import MANIFEST, TorchRLCheckpoint, is_torchrl_archive
 
-__all__ = ["infer_state_dict", "load_checkpoint", "load_into_policy", "save_render_checkpoint", "sha256_file"]
+__all__ = ["TorchRLCheckpoint", "infer_state_dict", "load_checkpoint", "load_into_policy", "save_render_checkpoint",
+           "sha256_file"]
 
 STATE_DICT_KEYS = ("model_state_dict", "policy_state_dict", "state_dict", "policy", "model", "actor")
 _REMOTE = ("http://", "https://", "s3://", "gs://", "hf://", "ftp://")
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")
+_CORRUPT_FIX = "the file may be truncated or corrupt: copy or re-save it"
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
-    """SHA-256 of a file, read in chunks (constant memory)."""
+    """SHA-256 of a file, read in chunks (constant memory).
+
+    For a folder (a TorchRL directory checkpoint): the digest of every file's
+    relative path and bytes in sorted order, as ``torchrl.render.checkpoint_hash``.
+    """
+    path = Path(path)
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        if file is not path:
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with open(file, "rb") as fh:
+            while block := fh.read(chunk):
+                digest.update(block)
     return digest.hexdigest()
 
 
 def check_checkpoint_path(path: str | Path) -> Path:
-    """Refuses remote URLs, missing files and folders before anything runs."""
-    text = str(path)
-    if text.lower().startswith(_REMOTE):
+    """Refuses remote URLs, missing files and folders that are not TorchRL checkpoints."""
+    text = _URL.sub(r"\1://", str(path))  # Path("https://x") reads "https:/x": give the URL back its slashes
+    if text.lower().startswith(_REMOTE) or "://" in text:
         raise CheckpointError(f"checkpoint {text!r} is a URL; only local files are read",
                               expected="a path to a local file", got=text,
                               fix="download it first (e.g. curl -LO), then pass the local path")
@@ -52,9 +78,12 @@ def check_checkpoint_path(path: str | Path) -> Path:
     if not p.exists():
         raise CheckpointError(f"checkpoint {text!r} does not exist", expected="an existing local file", got=text,
                               fix="check the path passed to --ckpt")
-    if p.is_dir():
-        raise CheckpointError(f"checkpoint {text!r} is a folder", expected="a checkpoint file (.pt, .pth, .safetensors)",
-                              got=text, fix="point --ckpt at the file inside the folder")
+    if p.is_dir() and not (p / MANIFEST).is_file():
+        inside = sorted(c.name for c in p.iterdir())[:8]
+        raise CheckpointError(f"checkpoint {text!r} is a folder, and not a TorchRL checkpoint folder (no {MANIFEST})",
+                              expected="a checkpoint file (.pt, .pth, .safetensors) or a TorchRL checkpoint "
+                                       "(folder or .torchrl archive with manifest.json)",
+                              got=f"a folder holding {inside}", fix="point --ckpt at the file inside the folder")
     return p
 
 
@@ -62,31 +91,39 @@ def load_checkpoint(path: str | Path, *, trust: bool = False, map_location: Any 
     """Loads a local checkpoint safely; returns ``(payload, sha256)``."""
     p = check_checkpoint_path(path)
     digest = sha256_file(p)
+    if p.is_dir() or is_torchrl_archive(p):
+        return TorchRLCheckpoint(p, trust=trust), digest
     if p.suffix == ".safetensors":
         return _load_safetensors(p), digest
+    with open(p, "rb") as fh:
+        return _torch_load(fh, str(path), p.stat().st_size, trust, map_location), digest
+
+
+def _torch_load(fh: Any, label: str, size: int, trust: bool, map_location: Any = "cpu") -> Any:
+    """``torch.load`` with ``weights_only=True``, turning its failures into :class:`CheckpointError`."""
     import torch
 
     try:
-        return torch.load(p, map_location=map_location, weights_only=True), digest
+        return torch.load(fh, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:
         reason = _weights_only_reason(exc)
         if "Unsupported global" not in reason:
-            raise CheckpointError(f"checkpoint {str(path)!r} cannot be read: {reason}",
-                                  expected="a file written by torch.save or safetensors",
-                                  got=f"{p.stat().st_size} bytes",
-                                  fix="the file may be truncated or corrupt: copy or re-save it") from exc
+            raise CheckpointError(f"checkpoint {label!r} cannot be read: {reason}",
+                                  expected="a file written by torch.save or safetensors", got=f"{size} bytes",
+                                  fix=_CORRUPT_FIX) from exc
         if not trust:
             raise UnsafeCheckpointError(
-                f"checkpoint {str(path)!r} holds Python objects that only full unpickling can load, and "
+                f"checkpoint {label!r} holds Python objects that only full unpickling can load, and "
                 "unpickling runs code stored in the file (a crafted checkpoint can take over your machine)",
                 got=reason,
                 fix=("re-save it as a plain state dict (torchrl_render.save_render_checkpoint), or, only if you "
                      "trust where the file came from, pass --trust-checkpoint (trust_checkpoint=True)")) from exc
-    except Exception as exc:
-        raise CheckpointError(f"checkpoint {str(path)!r} cannot be read: {type(exc).__name__}: {exc}",
-                              expected="a file written by torch.save or safetensors", got=f"{p.stat().st_size} bytes",
-                              fix="the file may be truncated or corrupt: copy or re-save it") from exc
-    return torch.load(p, map_location=map_location, weights_only=False), digest
+    except Exception as exc:  # torch's reader raises RuntimeError/EOFError/... on damaged input
+        raise CheckpointError(f"checkpoint {label!r} cannot be read: {type(exc).__name__}: {exc}",
+                              expected="a file written by torch.save or safetensors", got=f"{size} bytes",
+                              fix=_CORRUPT_FIX) from exc
+    fh.seek(0)
+    return torch.load(fh, map_location=map_location, weights_only=False)
 
 
 def _weights_only_reason(exc: Exception) -> str:
@@ -108,9 +145,12 @@ def _load_safetensors(path: Path) -> dict[str, Any]:
                               fix="install it", extra="safetensors") from exc
     try:
         return load_file(str(path))
-    except Exception as exc:
+    except Exception as exc:  # safetensors raises its own SafetensorError (and OSError) on bad bytes
         raise CheckpointError(f"checkpoint {str(path)!r} is not a valid safetensors file: {exc}",
-                              fix="the file may be truncated or corrupt: copy or re-save it") from exc
+                              fix=_CORRUPT_FIX) from exc
+
+
+# -- state dicts -----------------------------------------------------------------------------------------
 
 
 def _is_state_dict(obj: Any) -> bool:
@@ -124,10 +164,12 @@ def infer_state_dict(payload: Any, checkpoint_key: str | None = None,
                      state_dict_key: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """Finds the policy's state dict in a checkpoint; returns ``(state_dict, where)``.
 
-    ``checkpoint_key`` first selects a sub-entry; ``state_dict_key`` names the
-    state dict exactly; otherwise ``model_state_dict``, ``policy_state_dict``,
-    ``state_dict``, ``policy``, ``model``, ``actor`` are tried, then the payload
-    itself as a raw state dict. ``(None, None)`` when nothing fits.
+    ``checkpoint_key`` first selects a sub-entry (for a TorchRL checkpoint, a
+    component); ``state_dict_key`` names the state dict exactly; otherwise
+    ``model_state_dict``, ``policy_state_dict``, ``state_dict``, ``policy``,
+    ``model``, ``actor`` are tried, then the payload itself as a raw state dict
+    (never for a TorchRL checkpoint: that would read every component).
+    ``(None, None)`` when nothing fits.
     """
     where = ""
     if checkpoint_key is not None:
@@ -144,9 +186,9 @@ def infer_state_dict(payload: Any, checkpoint_key: str | None = None,
         return dict(payload.state_dict()), (where or "") + "<module>.state_dict()"
     if isinstance(payload, Mapping):
         for key in STATE_DICT_KEYS:
-            if _is_state_dict(payload.get(key)):
+            if key in payload and _is_state_dict(payload[key]):
                 return dict(payload[key]), where + key
-        if _is_state_dict(payload):
+        if not isinstance(payload, TorchRLCheckpoint) and _is_state_dict(payload):
             return dict(payload), where.rstrip(".") or "<root>"
     return None, None
 
@@ -154,8 +196,9 @@ def infer_state_dict(payload: Any, checkpoint_key: str | None = None,
 def _pick(payload: Any, key: str, flag: str) -> Any:
     if not isinstance(payload, Mapping) or key not in payload:
         keys = sorted(map(str, payload)) if isinstance(payload, Mapping) else []
-        raise CheckpointError(f"the checkpoint has no entry {key!r}", expected=f"one of {keys}" if keys else "a mapping",
-                              got=key, fix=f"pass --{flag.replace('_', '-')} with one of the checkpoint's keys")
+        raise CheckpointError(f"the checkpoint has no entry {key!r}",
+                              expected=f"one of {keys}" if keys else "a mapping", got=key,
+                              fix=f"pass --{flag.replace('_', '-')} with one of the checkpoint's keys")
     return payload[key]
 
 

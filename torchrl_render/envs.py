@@ -116,10 +116,10 @@ def describe_env(env: Any) -> dict[str, Any]:
 
     from torchrl.envs.batched_envs import BatchedEnvBase
 
-    if isinstance(env, BatchedEnvBase):
-        return {"class": type(env).__name__, "num_envs": int(env.batch_size[0]),
-                "batch_size": list(env.batch_size)}
     raw = underlying_env(env)
+    if isinstance(raw, BatchedEnvBase):
+        return {"class": type(env).__name__, "batched": type(raw).__name__, "num_envs": int(raw.batch_size[0]),
+                "batch_size": list(env.batch_size)}
     spec = getattr(getattr(raw, "unwrapped", raw), "spec", None) or getattr(raw, "spec", None)
     return {"class": type(env).__name__, "raw_class": f"{type(raw).__module__}.{type(raw).__qualname__}",
             "id": getattr(spec, "id", None), "batch_size": list(getattr(env, "batch_size", []))}

@@ -12,6 +12,7 @@ action spec dtype and device. Each adaptation is noted once in the warnings.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,7 @@ class PolicyRunner:
     env: Any
     notes: list[str]
     _noted: set[str] = field(default_factory=set)
+    _copies: dict[int, PolicyRunner] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         import torch
@@ -93,6 +95,40 @@ class PolicyRunner:
         self.note(f"policy adapted as a {self.kind} policy"
                   + (f" ({key_to_string(self.cfg.obs_key)} -> {key_to_string(self.cfg.action_key)})"
                      if not self.is_td else ""))
+
+    @property
+    def stateful(self) -> bool:
+        """A policy object with a ``reset()`` method keeps state between steps (reset per episode)."""
+        return callable(getattr(self.policy, "reset", None))
+
+    def begin_episode(self) -> None:
+        """Called at every episode start: resets a stateful policy."""
+        if self.stateful:
+            self.policy.reset()
+
+    def for_worker(self, index: int) -> PolicyRunner:
+        """The runner for env worker ``index``: its own copy of a stateful policy, else ``self``."""
+        if not self.stateful or index == 0:
+            return self
+        if index not in self._copies:
+            import copy
+
+            self._copies[index] = dataclasses.replace(self, policy=copy.deepcopy(self.policy), _noted=self._noted,
+                                                      _copies={})
+        return self._copies[index]
+
+    def adapt_env(self, env: Any) -> Any:
+        """Adds ``is_init`` tracking and zero-state primers for recurrent torchrl policies."""
+        if not self.is_td:
+            return env
+        from torchrl.envs import Compose, InitTracker, TransformedEnv
+        from torchrl.modules.utils import get_primers_from_module
+
+        primers = get_primers_from_module(self.policy, warn=False)
+        if primers is None:
+            return env
+        self.note("recurrent policy: the env gained InitTracker and zero-state primers (state reset per episode)")
+        return TransformedEnv(env, Compose(InitTracker(), primers))
 
     def note(self, text: str) -> None:
         if text not in self._noted:

@@ -68,6 +68,9 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
         except Exception as exc:
             raise RolloutError(f"the env raised while resetting episode {traj}: {type(exc).__name__}: {exc}",
                                fix="check the env factory and its reset()") from exc
+        begin = getattr(policy, "begin_episode", None)
+        if begin is not None:
+            begin()
         yield StepRecord(traj, 0, td, None, traj_seed, wall=time.perf_counter())
         step = 0
         while max_steps is None or step < max_steps:

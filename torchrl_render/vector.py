@@ -156,14 +156,14 @@ def vector_rollout(env: Any, policy: Any, *, num_trajs: int, max_steps: int | No
     steps = [0] * k
     mask = torch.ones(k, dtype=torch.bool)
     td = env.reset(_control(env, mask, episode, queue, seed, rendered))
+    _begin(policy, mask, episode)
     yield from _records(td, episode, seed, mask)
     while any(e >= 0 for e in episode):
-        actions = []
         for i in range(k):
-            row = td[i].clone()
-            actions.append(_act(policy, row, episode[i], steps[i] + 1).get(policy.cfg.action_key)
-                           if episode[i] >= 0 else policy.action_spec.zero())
-        td.set(policy.cfg.action_key, torch.stack(actions))
+            if episode[i] >= 0:
+                _merge_row(td, i, _act(policy.for_worker(i), td[i].clone(), episode[i], steps[i] + 1))
+            else:
+                _merge_row(td, i, td[i].clone().set(policy.cfg.action_key, policy.action_spec.zero()))
         try:
             td = env.step(td)
         except RenderError:
@@ -183,11 +183,29 @@ def vector_rollout(env: Any, policy: Any, *, num_trajs: int, max_steps: int | No
         if ended.any():
             steps = [0 if ended[i] else s for i, s in enumerate(steps)]
             reset_td = env.reset(_control(env, ended, episode, queue, seed, rendered))
+            _begin(policy, ended, episode)
             for key in reset_td.keys(True, True):
                 if key in nxt.keys(True, True):
                     nxt.get(key)[ended] = reset_td.get(key)[ended]
             yield from _records(reset_td, episode, seed, ended)
         td = nxt
+
+
+def _merge_row(td: Any, i: int, row: Any) -> None:
+    """Writes what the policy produced for env ``i`` (action, recurrent state...) into the batch."""
+    import torch
+
+    for key in row.keys(True, True):
+        value = row.get(key)
+        if key not in td.keys(True, True):
+            td.set(key, torch.zeros((td.shape[0], *value.shape), dtype=value.dtype, device=value.device))
+        td.get(key)[i] = value
+
+
+def _begin(policy: Any, mask: Any, episode: list[int]) -> None:
+    for i in range(len(episode)):
+        if mask[i] and episode[i] >= 0:
+            policy.for_worker(i).begin_episode()
 
 
 def _control(env: Any, mask: Any, episode: list[int], queue: Iterator[int], seed: int | None,

@@ -94,13 +94,12 @@ def underlying_env(env: Any) -> Any:
     seen = 0
     while seen < 16:
         seen += 1
-        inner = getattr(env, "base_env", None)
-        if inner is not None and inner is not env:
-            env = inner
-            continue
-        inner = env.__dict__.get("_env") if hasattr(env, "__dict__") else None
-        if inner is not None and inner is not env:
-            env = inner
-            continue
-        break
+        # look in the instance's own storage, never through getattr: torchrl envs forward unknown
+        # attributes (TransformedEnv to its base env, batched envs to their workers)
+        own = getattr(env, "__dict__", {})
+        modules = own.get("_modules") or {}
+        inner = modules.get("base_env") or own.get("base_env") or own.get("_env") or modules.get("_env")
+        if inner is None or inner is env:
+            break
+        env = inner
     return env

@@ -16,4 +16,10 @@ WRITERS = Registry("format", {
                  description="animated GIF, streamed frame by frame"),
     "frames": Entry("torchrl_render.writers.png:PngWriter", directory=True, extra="pillow",
                     description="a folder of PNG files, one per frame"),
+    "npz": Entry("torchrl_render.writers.npz:NpzWriter", suffixes=(".npz",), needs_frames=False,
+                 description="numpy arrays per trajectory: observations, actions, rewards, dones (+ frames)"),
+    "jsonl": Entry("torchrl_render.writers.jsonl:JsonlWriter", suffixes=(".jsonl",), needs_frames=False,
+                   description="streamed event log: metadata, step, episode and summary lines"),
+    "ipynb": Entry("torchrl_render.writers.ipynb:IpynbWriter", suffixes=(".ipynb",), extra="av==18.1.0 pillow",
+                   description="report notebook: config, metrics, return plot, embedded videos, re-run cell"),
 }, group="torchrl_render.writers")

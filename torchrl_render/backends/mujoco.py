@@ -1,0 +1,344 @@
+"""``mujoco``: renders MuJoCo cameras itself, at ``width`` x ``height``.
+
+Serves gymnasium MuJoCo envs (``env.unwrapped.model`` / ``.data``, no ``render_mode``
+needed) and dm_control envs (``physics.model.ptr`` / ``physics.data.ptr``) with
+:class:`mujoco.Renderer`. Importing this module does not import ``mujoco``:
+:func:`torchrl_render.gl.ensure_headless_gl` runs first, in :meth:`MujocoBackend.from_config`.
+
+Cameras (``cfg.camera``):
+
+* ``"default"``: the env's own view. For gymnasium, the camera its ``render()`` uses,
+  set up as gymnasium does (a free camera looking at the median geom position from
+  ``model.stat.extent`` away, then ``default_camera_config`` applied, or the
+  ``camera_id``/``camera_name`` the env was made with), so the frames equal
+  ``env.render()``'s. For dm_control, camera 0 when the model has cameras, else the
+  free camera.
+* a camera name of the model, an integer index, or ``"-1"`` (MuJoCo's default free camera).
+
+``render_quality="fast"`` turns off shadows, reflections and multisampling (about
+10x faster with software OpenGL); ``"default"`` keeps MuJoCo's look exactly.
+
+The frame shows ``data`` as the env left it after its step, like ``env.render()``;
+the renderer never writes to ``data``, so it cannot change the simulation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import BackendUnavailable, ConfigError
+from .base import RenderBackend, log, underlying_env
+
+__all__ = ["MujocoBackend", "camera_names", "free_gymnasium_gl", "grow_offscreen_buffer", "resolve_camera_id"]
+
+#: Scene flags (``mjtRndFlag`` names) turned off by ``render_quality="fast"``.
+FAST_OFF_FLAGS = ("mjRND_SHADOW", "mjRND_REFLECTION")
+
+
+def camera_names(model: Any) -> list[str]:
+    """The model's camera names in id order (``""`` for unnamed ones); works on any MjModel-like object."""
+    names = bytes(model.names)
+    out = []
+    for adr in list(model.name_camadr)[: int(model.ncam)]:
+        end = names.find(b"\0", int(adr))
+        out.append(names[int(adr): end if end >= 0 else None].decode())
+    return out
+
+
+def resolve_camera_id(model: Any, camera: Any) -> int:
+    """The camera id of ``camera`` (a name, an index or ``"-1"`` for the free camera).
+
+    Raises:
+        ConfigError: the model has no such camera; the message lists its cameras.
+    """
+    names = camera_names(model)
+    if isinstance(camera, str) and camera in names:
+        return names.index(camera)
+    try:
+        index = int(camera)
+    except (TypeError, ValueError):
+        index = None
+    if index is not None and -1 <= index < len(names):
+        return index
+    listed = ", ".join(repr(n) if n else f"{i} (unnamed)" for i, n in enumerate(names)) or "none"
+    raise ConfigError(f"the model has no camera {camera!r}",
+                      expected=f"'default', -1 (free camera), an index below {len(names)}, or one of the model's "
+                               f"cameras: {listed}",
+                      got=camera, fix="pass one of the listed cameras with --camera")
+
+
+def grow_offscreen_buffer(model: Any, width: int, height: int) -> str | None:
+    """Raises the model's offscreen buffer to at least ``width`` x ``height``; a note when it changed it."""
+    glob = model.vis.global_
+    old = (int(glob.offwidth), int(glob.offheight))
+    if old[0] >= width and old[1] >= height:
+        return None
+    glob.offwidth, glob.offheight = max(old[0], width), max(old[1], height)
+    return (f"the model's offscreen buffer ({old[0]}x{old[1]}) was smaller than {width}x{height}; "
+            f"it was raised to {glob.offwidth}x{glob.offheight} (a visual-only change)")
+
+
+def _find_simulation(raw: Any) -> tuple[Any, Any, str, Any]:
+    """``(model, data, kind, gymnasium_renderer)`` of the raw env, or ``BackendUnavailable``."""
+    physics = getattr(raw, "physics", None)
+    if physics is not None and hasattr(physics, "model") and hasattr(physics.model, "ptr"):
+        return physics.model.ptr, physics.data.ptr, "dm_control", None
+    unwrapped = getattr(raw, "unwrapped", raw)
+    model, data = getattr(unwrapped, "model", None), getattr(unwrapped, "data", None)
+    if _is_mj(model, "MjModel") and _is_mj(data, "MjData"):
+        return model, data, "gymnasium", getattr(unwrapped, "mujoco_renderer", None)
+    raise BackendUnavailable(
+        "the mujoco backend needs a MuJoCo simulation",
+        expected="a gymnasium MuJoCo env (env.unwrapped.model/.data) or a dm_control env (env.physics)",
+        got=type(unwrapped).__name__,
+        fix="use --render-backend env with render_mode='rgb_array', or --from-pixels, for non-MuJoCo envs")
+
+
+def _is_mj(obj: Any, cls_name: str) -> bool:
+    return type(obj).__name__ == cls_name and type(obj).__module__.startswith("mujoco")
+
+
+class MujocoBackend(RenderBackend):
+    """Renders ``cameras`` of ``(model, data)`` with one :class:`mujoco.Renderer`.
+
+    Args:
+        model: The ``mujoco.MjModel``.
+        data: The ``mujoco.MjData`` the env steps.
+        cameras: Camera names (see the module docstring).
+        width: Frame width in pixels.
+        height: Frame height in pixels.
+        render_quality: ``"default"`` (MuJoCo's look) or ``"fast"``.
+        gym_renderer: gymnasium's ``MujocoRenderer`` of the env (for ``"default"``), if any.
+    """
+
+    name = "mujoco"
+    _renderer: Any = None  # class defaults: close() works whatever __init__ reached
+    _views: tuple = ()
+    _gym_renderer: Any = None
+
+    def __init__(self, model: Any, data: Any, cameras: list[str], width: int = 480, height: int = 480,
+                 render_quality: str = "default", gym_renderer: Any = None) -> None:
+        self._renderer = None
+        self._gym_renderer = None
+        self._views: list[tuple[str, Any, Callable[[], None]]] = []
+        super().__init__()
+        self.gl = _ensure_gl(self.notes)
+        try:
+            import mujoco  # after ensure_headless_gl, on purpose
+        except ImportError as exc:
+            raise BackendUnavailable(f"the mujoco backend needs the mujoco package ({exc})",
+                                     fix="install it, or use --render-backend env / pixels",
+                                     extra="mujoco==3.17.0") from exc
+        self._mujoco = mujoco
+        self.gl = _context_name(mujoco).rpartition(".")[2] if hasattr(mujoco, "GLContext") else self.gl
+        self.model, self.data = model, data
+        self.width, self.height, self.render_quality = int(width), int(height), render_quality
+        self.cameras = list(cameras) or ["default"]
+        self._option = mujoco.MjvOption()
+        for flag, value in (getattr(gym_renderer, "_vopt", None) or {}).items():
+            self._option.flags[flag] = value
+        self._gym_renderer = gym_renderer
+        self._views = [(name, *self._view(name, gym_renderer)) for name in self.cameras]
+        max_geom = int(getattr(gym_renderer, "max_geom", None) or 10000)
+        try:
+            self._renderer = self._make_renderer(max_geom)
+        finally:
+            self._hand_back_context()
+        if render_quality == "fast":
+            for flag in FAST_OFF_FLAGS:
+                self._renderer.scene.flags[getattr(mujoco.mjtRndFlag, flag)] = 0
+
+    @classmethod
+    def from_config(cls, env: Any, cfg: Any) -> MujocoBackend:
+        model, data, _kind, gym_renderer = _find_simulation(underlying_env(env))
+        return cls(model, data, list(getattr(cfg, "camera", None) or ["default"]),
+                   width=getattr(cfg, "width", 480), height=getattr(cfg, "height", 480),
+                   render_quality=getattr(cfg, "render_quality", "default"), gym_renderer=gym_renderer)
+
+    def _make_renderer(self, max_geom: int) -> Any:
+        mujoco, model = self._mujoco, self.model
+        glob, quality = model.vis.global_, model.vis.quality
+        saved = (glob.offwidth, glob.offheight, quality.offsamples)
+        note = grow_offscreen_buffer(model, self.width, self.height)
+        if note:
+            self.notes.append(note + " for this renderer only")
+        if self.render_quality == "fast":
+            quality.offsamples = 0
+        try:  # the MjrContext copies these at creation; the model is given back unchanged
+            return mujoco.Renderer(model, height=self.height, width=self.width, max_geom=max_geom)
+        except Exception as exc:  # a GL context that cannot be made means "cannot serve"
+            raise _no_context(mujoco, exc) from exc
+        finally:
+            glob.offwidth, glob.offheight, quality.offsamples = saved
+
+    def _view(self, name: str, gym_renderer: Any) -> tuple[Any, Callable[[], None]]:
+        """``(MjvCamera, prepare)``; ``prepare()`` runs before each frame of that camera."""
+        mujoco = self._mujoco
+        cam = mujoco.MjvCamera()
+        if name == "default" and gym_renderer is not None:
+            return cam, _gymnasium_default(mujoco, self.model, self.data, gym_renderer, cam)
+        if name == "default":
+            cam_id = 0 if self.model.ncam > 0 else -1
+        else:
+            cam_id = resolve_camera_id(self.model, name)
+        if cam_id == -1:
+            cam.type = mujoco.mjtCamera.mjCAMERA_FREE
+            mujoco.mjv_defaultFreeCamera(self.model, cam)
+        else:
+            cam.type = mujoco.mjtCamera.mjCAMERA_FIXED
+        cam.fixedcamid = cam_id
+        return cam, (lambda: None)
+
+    def capture(self, td: Any) -> dict[str, Any]:
+        renderer = self._renderer
+        if renderer is None:
+            raise RuntimeError("capture() after close()")
+        frames = {}
+        collecting = gc.isenabled()
+        gc.disable()  # a finaliser run now could free another MjrContext into our current GL context
+        try:
+            for name, cam, prepare in self._views:
+                prepare()
+                renderer.update_scene(self.data, cam, self._option)
+                frames[name] = renderer.render()
+        finally:
+            if collecting:
+                gc.enable()
+            self._hand_back_context()
+        return frames
+
+    def _hand_back_context(self) -> None:
+        """Makes the env's own gymnasium renderer's GL context current again.
+
+        gymnasium's offscreen viewer makes its context current only when it is
+        created (or when it has several), so a context left current by us would
+        receive its drawing (and its wrong GL object ids): pixel observations and
+        ``env.render()`` would break. dm_control makes its context current itself.
+        """
+        viewer = getattr(self._gym_renderer, "viewer", None)
+        if viewer is not None and callable(getattr(viewer, "make_context_current", None)):
+            viewer.make_context_current()
+
+    def info(self) -> dict[str, Any]:
+        return {"render_backend": self.name, "gl": self.gl, "cameras": list(self.cameras),
+                "width": self.width, "height": self.height, "render_quality": self.render_quality}
+
+    def close(self) -> None:
+        renderer, self._renderer = self._renderer, None
+        self._views = []
+        if renderer is None:
+            return
+        context = getattr(renderer, "_gl_context", None)
+        if context is not None:  # mjr_freeContext deletes GL objects in the *current* context: make it ours
+            context.make_current()
+        try:
+            renderer.close()
+        finally:
+            self._hand_back_context()
+
+    def __del__(self) -> None:  # an unclosed backend frees its GL objects in its own context, not the current one
+        with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
+            self.close()
+
+
+def free_gymnasium_gl(env: Any) -> None:
+    """Frees the GL objects of a gymnasium MuJoCo env's own viewers, each in its own context.
+
+    gymnasium's ``env.close()`` destroys its viewers' GL contexts but leaves their
+    ``MjrContext`` to the garbage collector, which later deletes its GL objects in
+    whatever context is *current* then (another env's, or this backend's): GL object
+    ids coincide between contexts, so that renderer's frames break. Call this when
+    closing a gymnasium MuJoCo env while other MuJoCo renderers live on in the process
+    (before ``env.close()`` is best; after it, with EGL, it still defuses the later free).
+    Does nothing for other envs; safe to call twice.
+    """
+    raw = underlying_env(env)
+    renderer = getattr(getattr(raw, "unwrapped", raw), "mujoco_renderer", None)
+    for viewer in list((getattr(renderer, "_viewers", None) or {}).values()):
+        con = getattr(viewer, "con", None)
+        make_current = getattr(viewer, "make_context_current", None)
+        if con is None or make_current is None:
+            continue
+        try:
+            make_current()
+        except Exception as exc:  # noqa: BLE001 - a context that cannot be made current: leave its objects alone
+            log.debug("free_gymnasium_gl: cannot make a viewer's context current (%s); skipped", exc)
+            continue
+        con.free()  # mjr_freeContext zeroes what it freed: the collector's later free is a no-op
+
+
+def _ensure_gl(notes: list[str]) -> str | None:
+    from ..gl import ensure_headless_gl, gl_notes
+
+    gl = ensure_headless_gl()
+    notes.extend(n for n in gl_notes() if n not in notes)
+    return gl or os.environ.get("MUJOCO_GL") or "glfw"
+
+
+def _no_context(mujoco: Any, exc: Exception) -> BackendUnavailable:
+    context, wanted = _context_name(mujoco), os.environ.get("MUJOCO_GL")
+    what = f"MuJoCo could not create an OpenGL context ({type(exc).__name__}: {exc})"
+    if wanted and not context.endswith("." + wanted.lower()):
+        what += (f"; mujoco was imported before MUJOCO_GL={wanted} was set, "
+                 f"so it kept {context.rpartition('.')[2] or 'no backend'}")
+    return BackendUnavailable(
+        what, expected="a working headless OpenGL (MUJOCO_GL=egl or osmesa) or a display",
+        got=f"MUJOCO_GL={wanted!r}, mujoco's GL context {context!r}",
+        fix="set MUJOCO_GL=egl (or osmesa) before importing mujoco, gymnasium or dm_control, e.g. call "
+            "torchrl_render.gl.ensure_headless_gl() first (apt-get install libegl1 or libosmesa6 if missing)")
+
+
+def _context_name(mujoco: Any) -> str:
+    context = getattr(mujoco, "GLContext", None)
+    return getattr(context, "__module__", None) or "none"
+
+
+def _gymnasium_default(mujoco: Any, model: Any, data: Any, gym_renderer: Any, cam: Any) -> Callable[[], None]:
+    """Sets ``cam`` up the way gymnasium's ``MujocoRenderer`` does, lazily at the first frame.
+
+    gymnasium builds its camera on the first ``render()``: free, looking at the median
+    geom position from ``model.stat.extent`` away, then ``default_cam_config``; each
+    render then sets the type from ``camera_id`` (-1: free, else that fixed camera).
+    If the env has already rendered, its camera is copied instead.
+    """
+    camera_id = getattr(gym_renderer, "camera_id", None)
+    ready = []
+
+    def prepare() -> None:
+        if not ready:
+            ready.append(True)
+            viewer = (getattr(gym_renderer, "_viewers", None) or {}).get("rgb_array")
+            if viewer is not None and getattr(viewer, "cam", None) is not None:
+                _copy_camera(viewer.cam, cam)
+            else:
+                _init_like_gymnasium(mujoco, model, data, gym_renderer, cam)
+        if camera_id is not None:
+            cam.type = mujoco.mjtCamera.mjCAMERA_FREE if camera_id == -1 else mujoco.mjtCamera.mjCAMERA_FIXED
+            cam.fixedcamid = camera_id
+
+    return prepare
+
+
+def _init_like_gymnasium(mujoco: Any, model: Any, data: Any, gym_renderer: Any, cam: Any) -> None:
+    import numpy as np
+
+    cam.type = mujoco.mjtCamera.mjCAMERA_FREE
+    cam.fixedcamid = -1
+    for i in range(3):
+        cam.lookat[i] = np.median(data.geom_xpos[:, i])
+    cam.distance = model.stat.extent
+    for key, value in (getattr(gym_renderer, "default_cam_config", None) or {}).items():
+        if isinstance(value, np.ndarray):
+            getattr(cam, key)[:] = value
+        else:
+            setattr(cam, key, value)
+
+
+def _copy_camera(src: Any, dst: Any) -> None:
+    for key in ("type", "fixedcamid", "trackbodyid", "distance", "azimuth", "elevation", "orthographic"):
+        setattr(dst, key, getattr(src, key))
+    dst.lookat[:] = src.lookat

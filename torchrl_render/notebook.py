@@ -1,0 +1,574 @@
+"""Notebook display and the report notebook.
+
+Pure functions build the HTML that Jupyter shows for a :class:`~torchrl_render.RenderResult`
+(its videos and the metrics table) and for an :class:`~torchrl_render.Artifact`;
+:func:`show` is the one with a side effect (it displays when IPython runs).
+:func:`build_report` assembles the ``.ipynb`` report with nbformat; executing and
+writing it is the ipynb writer's job (:mod:`torchrl_render.writers.ipynb`).
+
+Videos are embedded as base64 ``data:`` URIs up to a size limit (:data:`EMBED_LIMIT_BYTES`
+by default, for all the videos of one output together); a video over the limit is
+linked by its path instead, and the HTML says so.
+
+Example:
+    >>> html = video_html(b"\\x00\\x00\\x00\\x18ftypmp42", caption="episode 0")
+    >>> html.startswith("<figure") and "data:video/mp4;base64,AAAAGGZ0eXBtcDQy" in html
+    True
+    >>> print(metrics_markdown({"aggregated": {"n_episodes": 1, "avg_sum_reward": 2.5}, "per_episode": []})
+    ...       .splitlines()[2])
+    | episodes | 1 |
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EMBED_LIMIT_BYTES", "LIVE_OVERRIDES", "Media", "ReportVideo", "artifact_html", "artifact_mimebundle",
+           "build_report", "display_width", "equivalent_command", "metrics_html", "metrics_markdown",
+           "result_html", "result_mimebundle", "result_text", "show", "video_html"]
+
+EMBED_LIMIT_BYTES = 20 * 2**20
+"""Default cap on the video bytes embedded in one output or one report notebook (20 MiB)."""
+MAX_TABLE_ROWS = 100
+_MIME = {".mp4": "video/mp4", ".m4v": "video/mp4", ".webm": "video/webm", ".gif": "image/gif",
+         ".png": "image/png", ".apng": "image/apng"}
+_VIDEO_FORMATS = ("mp4", "gif")
+_PLAYABLE = (".mp4", ".m4v", ".webm", ".gif")
+_SUMMARY = (("n_episodes", "episodes"), ("avg_sum_reward", "mean return"), ("std_sum_reward", "std return"),
+            ("min_sum_reward", "min return"), ("median_sum_reward", "median return"),
+            ("max_sum_reward", "max return"), ("ci95_sum_reward", "95% CI of the mean return"),
+            ("pc_success", "success rate (%)"), ("avg_length", "mean length"), ("eval_s", "wall time (s)"))
+_COLUMNS = (("episode_ix", "episode"), ("seed", "seed"), ("sum_reward", "return"), ("length", "length"),
+            ("max_reward", "max reward"), ("success", "success"), ("terminated", "terminated"),
+            ("truncated", "truncated"), ("num_frames", "frames"))
+
+
+# -- HTML builders (pure) -----------------------------------------------------------------------
+
+def video_html(source: str | Path | bytes, *, mime: str | None = None, embed: bool = True,
+               limit_bytes: int | None = EMBED_LIMIT_BYTES, width: int | None = None, caption: str | None = None,
+               link: str | None = None) -> str:
+    """HTML that plays a video (``<video>``) or a GIF (``<img>``).
+
+    Args:
+        source: A file path, or the file's bytes (always embedded).
+        mime: ``video/mp4`` or ``image/gif``...; from the suffix when ``None`` (bytes: mp4).
+        embed: Embed a file's bytes as a base64 ``data:`` URI when it fits ``limit_bytes``.
+        limit_bytes: Largest file embedded (``None``: no limit); a larger one is linked and the HTML says so.
+        width: Display width in CSS pixels (default: the video's own).
+        caption: Text under the video.
+        link: The URL used when the file is linked (default: its path relative to the working directory).
+    """
+    note = ""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        src = _data_uri(bytes(source), mime or "video/mp4")
+        mime = mime or "video/mp4"
+    else:
+        path = Path(source)
+        mime = mime or _MIME.get(path.suffix.lower(), "video/mp4")
+        size = path.stat().st_size
+        if embed and (limit_bytes is None or size <= limit_bytes):
+            src = _data_uri(path.read_bytes(), mime)
+        else:
+            src = link or _relative_link(path)
+            why = (f"it is {_mb(size)}, over the {_mb(limit_bytes)} embedding limit" if embed else "linking was asked")
+            note = (f'<p style="font-size:90%">Not embedded ({why}): it plays from '
+                    f'<a href="{html.escape(src)}">{html.escape(src)}</a> while that file stays beside this '
+                    "page; viewers of the notebook alone (GitHub, nbviewer) cannot play it.</p>")
+    size_attr = f' width="{int(width)}"' if width else ""
+    if mime.startswith("image/"):
+        media = f'<img src="{html.escape(src)}"{size_attr} alt="{html.escape(caption or "animation")}"/>'
+    else:
+        media = (f'<video controls loop muted playsinline preload="metadata"{size_attr}>'
+                 f'<source src="{html.escape(src)}" type="{mime}"/>Your browser cannot play this video.</video>')
+    cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
+    return f'<figure class="torchrl-render-video" style="margin:0.5em 0">{media}{cap}{note}</figure>'
+
+
+def artifact_html(artifact: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES) -> str:
+    """HTML for one artifact: an mp4/gif plays inline; anything else is a one-line description."""
+    path = Path(artifact.path)
+    if artifact.format in _VIDEO_FORMATS and path.is_file():
+        return video_html(path, limit_bytes=limit_bytes, caption=_artifact_caption(artifact),
+                          width=display_width(artifact.info))
+    return f"<p>{html.escape(_artifact_caption(artifact))}</p>"
+
+
+def metrics_html(metrics: dict[str, Any], *, max_rows: int = MAX_TABLE_ROWS) -> str:
+    """The aggregate numbers and the per-episode table as HTML tables."""
+    agg = metrics.get("aggregated") or {}
+    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(label)}</th><td>{html.escape(_fmt(agg[key]))}"
+                   "</td></tr>" for key, label in _SUMMARY if agg.get(key) is not None)
+    out = f"<table class='torchrl-render-summary'>{rows}</table>" if rows else ""
+    episodes = metrics.get("per_episode") or []
+    if episodes:
+        head = "".join(f"<th>{html.escape(label)}</th>" for _, label in _COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(e.get(key)))}</td>" for key, _ in _COLUMNS)
+                       + "</tr>" for e in episodes[:max_rows])
+        more = (f"<p>... and {len(episodes) - max_rows} more episodes (all of them are in the metadata "
+                "sidecar).</p>") if len(episodes) > max_rows else ""
+        out += f"<table class='torchrl-render-episodes'><tr>{head}</tr>{body}</table>{more}"
+    return out
+
+
+def metrics_markdown(metrics: dict[str, Any], *, max_rows: int = MAX_TABLE_ROWS) -> str:
+    """The same tables as :func:`metrics_html`, in Markdown (renders without a kernel)."""
+    agg = metrics.get("aggregated") or {}
+    lines = ["| metric | value |", "|:--|--:|"]
+    lines += [f"| {label} | {_fmt(agg[key])} |" for key, label in _SUMMARY if agg.get(key) is not None]
+    episodes = metrics.get("per_episode") or []
+    if episodes:
+        lines += ["", "| " + " | ".join(label for _, label in _COLUMNS) + " |",
+                  "|" + "--:|" * len(_COLUMNS)]
+        lines += ["| " + " | ".join(_fmt(e.get(key)) for key, _ in _COLUMNS) + " |" for e in episodes[:max_rows]]
+        if len(episodes) > max_rows:
+            lines += ["", f"... and {len(episodes) - max_rows} more episodes (all of them are in the metadata sidecar)."]
+    return "\n".join(lines)
+
+
+def result_html(result: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES) -> str:
+    """HTML for a :class:`RenderResult`: its videos (sharing ``limit_bytes``), the metrics, the notes."""
+    parts, budget = [], limit_bytes
+    others = []
+    for artifact in result.artifacts:
+        path = Path(artifact.path)
+        if artifact.format in _VIDEO_FORMATS and path.is_file():
+            size = path.stat().st_size
+            parts.append(artifact_html(artifact, limit_bytes=budget))
+            if budget is not None and size <= budget:
+                budget -= size
+        else:
+            others.append(f"<li>{html.escape(_artifact_caption(artifact))}</li>")
+    if others:
+        parts.append(f"<p>Other artifacts:</p><ul>{''.join(others)}</ul>")
+    if result.metrics:
+        parts.append(metrics_html(result.metrics))
+    if result.warnings:
+        notes = "".join(f"<li>{html.escape(str(w))}</li>" for w in result.warnings)
+        parts.append(f"<details><summary>{len(result.warnings)} note(s)</summary><ul>{notes}</ul></details>")
+    if not parts:
+        parts.append(f"<p>{html.escape(result_text(result))}</p>")
+    return "<div class='torchrl-render-result'>" + "".join(parts) + "</div>"
+
+
+def result_text(result: Any) -> str:
+    """A one-line plain-text summary of a :class:`RenderResult` (its ``text/plain`` form)."""
+    agg = (result.metrics or {}).get("aggregated") or {}
+    head = f"RenderResult({result.artifact_path}" if result.artifact_path else "RenderResult(no artifact"
+    if agg.get("n_episodes"):
+        head += (f"; {agg['n_episodes']} episode(s), mean return {_fmt(agg.get('avg_sum_reward'))}"
+                 f" +- {_fmt(agg.get('std_sum_reward'))}")
+    return head + ")"
+
+
+def result_mimebundle(result: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    """``_repr_mimebundle_`` of a :class:`RenderResult`: ``text/html`` and a short ``text/plain``."""
+    return {"text/html": result_html(result), "text/plain": result_text(result)}
+
+
+def artifact_mimebundle(artifact: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    """``_repr_mimebundle_`` of an :class:`Artifact`."""
+    return {"text/html": artifact_html(artifact), "text/plain": f"Artifact({_artifact_caption(artifact)})"}
+
+
+# -- display (side effect) ----------------------------------------------------------------------
+
+class Media:
+    """A playable file for notebooks: what :func:`show` returns.
+
+    Args:
+        path: An ``.mp4`` or ``.gif`` file.
+        limit_bytes: Largest file embedded; a larger one is linked.
+        width: Display width in CSS pixels.
+    """
+
+    def __init__(self, path: str | Path, *, limit_bytes: int | None = EMBED_LIMIT_BYTES,
+                 width: int | None = None) -> None:
+        self.path = Path(path)
+        self.limit_bytes, self.width = limit_bytes, width
+        self._shown_in: Any = None  # execution count of the cell whose show() already displayed it
+
+    def _repr_html_(self) -> str:
+        return video_html(self.path, limit_bytes=self.limit_bytes, width=self.width, caption=self.path.name)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/html": self._repr_html_(), "text/plain": f"Media({str(self.path)!r})"}
+
+    def _ipython_display_(self) -> None:
+        shell = _ipython()
+        count = getattr(shell, "execution_count", None)
+        if self._shown_in is not None and self._shown_in == count:
+            self._shown_in = None  # show() displayed it in this cell already: not twice
+            return
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+
+    def __repr__(self) -> str:
+        return f"Media({str(self.path)!r})"
+
+
+def show(source: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES, width: int | None = None) -> Media:
+    """Plays an mp4 or GIF (a path or an :class:`Artifact`) in Jupyter; returns the :class:`Media`.
+
+    In an IPython session the video is displayed at once (once, even as a cell's last line);
+    elsewhere nothing is shown and the returned object's ``_repr_html_`` gives the HTML.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> gif = pathlib.Path(tempfile.mkdtemp()) / "a.gif"
+        >>> _ = gif.write_bytes(b"GIF89a")
+        >>> show(gif)._repr_html_().count("data:image/gif;base64,")
+        1
+    """
+    from .errors import ConfigError
+
+    path = Path(getattr(source, "path", source))
+    if not path.is_file() or path.suffix.lower() not in _PLAYABLE:
+        state = "missing" if not path.exists() else "not a file" if not path.is_file() else "not an mp4 or gif"
+        raise ConfigError(f"show() cannot play {str(path)!r}", expected="an existing .mp4 or .gif file",
+                          got=f"{path} ({state})", fix="pass the path of an mp4 or gif artifact (result.artifact_path)")
+    media = Media(path, limit_bytes=limit_bytes, width=width)
+    shell = _ipython()
+    if shell is not None:
+        from IPython.display import display
+
+        display(media._repr_mimebundle_(), raw=True)
+        media._shown_in = getattr(shell, "execution_count", None)
+    return media
+
+
+def _ipython() -> Any:
+    if "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    return get_ipython()
+
+
+# -- report notebook ----------------------------------------------------------------------------
+
+@dataclass
+class ReportVideo:
+    """One rendered episode in the report.
+
+    Args:
+        episode: Episode index.
+        name: The mp4's file name (beside the notebook when linked).
+        size: The mp4's size in bytes.
+        data: The mp4's bytes when embedded; ``None`` when linked.
+        preview: An animated PNG preview (for viewers that block ``<video>``, such as GitHub), if any.
+        metrics: The episode's metrics, for the caption.
+        limit_bytes: The embedding limit (quoted when the video is linked).
+        width: Display width in CSS pixels.
+    """
+
+    episode: int
+    name: str
+    size: int
+    data: bytes | None = None
+    preview: bytes | None = None
+    metrics: dict[str, Any] | None = None
+    limit_bytes: int | None = EMBED_LIMIT_BYTES
+    width: int | None = None
+
+
+LIVE_OVERRIDES = {"format": "mp4", "overwrite": True, "metadata": None, "progress": False,
+                  "notebook_rollout_mode": "saved", "split_trajectories": False, "save_frames": False,
+                  "frame_dir": None, "save_rollout": False, "save_tensordicts": False, "artifact_dir": None,
+                  "dry_run": False, "validate_only": False}
+"""What the live/re-run cell changes in the run's config: one mp4 beside the notebook, no side files."""
+
+
+def build_report(*, config: dict[str, Any], metrics: dict[str, Any], videos: Sequence[ReportVideo] = (),
+                 mode: str = "saved", command: str | None = None, live_out: str = "render_live.mp4",
+                 search_path: Sequence[str] = (), title: str | None = None) -> Any:
+    """The report notebook (an ``nbformat.NotebookNode``, v4.5 with cell ids; not executed).
+
+    Cells: ``title``, ``config``; in ``saved``/``both`` mode ``metrics`` (tables), ``returns-plot``,
+    ``episodes`` and one ``episode-<i>`` per video (outputs filled in, tagged ``skip-execution``);
+    then ``rerun-heading``, ``rerun-kwargs`` (editable env/policy kwargs) and ``rerun`` (runs
+    :func:`render_policy`; tagged ``skip-execution`` in ``saved`` mode), and in ``live``/``both``
+    mode ``live-plot``.
+
+    Args:
+        config: ``RenderConfig.to_dict()`` of the run (paths best made absolute).
+        metrics: ``{"per_episode": [...], "aggregated": {...}}`` of the saved rollout.
+        videos: The rendered episodes (saved/both).
+        mode: ``saved``, ``live`` or ``both``.
+        command: The command line to show.
+        live_out: The mp4 the re-run/live cell writes (relative to the notebook).
+        search_path: Folders the kernel adds to ``sys.path`` to import the env/policy factories.
+        title: The heading (default from the env and policy specs).
+    """
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    cells = [new_markdown_cell(_title_source(config, metrics, mode, command, title), id="title"),
+             new_code_cell(_config_source(config), id="config")]
+    if mode in ("saved", "both"):
+        cells.append(new_markdown_cell("## Metrics\n\n" + metrics_markdown(metrics), id="metrics"))
+        episodes = metrics.get("per_episode") or []
+        if episodes:
+            cells.append(new_code_cell(_saved_plot_source(episodes), id="returns-plot"))
+        cells.append(new_markdown_cell(_episodes_source(videos), id="episodes"))
+        cells += [_video_cell(v) for v in videos]
+    cells.append(new_markdown_cell(_rerun_heading(mode, live_out), id="rerun-heading"))
+    cells.append(new_code_cell(_kwargs_source(config, live_out, search_path), id="rerun-kwargs"))
+    rerun = new_code_cell(_rerun_source(config), id="rerun")
+    if mode == "saved":
+        rerun.metadata["tags"] = ["skip-execution"]
+    cells.append(rerun)
+    if mode in ("live", "both"):
+        cells.append(new_code_cell(_LIVE_PLOT, id="live-plot"))
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"},
+        "torchrl_render": {"mode": mode, "config": config}})
+    nbformat.validate(nb)
+    return nb
+
+
+def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, command: str | None,
+                  title: str | None) -> str:
+    from . import __version__
+
+    n = (metrics.get("aggregated") or {}).get("n_episodes", len(metrics.get("per_episode") or []))
+    heading = title or f"Policy report: {config.get('policy')} in {config.get('env')}"
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    what = {"saved": f"{n} saved episode(s)", "live": "rolled out live in this notebook",
+            "both": f"{n} saved episode(s), then rolled out live in this notebook"}[mode]
+    lines = [f"# {heading}", "", f"Written by torchrl_render {__version__} on {when}; rollout mode "
+             f"`{mode}`: {what}.", ""]
+    if command:
+        lines += ["Command:", "", "```bash", command, "```"]
+    return "\n".join(lines)
+
+
+def _config_source(config: dict[str, Any]) -> str:
+    return ("# The configuration of this run (RenderConfig.to_dict()); the re-run cells below start from it.\n"
+            "config = " + _literal(config) + "\n")
+
+
+_PLOT_TAIL = """fig, ax = plt.subplots(figsize=(7, 3))
+ax.plot(episodes, returns, marker="o", label="return")
+if returns:
+    ax.axhline(sum(returns) / len(returns), color="gray", linestyle="--", label="mean")
+ax.set(xlabel="episode", ylabel="return", title={title!r})
+ax.legend(loc="best")
+plt.show()
+"""
+
+_LIVE_PLOT = ("import matplotlib.pyplot as plt\n\n"
+              "episodes = [e[\"episode_ix\"] for e in result.metrics[\"per_episode\"]]\n"
+              "returns = [e[\"sum_reward\"] for e in result.metrics[\"per_episode\"]]\n"
+              + _PLOT_TAIL.format(title="Return per episode (live rollout)"))
+
+
+def _saved_plot_source(episodes: list[dict[str, Any]]) -> str:
+    xs = [e.get("episode_ix", i) for i, e in enumerate(episodes)]
+    ys = [float(e["sum_reward"]) for e in episodes]
+    return ("import matplotlib.pyplot as plt\n\n"
+            f"episodes = {xs!r}\nreturns = {ys!r}\n" + _PLOT_TAIL.format(title="Return per episode"))
+
+
+def _episodes_source(videos: Sequence[ReportVideo]) -> str:
+    if not videos:
+        return "## Episodes\n\nNo episode was rendered."
+    text = ("## Episodes\n\nEach rendered episode's video (H.264 mp4) is embedded in this notebook while the "
+            "videos fit the embedding limit; it plays in Jupyter, VS Code and nbviewer. A video over the limit "
+            "is linked instead (the cell says so): keep its mp4 beside the notebook.")
+    if any(v.preview for v in videos):
+        text += (" GitHub's notebook viewer blocks `<video>`, so an animated PNG preview (fewer frames, "
+                 "smaller) follows each video.")
+    return text
+
+
+def _video_cell(video: ReportVideo) -> Any:
+    from nbformat.v4 import new_code_cell, new_output
+
+    caption = _episode_caption(video)
+    if video.data is not None:
+        source = f"# {caption}: embedded below (re-running this cell is not needed)."
+        html_text = video_html(video.data, caption=caption, width=video.width)
+    else:
+        source = ("# Linked, not embedded (over the size limit): plays while the mp4 stays beside the notebook.\n"
+                  "from torchrl_render.notebook import show\n\n"
+                  f"show({video.name!r}, limit_bytes=0)")
+        html_text = _linked_html(video, caption)
+    outputs = [new_output("display_data", data={"text/html": html_text, "text/plain": caption})]
+    if video.preview is not None:
+        outputs.append(new_output("display_data", data={
+            "image/png": base64.b64encode(video.preview).decode("ascii"),
+            "text/plain": f"animated preview of episode {video.episode}"}))
+    cell = new_code_cell(source, id=f"episode-{video.episode}", outputs=outputs)
+    cell.metadata["tags"] = ["skip-execution"]
+    return cell
+
+
+def _linked_html(video: ReportVideo, caption: str) -> str:
+    src = html.escape(video.name)
+    size_attr = f' width="{int(video.width)}"' if video.width else ""
+    return (f'<figure class="torchrl-render-video" style="margin:0.5em 0"><video controls loop muted playsinline '
+            f'preload="metadata"{size_attr}><source src="{src}" type="video/mp4"/></video>'
+            f"<figcaption>{html.escape(caption)}</figcaption>{_linked_note(video)}</figure>")
+
+
+def _linked_note(video: ReportVideo) -> str:
+    return (f'<p style="font-size:90%">Not embedded: this video is {_mb(video.size)}, over the '
+            f"{_mb(video.limit_bytes)} embedding limit of this report, so it is linked: "
+            f'<a href="{html.escape(video.name)}">{html.escape(video.name)}</a> beside the notebook. It plays in '
+            "Jupyter while that file stays beside the notebook; GitHub and nbviewer cannot play it.</p>")
+
+
+def _rerun_heading(mode: str, live_out: str) -> str:
+    if mode == "saved":
+        return ("## Re-run the evaluation\n\nEdit the kwargs below if you like, then run the next two cells: "
+                f"they roll the policy out again in this kernel, write `{live_out}` beside the notebook and "
+                "show its video(s) and metrics. (The re-run cell was not run when the report was written.)")
+    return ("## Live rollout\n\nThese cells roll the policy out in this kernel (they ran when the notebook was "
+            f"written): edit the env and policy kwargs and run them again. They write `{live_out}` beside "
+            "the notebook and show its video(s) and metrics.")
+
+
+def _kwargs_source(config: dict[str, Any], live_out: str, search_path: Sequence[str]) -> str:
+    lines = ["# Editable: keyword arguments of the env and policy factories, and the mp4 the rollout writes.",
+             "env_kwargs = " + _literal(config.get("env_kwargs") or {}),
+             "policy_kwargs = " + _literal(config.get("policy_kwargs") or {}),
+             f"live_out = {live_out!r}"]
+    if search_path:
+        lines += ["", "# Folders the env and policy factories are imported from (the original run's).",
+                  "import sys", "", f"for folder in {list(search_path)!r}:",
+                  "    if folder not in sys.path:", "        sys.path.insert(0, folder)"]
+    return "\n".join(lines) + "\n"
+
+
+def _rerun_source(config: dict[str, Any]) -> str:
+    overrides = {k: v for k, v in LIVE_OVERRIDES.items() if k in config}
+    return ("from torchrl_render import RenderConfig, render_policy\n\n"
+            "overrides = " + _literal(overrides) + "\n"
+            "result = render_policy(RenderConfig.from_dict(\n"
+            "    {**config, **overrides, \"out\": live_out, \"env_kwargs\": env_kwargs, "
+            "\"policy_kwargs\": policy_kwargs}))\n"
+            "result  # the video(s) and the metrics table\n")
+
+
+def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> str:
+    """A command line that reproduces ``config`` (its fields that differ from the defaults).
+
+    Example:
+        >>> equivalent_command({"policy": "m:p", "env": "Hopper-v5", "num_trajs": 2, "overlay": True})
+        'torchrl-render --policy m:p --env Hopper-v5 --num-trajs 2 --overlay'
+    """
+    import dataclasses
+    import shlex
+
+    from .config import RenderConfig
+
+    from .writers import WRITERS
+
+    fields = {f.name: f for f in dataclasses.fields(RenderConfig)}
+    implied = WRITERS.for_suffix(config["out"]) if config.get("out") else None
+    args = [prog]
+    for name, value in config.items():
+        f = fields.get(name)
+        if f is None or value == _default_of(f) or (name == "format" and value == implied):
+            continue
+        flag = "--" + f.metadata.get("flag", name).replace("_", "-")
+        if isinstance(value, bool):
+            args.append(flag if value else "--" + f.metadata.get("negative", "no-" + f.metadata.get("flag", name))
+                        .replace("_", "-"))
+        elif value is not None:
+            text = (",".join(value) if isinstance(value, list) else json.dumps(value) if isinstance(value, dict)
+                    else str(value))
+            args += [flag, shlex.quote(text)]
+    return " ".join(args)
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def _default_of(f: Any) -> Any:
+    import dataclasses
+
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def _literal(data: dict[str, Any]) -> str:
+    """A dict as Python source: one line when short, else one key per line."""
+    one = repr(data)
+    if len(one) <= 88:
+        return one
+    return "{\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in data.items()) + "}"
+
+
+def _data_uri(data: bytes, mime: str) -> str:
+    return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
+
+
+def _relative_link(path: Path) -> str:
+    try:
+        return Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
+    except ValueError:  # another drive (Windows)
+        return path.resolve().as_uri()
+
+
+def _mb(size: int | None) -> str:
+    if size is None:
+        return "no"
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{max(1, round(size / 1024))} KiB"
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return str(value)
+
+
+def _artifact_caption(artifact: Any) -> str:
+    info = artifact.info or {}
+    bits = [str(artifact.path), artifact.format]
+    if artifact.num_frames:
+        bits.append(f"{artifact.num_frames} frames")
+    if info.get("width") and info.get("height"):
+        bits.append(f"{info['width']}x{info['height']}")
+    return " - ".join(bits)
+
+
+def display_width(info: dict[str, Any] | None) -> int | None:
+    """The CSS width a video of ``info["width"]`` pixels is shown at: its own, within 320-640."""
+    width = (info or {}).get("width")
+    return min(max(int(width), 320), 640) if width else None
+
+
+def _episode_caption(video: ReportVideo) -> str:
+    m = video.metrics or {}
+    bits = [f"Episode {video.episode}"]
+    if m.get("seed") is not None:
+        bits.append(f"seed {m['seed']}")
+    if m.get("length") is not None:
+        bits.append(f"{m['length']} steps")
+    if m.get("sum_reward") is not None:
+        bits.append(f"return {_fmt(float(m['sum_reward']))}")
+    if m.get("success") is not None:
+        bits.append("success" if m["success"] else "failure")
+    bits.append(f"{_mb(video.size)} mp4")
+    return ", ".join(bits)

@@ -1,0 +1,112 @@
+"""Rollouts on disk as TensorDict memmaps: ``save_rollouts`` and ``load_rollouts``.
+
+Layout of a rollout folder (``<out stem>_rollouts/`` beside the artifact)::
+
+    run_rollouts/
+      index.json      {"torchrl_render_rollouts": 1, "count": N, "trajectories": [...]}
+      traj0000/       TensorDict.memmap of trajectory 0 (meta.json + one .memmap file per tensor)
+      traj0001/       ...
+
+Each entry of ``index.json["trajectories"]`` has ``index``, ``folder`` (``null`` for a
+trajectory without steps), ``batch_size`` and ``keys`` (dotted). The folder is
+written under a hidden temporary name and renamed into place, like every artifact.
+``load_rollouts`` needs tensordict only; each trajectory comes back memory-mapped
+(``td.clone()`` copies it into RAM).
+
+Example:
+    >>> import tempfile, pathlib, torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"action": torch.zeros(3, 1), "next": {"reward": torch.ones(3, 1)}}, batch_size=[3])
+    >>> folder = pathlib.Path(tempfile.mkdtemp()) / "run_rollouts"
+    >>> save_rollouts([td], folder).info["count"]
+    1
+    >>> back = load_rollouts(folder)
+    >>> bool((back[0] == td).all()), back[0].batch_size
+    (True, torch.Size([3]))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .data import Artifact
+from .errors import OutputExistsError, RenderError, WriterError
+
+__all__ = ["load_rollouts", "save_rollouts"]
+
+INDEX = "index.json"
+VERSION = 1
+
+
+def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool = False) -> Artifact:
+    """Writes each trajectory TensorDict as a memmap subfolder of ``path``, plus ``index.json``.
+
+    Args:
+        trajectories: One TensorDict (or ``None``, for an episode without steps) per trajectory.
+        path: The folder to create.
+        overwrite: Replace an existing folder (only once the new one is complete).
+
+    Returns:
+        An :class:`Artifact` of format ``"tensordict"`` (info: ``count``, ``steps``, ``bytes``).
+    """
+    from .writers.base import _commit, remove, temp_path
+
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
+                                fix="pass --overwrite (overwrite=True) or choose another --out")
+    tmp = temp_path(path)
+    remove(tmp)
+    try:
+        tmp.mkdir()
+        entries = [_save_one(td, i, tmp) for i, td in enumerate(trajectories)]
+        index = {"torchrl_render_rollouts": VERSION, "count": len(entries), "trajectories": entries}
+        (tmp / INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
+        size = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
+        _commit(tmp, path)
+    except OSError as exc:
+        raise WriterError(f"cannot write the rollouts to {str(path)!r}", got=str(exc),
+                          fix="check that the folder is writable and has free space") from exc
+    finally:
+        remove(tmp)
+    steps = sum(e["batch_size"][0] for e in entries if e["folder"] and e["batch_size"])
+    return Artifact(path, "tensordict", 0, {"count": len(entries), "steps": steps, "bytes": size})
+
+
+def _save_one(td: Any, index: int, folder: Path) -> dict[str, Any]:
+    if td is None:
+        return {"index": index, "folder": None, "batch_size": [0], "keys": []}
+    name = f"traj{index:04d}"
+    td.memmap(folder / name, num_threads=0)
+    keys = sorted(".".join(k) if isinstance(k, tuple) else k for k in td.keys(True, True))
+    return {"index": index, "folder": name, "batch_size": list(td.batch_size), "keys": keys}
+
+
+def load_rollouts(path: str | Path) -> list[Any]:
+    """Reads a folder written by :func:`save_rollouts` (or ``--save-rollout``) back as TensorDicts.
+
+    Args:
+        path: The rollout folder (the one holding ``index.json``).
+
+    Returns:
+        One memory-mapped :class:`tensordict.TensorDict` per trajectory, in trajectory
+        order (``None`` where a trajectory had no steps).
+    """
+    from tensordict import TensorDict
+
+    path = Path(path)
+    index_file = path / INDEX
+    if not index_file.is_file():
+        raise RenderError(f"{str(path)!r} is not a rollout folder", expected=f"a folder holding {INDEX}",
+                          got=str(path) if path.exists() else f"{path} (does not exist)",
+                          fix="pass the <out>_rollouts folder written with --save-rollout")
+    index = json.loads(index_file.read_text(encoding="utf-8"))
+    version = index.get("torchrl_render_rollouts")
+    if version != VERSION:
+        raise RenderError(f"{str(index_file)!r} has an unknown layout version", expected=VERSION, got=version,
+                          fix="read it with the torchrl_render version that wrote it")
+    return [None if e["folder"] is None else TensorDict.load_memmap(path / e["folder"])
+            for e in index["trajectories"]]

@@ -1,0 +1,315 @@
+"""TorchRL's own checkpoint format (``torchrl.checkpoint.Checkpoint``), read without importing torchrl.
+
+On disk (torchrl 0.14, format ``torchrl.checkpoint`` version 1) a checkpoint is a
+folder, or a ZIP archive (``.torchrl``) of the same tree::
+
+    manifest.json                      format, version, and per component: adapter, path, files
+    components/0000-<name>/value.json  a "torchrl.json" component (config, metrics, trainer_state...)
+    components/0001-<name>/state.json  a "torchrl.state_dict" component: the state dict's schema
+    components/0001-<name>/state/      ... and its tensors: meta.json + one raw <key>.memmap each
+                                       (or state.tdz: the same in a ZIP; state.tdc: consolidated;
+                                       state.pt: torch.save, read with weights_only=True)
+
+"torchrl.dump_load" components (replay buffers) can only be restored by their own
+object and are never read. Only JSON and raw tensor bytes are parsed: nothing in
+the checkpoint can run code, except a ``state.pt`` when ``trust=True``.
+
+Example:
+    >>> import tempfile, torch
+    >>> from torchrl.checkpoint import Checkpoint
+    >>> path = Checkpoint(policy=torch.nn.Linear(2, 1), metrics={"r": 1.0}).save(tempfile.mkdtemp() + "/ck")
+    >>> ckpt = TorchRLCheckpoint(path)
+    >>> sorted(ckpt), ckpt.loaded
+    (['metrics', 'model_state_dict', 'policy'], [])
+    >>> sorted(ckpt["model_state_dict"]), ckpt.loaded
+    (['bias', 'weight'], ['policy'])
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .errors import CheckpointError
+
+__all__ = ["MANIFEST", "TorchRLCheckpoint", "is_torchrl_archive"]
+
+MANIFEST = "manifest.json"
+TORCHRL_FORMAT = ("torchrl.checkpoint", 1)
+
+
+
+def is_torchrl_archive(path: Path) -> bool:
+    """A ZIP holding ``manifest.json`` at its root (``torch.save`` ZIPs hold ``<name>/data.pkl`` instead)."""
+    if not zipfile.is_zipfile(path):
+        return False
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return MANIFEST in archive.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+class _Source:
+    """Reads members of a TorchRL checkpoint folder or archive by relative POSIX path, never outside it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.root = path.resolve() if path.is_dir() else None
+        self.reads: list[str] = []  # what was read, in order (tests check that nothing unneeded is)
+
+    def read(self, member: str) -> bytes:
+        rel = PurePosixPath(member.replace("\\", "/"))
+        if rel.is_absolute() or ".." in rel.parts:
+            raise self.error(f"it names a member outside the checkpoint ({member!r})")
+        self.reads.append(str(rel))
+        try:
+            if self.root is not None:
+                target = (self.root / rel).resolve()
+                if self.root not in target.parents:
+                    raise self.error(f"its member {member!r} points outside the checkpoint folder")
+                return target.read_bytes()
+            with zipfile.ZipFile(self.path) as archive:
+                return archive.read(str(rel))
+        except (OSError, KeyError, zipfile.BadZipFile) as exc:
+            raise self.error(f"its member {member!r} cannot be read ({type(exc).__name__}: {exc})") from exc
+
+    def error(self, why: str) -> CheckpointError:
+        return CheckpointError(f"TorchRL checkpoint {str(self.path)!r} is damaged: {why}",
+                               expected="a checkpoint written by torchrl.checkpoint.Checkpoint.save",
+                               got=why, fix="re-save the checkpoint, or copy it again (it may be incomplete)")
+
+
+class TorchRLCheckpoint(Mapping):
+    """A TorchRL checkpoint whose components load on first access (then stay cached).
+
+    Keys: every component by name, then ``torchrl.render``'s layout on top:
+    ``model_state_dict`` (the ``policy`` component), the ``environment_metadata`` and
+    ``extra`` entries, ``frames`` (from ``trainer_state``), ``metrics`` and ``config``.
+    ``loaded`` names the components read so far.
+    """
+
+    def __init__(self, path: str | Path, *, trust: bool = False) -> None:
+        self.path = Path(path)
+        self.trust = trust
+        self.source = _Source(self.path)
+        self.manifest = _read_manifest(self.source)
+        self.components: dict[str, dict[str, Any]] = self.manifest["components"]
+        self._cache: dict[str, Any] = {}
+        self._keys: dict[str, Callable[[], Any]] = {n: (lambda n=n: self.component(n)) for n in self.components}
+        self._layout()
+
+    def _layout(self) -> None:
+        names = self.components
+        if "policy" in names:
+            self._keys["model_state_dict"] = lambda: self.component("policy")
+        for merged in ("environment_metadata", "extra"):
+            if merged in names and self._readable(merged):
+                value = self.component(merged)  # small, and its keys are needed up front
+                if isinstance(value, Mapping):
+                    self._keys.pop(merged)
+                    self._keys.update({str(k): (lambda v=v: v) for k, v in value.items()})
+        if "trainer_state" in names and self.components["trainer_state"]["adapter"] == "torchrl.json":
+            state = self.component("trainer_state")
+            frames = state.get("frames", state.get("collected_frames")) if isinstance(state, Mapping) else None
+            if frames is not None:
+                self._keys["frames"] = lambda: frames
+
+    def _readable(self, name: str) -> bool:
+        return self.components[name]["adapter"] in ("torchrl.json", "torchrl.state_dict")
+
+    @property
+    def loaded(self) -> list[str]:
+        """Names of the components read so far."""
+        return sorted(self._cache)
+
+    def component(self, name: str) -> Any:
+        """The value of component ``name`` (a state dict, or a JSON value), read once."""
+        if name not in self._cache:
+            if name not in self.components:
+                raise CheckpointError(f"the TorchRL checkpoint has no component {name!r}",
+                                      expected=f"one of {sorted(self.components)}", got=name,
+                                      fix="pass --checkpoint-key with one of the checkpoint's components")
+            self._cache[name] = _read_component(self, name, self.components[name])
+        return self._cache[name]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys:
+            raise KeyError(key)
+        return self._keys[key]()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __repr__(self) -> str:
+        return f"TorchRLCheckpoint({str(self.path)!r}, components={sorted(self.components)}, loaded={self.loaded})"
+
+
+def _read_manifest(source: _Source) -> dict[str, Any]:
+    try:
+        manifest = json.loads(source.read(MANIFEST))
+    except json.JSONDecodeError as exc:
+        raise source.error(f"{MANIFEST} is not valid JSON ({exc})") from exc
+    found = (manifest.get("format"), manifest.get("format_version")) if isinstance(manifest, dict) else None
+    if found != TORCHRL_FORMAT:
+        raise CheckpointError(f"checkpoint {str(source.path)!r} has a {MANIFEST} of another format or version",
+                              expected=f"format {TORCHRL_FORMAT[0]!r}, version {TORCHRL_FORMAT[1]}",
+                              got=f"format {found[0]!r}, version {found[1]!r}" if found else type(manifest).__name__,
+                              fix="re-save it with torchrl 0.14 (torchrl.checkpoint.Checkpoint), or load it with "
+                                  "the torchrl version that wrote it and save the policy's state dict")
+    components = manifest.get("components")
+    if not isinstance(components, dict) or not all(
+            isinstance(r, dict) and isinstance(r.get("adapter"), str) and isinstance(r.get("path"), str)
+            and isinstance(r.get("files"), list) for r in components.values()):
+        raise source.error(f"{MANIFEST} has no valid component table")
+    return manifest
+
+
+def _read_component(ckpt: TorchRLCheckpoint, name: str, record: Mapping[str, Any]) -> Any:
+    adapter, base, files = record["adapter"], record["path"].rstrip("/"), set(record["files"])
+    source = ckpt.source
+    if adapter == "torchrl.json":
+        try:
+            return json.loads(source.read(f"{base}/value.json"))
+        except json.JSONDecodeError as exc:
+            raise source.error(f"component {name!r} holds invalid JSON ({exc})") from exc
+    if adapter != "torchrl.state_dict":
+        raise CheckpointError(f"the TorchRL checkpoint component {name!r} was saved by the {adapter!r} adapter, "
+                              "which only its own object (e.g. a replay buffer) can restore",
+                              expected="a state-dict or JSON component, such as 'policy'", got=adapter,
+                              fix="pass --checkpoint-key with the component holding the policy's weights")
+    if "state.pt" in files:
+        from .checkpoint import _torch_load
+
+        data = source.read(f"{base}/state.pt")
+        return _torch_load(io.BytesIO(data), f"{ckpt.path}:{name}", len(data), ckpt.trust)
+    if "state.tdc" in files:
+        tensors = _consolidated_tensors(source, source.read(f"{base}/state.tdc"), name)
+    elif "state.tdz" in files:
+        tensors = _archive_tensors(source, source.read(f"{base}/state.tdz"), name)
+    else:
+        tensors = _memmap_tensors(source, lambda m: source.read(f"{base}/state/{m}"), name)
+    try:
+        schema = json.loads(source.read(f"{base}/state.json"))
+        return _decode(schema, tensors)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise source.error(f"component {name!r} has an unreadable schema ({type(exc).__name__}: {exc})") from exc
+
+
+def _archive_tensors(source: _Source, data: bytes, name: str) -> dict[str, Any]:
+    try:
+        inner = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as exc:
+        raise source.error(f"component {name!r} holds a damaged state.tdz") from exc
+    with inner:
+        def read(member: str) -> bytes:
+            try:
+                return inner.read(member)
+            except KeyError as exc:
+                raise source.error(f"component {name!r} lacks {member!r} in its state.tdz") from exc
+        return _memmap_tensors(source, read, name)
+
+
+def _memmap_tensors(source: _Source, read: Callable[[str], bytes], name: str) -> dict[str, Any]:
+    """A tensordict memmap folder: ``meta.json`` (dtype, shape per key) plus one raw ``<key>.memmap`` each."""
+    try:
+        meta = json.loads(read("meta.json"))
+    except json.JSONDecodeError as exc:
+        raise source.error(f"component {name!r} has an invalid meta.json ({exc})") from exc
+    tensors = {}
+    for key, info in meta.items():
+        if not isinstance(info, dict) or "dtype" not in info:
+            continue  # the TensorDict's own shape/device/_type entries
+        if info.get("is_nested"):
+            raise source.error(f"component {name!r} holds a nested tensor {key!r}, which is not supported")
+        tensors[key] = _tensor(source, read(f"{key}.memmap"), info["dtype"], info["shape"], f"{name}.{key}")
+    return tensors
+
+
+def _consolidated_tensors(source: _Source, data: bytes, name: str) -> dict[str, Any]:
+    """A consolidated TensorDict: raw storage, then its JSON metadata, then the metadata's size (int64)."""
+    try:
+        size = int.from_bytes(data[-8:], "little")
+        meta = json.loads(data[-size - 8:-8])
+        leaves = meta["leaves"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise source.error(f"component {name!r} holds a damaged state.tdc ({type(exc).__name__})") from exc
+    storage = data[: -size - 8]
+    return {key: _tensor(source, storage[leaf[2]:leaf[3]], leaf[0], leaf[1], f"{name}.{key}", padded=True)
+            for key, leaf in leaves.items()}
+
+
+def _tensor(source: _Source, data: bytes, dtype_name: str, shape: list[int], where: str,
+            padded: bool = False) -> Any:
+    import math
+
+    import torch
+
+    dtype = getattr(torch, str(dtype_name).removeprefix("torch."), None)
+    if not isinstance(dtype, torch.dtype):
+        raise source.error(f"tensor {where} has an unknown dtype {dtype_name!r}")
+    numel = math.prod(shape)
+    need = numel * dtype.itemsize
+    if len(data) < need or (len(data) != need and not padded):
+        raise source.error(f"tensor {where} has {len(data)} bytes, {need} expected (truncated?)")
+    if numel == 0:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(data[:need]), dtype=dtype).reshape(shape)
+
+
+def _decode(value: Mapping[str, Any], tensors: Mapping[str, Any]) -> Any:
+    """Rebuilds a value from torchrl's state-dict schema (JSON plus tensor references); builds no other object."""
+    kind = value["kind"]
+    items = value.get("items")
+    if kind == "value":
+        return value["value"]
+    if kind == "tensor":
+        return tensors[value["key"]].clone()
+    if kind in ("dict", "ordered_dict"):
+        out = OrderedDict() if kind == "ordered_dict" else {}
+        for key, item in items:
+            out[_decode(key, tensors)] = _decode(item, tensors)
+        if "metadata" in value:  # nn.Module state dicts carry per-module versions here
+            out._metadata = _decode(value["metadata"], tensors)  # type: ignore[attr-defined]
+        return out
+    if kind in ("list", "tuple", "set", "frozenset"):
+        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[kind](
+            _decode(item, tensors) for item in items)
+    return _decode_scalar(kind, value, tensors)
+
+
+def _decode_scalar(kind: str, value: Mapping[str, Any], tensors: Mapping[str, Any]) -> Any:
+    import base64
+
+    import numpy as np
+    import torch
+
+    simple: dict[str, Callable[[], Any]] = {
+        "numpy": lambda: tensors[value["key"]].numpy().astype(np.dtype(value["dtype"]), copy=True),
+        "torch_size": lambda: torch.Size(value["items"]),
+        "slice": lambda: slice(*(_decode(i, tensors) for i in value["items"])),
+        "range": lambda: range(*value["items"]),
+        "torch_device": lambda: torch.device(value["value"]),
+        "path": lambda: Path(value["value"]),
+        "bytes": lambda: base64.b64decode(value["value"]),
+        "bytearray": lambda: bytearray(base64.b64decode(value["value"])),
+        "complex": lambda: complex(value["real"], value["imag"]),
+        "numpy_scalar": lambda: np.dtype(value["dtype"]).type(value["value"]),
+        "ellipsis": lambda: Ellipsis,
+    }
+    if kind == "torch_dtype":
+        dtype = getattr(torch, str(value["value"]), None)
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError(f"unknown torch dtype {value['value']!r}")
+        return dtype
+    if kind not in simple:
+        raise ValueError(f"unknown schema kind {kind!r}")
+    return simple[kind]()

@@ -1,0 +1,402 @@
+"""A report notebook (``.ipynb``): config, metrics, a return plot, each episode's video, a re-run cell.
+
+Each rendered episode streams into its own H.264 mp4 (:class:`Mp4Writer`) in a private
+work folder beside the target while the run goes; a small animated-PNG preview of it is
+kept (every k-th frame, at most 240 px wide: GitHub's viewer blocks ``<video>`` but shows
+images). At the end the notebook is built (:func:`torchrl_render.notebook.build_report`):
+videos are embedded as base64 until their total would pass the embedding limit; later ones
+are linked as ``<stem>_ep<i>.mp4`` beside the notebook, and their cell says so. The notebook
+is then executed with nbclient in an ipykernel of this interpreter (so that it opens with
+its outputs) unless ``execute_notebook`` is off, validated, and written.
+
+Rollout modes (``notebook_rollout_mode``): ``saved`` (the run's episodes are embedded; the
+re-run cell is left for the reader), ``live`` (no video from the run: the notebook's own
+cells roll the policy out, from an editable kwargs cell, and write ``<stem>_live.mp4``),
+``both``. Files beside the notebook (linked mp4s, the live mp4 and its metadata) are moved
+into place by rename, only when the notebook is complete, and listed in the artifact info.
+
+Example:
+    >>> import numpy as np, tempfile, pathlib, nbformat
+    >>> from torchrl_render.data import FrameBundle
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "report.ipynb"
+    >>> with IpynbWriter(out, execute=False) as w:
+    ...     for step in range(3):
+    ...         w.write(FrameBundle({"default": np.zeros((16, 16, 3), np.uint8)}, step, 0))
+    >>> [c.id for c in nbformat.read(out, as_version=4).cells][:3]
+    ['title', 'config', 'metrics']
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import logging
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from ..data import FrameBundle
+from ..errors import ConfigError, OutputExistsError, WriterError
+from ..notebook import EMBED_LIMIT_BYTES, ReportVideo, build_report, display_width, equivalent_command
+from .base import Writer, no_frames_error, remove
+from .mp4 import Mp4Writer
+
+__all__ = ["IpynbWriter"]
+
+log = logging.getLogger(__name__)
+
+CELL_TIMEOUT_S = 3600
+STARTUP_TIMEOUT_S = 120
+PREVIEW_WIDTH = 240
+PREVIEW_FPS = 10.0
+PREVIEW_MAX_FRAMES = 120
+PREVIEW_COLOURS = 64
+MODES = ("saved", "live", "both")
+_NEEDED_TO_EXECUTE = ("nbclient", "ipykernel", "matplotlib")
+
+
+class IpynbWriter(Writer):
+    """Writes the report notebook (see the module docstring).
+
+    Args:
+        path: Target ``.ipynb``; written under a temporary name and renamed on close.
+        config: The run's ``RenderConfig.to_dict()`` (paths absolute, for the re-run cells).
+        mode: ``saved``, ``live`` or ``both``.
+        execute: Run the notebook with nbclient so that it opens with outputs.
+        embed_limit_bytes: Most mp4 bytes embedded in the notebook; later videos are linked.
+        fps, codec, crf: Passed to the per-episode :class:`Mp4Writer`.
+        preview: Add an animated PNG preview under each video (for GitHub).
+        overwrite: Replace existing files beside the notebook (linked and live mp4s).
+        command: The command line shown in the title cell.
+        search_path: Folders the notebook's kernel adds to ``sys.path`` (to import the factories).
+        timeout: Seconds one cell may run when executed.
+    """
+
+    format = "ipynb"
+
+    def __init__(self, path: str | Path, *, config: dict[str, Any] | None = None, mode: str = "saved",
+                 execute: bool = True, embed_limit_bytes: int | None = EMBED_LIMIT_BYTES, fps: float = 30.0,
+                 codec: str | None = None, crf: int = 23, preview: bool = True, overwrite: bool = False,
+                 command: str | None = None, search_path: list[str] | None = None,
+                 timeout: float = CELL_TIMEOUT_S) -> None:
+        super().__init__(path)
+        if mode not in MODES:
+            raise ConfigError("notebook_rollout_mode is not known", expected=", ".join(MODES), got=mode,
+                              fix="pass --notebook-rollout-mode saved, live or both")
+        self.config = config or {}
+        self.mode, self.execute, self.limit = mode, bool(execute), embed_limit_bytes
+        self.fps, self.codec, self.crf, self.preview = float(fps), codec, int(crf), bool(preview)
+        self.overwrite, self.command, self.timeout = overwrite, command, timeout
+        self.search_path = list(search_path) if search_path is not None else [os.getcwd()]
+        self.stem = self.path.stem
+        self._work: Path | None = None
+        self._open: dict[int, tuple[Mp4Writer, _Preview]] = {}
+        self._done: dict[int, tuple[Path, int, dict[str, Any], bytes | None]] = {}
+        self._episodes: list[dict[str, Any]] = []
+
+    @classmethod
+    def from_config(cls, path: Path, cfg: Any) -> IpynbWriter:
+        """Reads the notebook fields, video options and ``overwrite``; refuses what would fail later."""
+        mode = cfg.notebook_rollout_mode
+        execute = bool(getattr(cfg, "execute_notebook", True))
+        if execute:
+            _check_can_execute()
+        if mode != "saved":
+            _check_importable_factories(cfg)
+        limit_mb = getattr(cfg, "notebook_embed_limit_mb", None)
+        writer = cls(path, config=_portable_config(cfg), mode=mode, execute=execute,
+                     embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
+                     fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf,
+                     preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
+                     command=equivalent_command(cfg.to_dict()), search_path=_search_path())
+        if not cfg.overwrite:
+            limit = cfg.max_episodes_rendered
+            rendered = range(cfg.num_trajs if limit is None else min(limit, cfg.num_trajs))
+            for side in writer.side_paths(rendered):
+                if side.exists():
+                    raise OutputExistsError(f"{str(side)!r} already exists (the report may write it beside the "
+                                            "notebook)", got=str(side),
+                                            fix="pass --overwrite (overwrite=True) or choose another --out")
+        return writer
+
+    @classmethod
+    def wants_frames(cls, cfg: Any) -> bool:
+        """Frames are needed unless the notebook rolls out by itself (``live``)."""
+        return cfg.notebook_rollout_mode != "live"
+
+    def side_paths(self, episodes: Any) -> list[Path]:
+        """Files this report may write beside the notebook."""
+        folder = self.path.parent
+        paths = [folder / f"{self.stem}_ep{i}.mp4" for i in episodes] if self.mode != "live" else []
+        if self.mode != "saved":
+            paths += [folder / self.live_out, folder / f"{self.live_out}.metadata.json"]
+        return paths
+
+    @property
+    def live_out(self) -> str:
+        """The mp4 the live / re-run cell writes, relative to the notebook."""
+        return f"{self.stem}_live.mp4"
+
+    # -- streaming ------------------------------------------------------------------------------
+
+    def write(self, bundle: FrameBundle) -> None:
+        """Appends the frame to its episode's mp4 (ignored in ``live`` mode)."""
+        if self.mode == "live":
+            return
+        traj = bundle.trajectory_index
+        if traj not in self._open:
+            if traj in self._done:
+                raise WriterError(f"frames arrived for episode {traj} after it ended",
+                                  expected="each episode's frames before its end", got=f"step {bundle.step}")
+            video = Mp4Writer(self._workdir() / f"{self.stem}_ep{traj}.mp4", fps=self.fps, codec=self.codec,
+                              crf=self.crf)
+            self._open[traj] = (video, _Preview(self.fps) if self.preview else None)
+        video, preview = self._open[traj]
+        video.write(bundle)
+        if preview is not None:
+            preview.add(next(iter(bundle.frames.values())))
+        self.num_frames += 1
+
+    def on_episode(self, metrics: dict[str, Any]) -> None:
+        """Keeps the metrics and finishes the episode's mp4."""
+        self._episodes.append(metrics)
+        self._close_video(metrics["episode_ix"])
+
+    def _workdir(self) -> Path:
+        if self._work is None:
+            work = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}.d")
+            remove(work)
+            try:
+                work.mkdir()
+            except OSError as exc:
+                raise WriterError(f"cannot create a work folder beside {str(self.path)!r}", got=str(exc),
+                                  fix="check that the folder exists and is writable") from exc
+            self._work = work
+        return self._work
+
+    def _close_video(self, traj: int) -> None:
+        entry = self._open.pop(traj, None)
+        if entry is None:
+            return
+        video, preview = entry
+        art = video.close()
+        self._done[traj] = (art.path, art.path.stat().st_size, art.info,
+                            preview.encode() if preview is not None else None)
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def _finish(self) -> dict[str, Any]:
+        if self.mode != "live" and self.num_frames == 0:
+            raise no_frames_error(self.format, self.path)
+        for traj in list(self._open):
+            self._close_video(traj)
+        videos, linked = self._report_videos()
+        import nbformat
+
+        nb = build_report(config=self.config, metrics=self._metrics(), videos=videos, mode=self.mode,
+                          command=self.command, live_out=self.live_out, search_path=self.search_path)
+        if self.execute:
+            self._run(nb)
+        nbformat.validate(nb)
+        with open(self.tmp, "w", encoding="utf-8") as file:
+            nbformat.write(nb, file)
+        side = self._place_side_files(linked)
+        remove(self._workdir())
+        self._work = None
+        return {"mode": self.mode, "executed": self.execute, "cells": [c.id for c in nb.cells],
+                "videos": [{"episode": v.episode, "embedded": v.data is not None, "bytes": v.size,
+                            "path": None if v.data is not None else str(self.path.parent / v.name)}
+                           for v in videos],
+                "embed_limit_bytes": self.limit, "side_files": [str(p) for p in side],
+                "bytes": self.tmp.stat().st_size}
+
+    def _metrics(self) -> dict[str, Any]:
+        from ..metrics import aggregate
+
+        wall = sum(float(e.get("wall_s") or 0.0) for e in self._episodes)
+        return {"per_episode": self._episodes, "aggregated": aggregate(self._episodes, wall)}
+
+    def _report_videos(self) -> tuple[list[ReportVideo], list[Path]]:
+        """Embeds the videos in episode order while they fit the limit; links the rest."""
+        budget = self.limit
+        by_episode = {e["episode_ix"]: e for e in self._episodes}
+        videos, linked = [], []
+        for traj in sorted(self._done):
+            path, size, info, preview = self._done[traj]
+            fits = budget is None or size <= budget
+            if fits and budget is not None:
+                budget -= size
+            if not fits:
+                linked.append(path)
+            videos.append(ReportVideo(traj, path.name, size, path.read_bytes() if fits else None, preview,
+                                      by_episode.get(traj), self.limit, display_width(info)))
+        return videos, linked
+
+    def _run(self, nb: Any) -> None:
+        """Executes ``nb`` in place with nbclient, in a fresh kernel of this interpreter."""
+        from nbclient import NotebookClient
+        from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+        cwd = self._workdir() / "kernel"
+        cwd.mkdir(exist_ok=True)
+        sockets = tempfile.mkdtemp(prefix="trr-kernel-")  # short: a unix socket path has at most ~107 bytes
+        client = NotebookClient(nb, timeout=self.timeout, startup_timeout=STARTUP_TIMEOUT_S, kernel_name="python3",
+                                kernel_manager_class=_native_kernel_manager(sockets),
+                                resources={"metadata": {"path": str(cwd)}})
+        try:
+            client.execute()
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+            failed = next((c.id for c in nb.cells if any(o.get("output_type") == "error" for o in c.get("outputs", []))),
+                          None)
+            what = f"{exc.ename}: {exc.evalue}" if isinstance(exc, CellExecutionError) else f"{type(exc).__name__}: {exc}"
+            raise WriterError(f"executing the report notebook failed in cell {failed or '?'!r}: {what}",
+                              fix="check that the env and policy factories import in a fresh Python kernel, "
+                                  "or pass --no-execute to write the notebook without running it") from exc
+        finally:
+            remove(Path(sockets))
+
+    def _place_side_files(self, linked: list[Path]) -> list[Path]:
+        """Renames the linked mp4s and what the live cells wrote to beside the notebook."""
+        kernel = (self._work / "kernel") if self._work is not None else None
+        sources = list(linked)
+        if kernel is not None and kernel.is_dir():
+            sources += sorted(p for p in kernel.iterdir() if p.is_file() and not p.name.startswith("."))
+        placed = []
+        for source in sources:
+            target = self.path.parent / source.name
+            if target.exists() and not self.overwrite:
+                raise OutputExistsError(f"{str(target)!r} already exists", got=str(target),
+                                        fix="pass --overwrite (overwrite=True) or choose another --out")
+            os.replace(source, target)
+            placed.append(target)
+        return placed
+
+    def _release(self) -> None:
+        for video, _ in self._open.values():
+            video.abort()
+        self._open.clear()
+        work, self._work = self._work, None
+        if work is not None:
+            remove(work)
+
+
+class _Preview:
+    """Every k-th frame, downscaled, for an animated PNG; k doubles whenever the frame cap is passed.
+
+    The frames share one small palette (taken from a strip of frames spread over the episode),
+    which makes the preview about 4x smaller than full colour; at most
+    ``PREVIEW_MAX_FRAMES`` small frames are held, so memory stays flat.
+    """
+
+    def __init__(self, fps: float) -> None:
+        self.fps = fps
+        self.stride = max(1, round(fps / PREVIEW_FPS))
+        self.seen = 0
+        self.frames: list[Image.Image] = []
+
+    def add(self, frame: np.ndarray) -> None:
+        if self.seen % self.stride == 0:
+            image = Image.fromarray(frame)
+            factor = math.ceil(image.width / PREVIEW_WIDTH)
+            self.frames.append(image.reduce(factor) if factor > 1 else image)
+            if len(self.frames) > PREVIEW_MAX_FRAMES:
+                self.frames, self.stride = self.frames[::2], self.stride * 2
+        self.seen += 1
+
+    def encode(self) -> bytes | None:
+        if not self.frames:
+            return None
+        frames, self.frames = self.frames, []
+        picks = frames[:: max(1, len(frames) // 8)][:8]
+        strip = Image.new("RGB", (sum(f.width for f in picks), max(f.height for f in picks)))
+        x = 0
+        for f in picks:
+            strip.paste(f, (x, 0))
+            x += f.width
+        palette = strip.quantize(PREVIEW_COLOURS, method=Image.Quantize.MEDIANCUT)
+        first, *rest = [f.quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
+        buffer = io.BytesIO()
+        first.save(buffer, format="PNG", save_all=bool(rest), append_images=rest,
+                   duration=round(1000 * self.stride / self.fps), loop=0)
+        return buffer.getvalue()
+
+
+def _portable_config(cfg: Any) -> dict[str, Any]:
+    """``cfg.to_dict()`` with paths and file specs made absolute, so the notebook's cells find them."""
+    data = cfg.to_dict()
+    for name in ("ckpt", "out", "frame_dir", "artifact_dir", "metadata"):
+        if data.get(name):
+            data[name] = str(Path(data[name]).absolute())
+    for name in ("env", "policy"):
+        spec = data.get(name)
+        if isinstance(spec, str) and ":" in spec:
+            target, _, attr = spec.rpartition(":")
+            if target.endswith(".py") and not Path(target).is_absolute():
+                data[name] = f"{Path(target).absolute()}:{attr}"
+    return data
+
+
+def _search_path() -> list[str]:
+    """The working directory and the sys.path folders that are not part of the Python installation."""
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    out: list[str] = []
+    for entry in [os.getcwd(), *sys.path]:
+        folder = Path(entry or os.getcwd()).resolve()
+        if str(folder) not in out and folder.is_dir() and not any(folder.is_relative_to(p) for p in prefixes):
+            out.append(str(folder))
+    return out
+
+
+def _check_can_execute() -> None:
+    missing = [name for name in _NEEDED_TO_EXECUTE if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"executing the report notebook needs {', '.join(missing)}, which is not installed",
+                          expected="nbclient, ipykernel and matplotlib importable", got=f"missing {missing}",
+                          fix="install them, or pass --no-execute to write the notebook without running it",
+                          extra=" ".join(missing))
+
+
+def _check_importable_factories(cfg: Any) -> None:
+    from ..config import callable_name
+
+    for name in ("env", "policy"):
+        spec = getattr(cfg, name)
+        if not isinstance(spec, str) and "<" in callable_name(spec):
+            raise ConfigError(f"notebook_rollout_mode={cfg.notebook_rollout_mode!r} needs an importable {name} factory",
+                              expected=f"a {name} spec such as 'mypkg.{name}:make' (the notebook's kernel imports it)",
+                              got=callable_name(spec),
+                              fix=f"pass the {name} as a 'module:object' string, or use notebook_rollout_mode='saved'")
+
+
+def _native_kernel_manager(sockets: str) -> type:
+    """An AsyncKernelManager that starts this interpreter's ipykernel over IPC sockets in ``sockets``.
+
+    Only the native kernel spec is looked up (a ``python3`` spec installed elsewhere may point
+    at another Python), and IPC sockets avoid ipykernel's warning about unencrypted TCP.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class NativeKernelManager(AsyncKernelManager):
+        @default("kernel_spec_manager")
+        def _native_only(self) -> KernelSpecManager:
+            manager = KernelSpecManager(data_dir=self.data_dir)
+            manager.kernel_dirs = []
+            return manager
+
+        @default("transport")
+        def _ipc(self) -> str:
+            return "ipc" if os.name == "posix" else "tcp"
+
+        @default("ip")
+        def _ipc_path(self) -> str:
+            return os.path.join(sockets, "k") if self.transport == "ipc" else "127.0.0.1"
+
+    return NativeKernelManager

@@ -1,0 +1,250 @@
+"""NumPy ``.npz``: per-trajectory observations, actions, rewards and dones (frames when asked).
+
+``numpy.load`` reads it without torchrl_render. Keys (``i`` is the trajectory index)::
+
+    traj{i}/observations   (n+1, *obs_shape)  the obs_key entry at steps 0..n (0 is the reset)
+    traj{i}/actions        (n, *action_shape) the action_key entry the policy wrote at steps 1..n
+    traj{i}/rewards        (n,) float64       reward of each step (summed over its entries)
+    traj{i}/dones          (n,) bool          done after each step
+    traj{i}/terminated     (n,) bool
+    traj{i}/truncated      (n,) bool
+    traj{i}/frames         (m, H, W, 3) uint8 rendered frames (only with npz_frames; m = n+1 when rendered)
+    trajectories           (T,) int64         the trajectory indices, in file order
+    seeds                  (T,) int64         reset seed of each trajectory (-1: none)
+    lengths                (T,) int64         n of each trajectory
+    returns                (T,) float64       sum of its rewards
+    metadata_json          ()   str           JSON: format version, keys used, config
+
+Nothing is held for the whole run: a trajectory's arrays are kept until its episode
+ends, then written into the zip (stored, like ``numpy.savez``) and dropped. Frames,
+when asked, go to an anonymous spool file in the output folder as they arrive and
+are copied into the zip at the episode end, so memory stays flat.
+
+Example:
+    >>> import numpy as np, tempfile, pathlib, torch
+    >>> from tensordict import TensorDict
+    >>> from torchrl_render.rollout import StepRecord
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "run.npz"
+    >>> with NpzWriter(out) as w:
+    ...     w.on_step(StepRecord(0, 0, TensorDict({"observation": torch.zeros(3)}), None, 7))
+    ...     step = TensorDict({"action": torch.ones(1), "next": {"observation": torch.ones(3)}})
+    ...     w.on_step(StepRecord(0, 1, step["next"], step, 7, reward=0.5, done=True))
+    >>> data = np.load(out)
+    >>> data["traj0/observations"].shape, data["traj0/actions"].shape, data["traj0/rewards"], data["seeds"]
+    ((2, 3), (1, 1), array([0.5]), array([7]))
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from ..data import FrameBundle
+from ..errors import WriterError
+from .base import Writer, frame_size_error
+
+__all__ = ["NpzWriter"]
+
+log = logging.getLogger(__name__)
+VERSION = 1
+
+
+class NpzWriter(Writer):
+    """Writes rollout data as ``.npz`` (see the module docstring for the keys).
+
+    Args:
+        path: Target file; written under a temporary name and renamed on close.
+        obs_key: Observation entry stored as ``observations`` (a nested key is a tuple).
+        action_key: Action entry stored as ``actions``.
+        frames: Also store the frames this writer is fed (``npz_frames``).
+        config: The run's config as a dict, stored in ``metadata_json``.
+    """
+
+    format = "npz"
+
+    def __init__(self, path: str | Path, obs_key: Any = "observation", action_key: Any = "action",
+                 frames: bool = False, config: dict[str, Any] | None = None) -> None:
+        super().__init__(path)
+        self.obs_key, self.action_key, self.frames, self.config = obs_key, action_key, bool(frames), config
+        self._zip: zipfile.ZipFile | None = None
+        self._current: _Trajectory | None = None
+        self._spools: dict[int, _FrameSpool] = {}
+        self._index: list[tuple[int, int, int, float]] = []  # trajectory, seed, length, return
+        self._missing: set[str] = set()
+
+    @classmethod
+    def from_config(cls, path: Path, cfg: Any) -> NpzWriter:
+        """Reads ``obs_key``, ``action_key`` and ``npz_frames``."""
+        return cls(path, obs_key=cfg.obs_key, action_key=cfg.action_key,
+                   frames=cls.wants_frames(cfg), config=cfg.to_dict())
+
+    @classmethod
+    def wants_frames(cls, cfg: Any) -> bool:
+        """Frames only when ``npz_frames`` is set."""
+        return bool(getattr(cfg, "npz_frames", False))
+
+    def on_step(self, record: Any) -> None:
+        """Keeps the step's observation, action, reward and flags."""
+        if record.step == 0:
+            self._flush()
+            self._current = _Trajectory(record.trajectory, record.seed)
+            self._current.obs.append(self._get(record.td, self.obs_key, "observations"))
+            return
+        traj = self._current
+        if traj is None or traj.index != record.trajectory:
+            raise WriterError("npz got a step of a trajectory that was never reset",
+                              expected="step 0 of each trajectory first",
+                              got=f"trajectory {record.trajectory}, step {record.step}")
+        traj.obs.append(self._get(record.td, self.obs_key, "observations"))
+        traj.actions.append(self._get(record.transition, self.action_key, "actions"))
+        traj.rewards.append(record.reward)
+        traj.flags.append((record.done, record.terminated, record.truncated))
+
+    def on_episode(self, metrics: dict[str, Any]) -> None:
+        """Writes the finished trajectory into the file."""
+        self._flush()
+
+    def write(self, bundle: FrameBundle) -> None:
+        """Spools the frame when frames were asked for (``npz_frames``); ignores it otherwise."""
+        if not self.frames:
+            return
+        frame = next(iter(bundle.frames.values()))
+        spool = self._spools.get(bundle.trajectory_index)
+        if spool is None:
+            spool = self._spools[bundle.trajectory_index] = _FrameSpool(self.path.parent, frame.shape)
+        elif frame.shape != spool.shape:
+            raise frame_size_error(self.format, spool.shape[:2], frame.shape, bundle)
+        spool.add(frame)
+        self.num_frames += 1
+
+    # -- file -----------------------------------------------------------------------------------
+
+    def _get(self, td: Any, key: Any, name: str) -> np.ndarray | None:
+        value = td.get(key, None) if td is not None else None
+        if value is None:
+            self._missing.add(name)
+            return None
+        return _to_numpy(value)
+
+    def _open(self) -> zipfile.ZipFile:
+        if self._zip is None:
+            try:
+                self._zip = zipfile.ZipFile(self.tmp, "w", zipfile.ZIP_STORED, allowZip64=True)
+            except OSError as exc:
+                raise WriterError(f"cannot create the npz file {str(self.path)!r}", got=str(exc),
+                                  fix="check that the folder exists and is writable") from exc
+        return self._zip
+
+    def _put(self, name: str, array: np.ndarray) -> None:
+        with self._open().open(name + ".npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+    def _flush(self) -> None:
+        """Writes the current trajectory (and its frames) and drops them from memory."""
+        traj, self._current = self._current, None
+        if traj is None:
+            return
+        prefix = f"traj{traj.index}/"
+        for name, values in (("observations", traj.obs), ("actions", traj.actions)):
+            if values and all(v is not None for v in values):
+                self._put(prefix + name, np.stack(values))
+        flags = np.asarray(traj.flags, dtype=bool).reshape(-1, 3)
+        self._put(prefix + "rewards", np.asarray(traj.rewards, dtype=np.float64))
+        for column, name in enumerate(("dones", "terminated", "truncated")):
+            self._put(prefix + name, flags[:, column])
+        spool = self._spools.pop(traj.index, None)
+        if spool is not None:
+            spool.copy_into(self._open(), prefix + "frames.npy")
+        self._index.append((traj.index, -1 if traj.seed is None else int(traj.seed), len(traj.rewards),
+                            float(sum(traj.rewards))))
+
+    def _finish(self) -> dict[str, Any]:
+        self._flush()
+        for index in sorted(self._spools):  # frames of trajectories that never got a step record
+            self._spools.pop(index).copy_into(self._open(), f"traj{index}/frames.npy")
+        columns = list(zip(*self._index)) or [(), (), (), ()]
+        self._put("trajectories", np.asarray(columns[0], dtype=np.int64))
+        self._put("seeds", np.asarray(columns[1], dtype=np.int64))
+        self._put("lengths", np.asarray(columns[2], dtype=np.int64))
+        self._put("returns", np.asarray(columns[3], dtype=np.float64))
+        meta = {"torchrl_render_npz": VERSION, "obs_key": _key(self.obs_key), "action_key": _key(self.action_key),
+                "frames": self.frames, "missing": sorted(self._missing), "config": self.config}
+        self._put("metadata_json", np.asarray(json.dumps(meta, default=str)))
+        zf, self._zip = self._zip, None
+        zf.close()
+        keys = sorted(n[:-4] for n in zf.namelist())
+        return {"trajectories": len(self._index), "steps": int(sum(columns[2])), "keys": keys,
+                "frames": self.frames, "missing": sorted(self._missing)}
+
+    def _release(self) -> None:
+        self._current = None
+        for spool in self._spools.values():
+            spool.close()
+        self._spools.clear()
+        zf, self._zip = self._zip, None
+        if zf is not None:
+            try:
+                zf.close()
+            except Exception:  # the partial file is deleted next
+                log.debug("closing an aborted npz failed", exc_info=True)
+
+
+class _Trajectory:
+    """The arrays of the trajectory being rolled out."""
+
+    def __init__(self, index: int, seed: int | None) -> None:
+        self.index, self.seed = index, seed
+        self.obs: list[np.ndarray | None] = []
+        self.actions: list[np.ndarray | None] = []
+        self.rewards: list[float] = []
+        self.flags: list[tuple[bool, bool, bool]] = []
+
+
+class _FrameSpool:
+    """Frames of one trajectory in an anonymous file beside the output (not in memory)."""
+
+    def __init__(self, folder: Path, shape: tuple[int, ...]) -> None:
+        self.shape = tuple(shape)
+        self.count = 0
+        self.file: IO[bytes] | None = tempfile.TemporaryFile(dir=folder)  # noqa: SIM115 - closed in copy_into/close
+
+    def add(self, frame: np.ndarray) -> None:
+        self.file.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
+        self.count += 1
+
+    def copy_into(self, zf: zipfile.ZipFile, name: str) -> None:
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)), "fortran_order": False,
+                  "shape": (self.count, *self.shape)}
+        self.file.seek(0)
+        with zf.open(name, "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(member, header)
+            shutil.copyfileobj(self.file, member, 1 << 22)
+        self.close()
+
+    def close(self) -> None:
+        file, self.file = self.file, None
+        if file is not None:
+            file.close()
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        try:
+            return value.numpy().copy()  # a copy: envs may reuse their buffers in place
+        except TypeError:  # bfloat16 and other dtypes numpy lacks
+            return value.float().numpy()
+    return np.array(value)
+
+
+def _key(key: Any) -> str:
+    return ".".join(key) if isinstance(key, tuple) else str(key)
