@@ -83,7 +83,7 @@ class _Run:
         started = time.perf_counter()
         self._check_outputs()
         _check_devices(self.cfg)
-        gl = ensure_headless_gl() if self.needs_frames else os.environ.get("MUJOCO_GL")
+        gl = ensure_headless_gl()  # before anything imports mujoco, also for data-only runs
         payload, digest = self._checkpoint()
         with ExitStack() as stack:
             env = self._env(payload, stack)
@@ -381,7 +381,10 @@ def _check_devices(cfg: RenderConfig) -> None:
 
 
 def _close_quietly(env: Any) -> None:
+    from .backends.mujoco import free_gymnasium_gl
+
     try:
+        free_gymnasium_gl(env)  # gymnasium leaves its GL objects to the collector otherwise
         env.close()
     except Exception as exc:  # closing must not hide the run's own error
         log.warning("closing the env raised %s: %s", type(exc).__name__, exc)

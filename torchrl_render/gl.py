@@ -16,10 +16,12 @@ recorded as a note, readable with :func:`gl_notes`, for the run's warnings.
 Pure standard library, cheap after the first call, and idempotent.
 
 Example:
-    >>> from torchrl_render.gl import ensure_headless_gl, gl_notes
-    >>> backend = ensure_headless_gl()     # "egl", "osmesa", a user's value, or None
-    >>> backend is None or isinstance(backend, str)
-    True
+    >>> from torchrl_render.gl import GL_LIBRARIES, ensure_headless_gl, gl_notes
+    >>> # first thing, before gymnasium, dm_control or mujoco are imported:
+    >>> ensure_headless_gl()  # doctest: +SKIP
+    'egl'
+    >>> list(GL_LIBRARIES)      # tried in this order when MUJOCO_GL is unset and there is no display
+    ['egl', 'osmesa']
     >>> isinstance(gl_notes(), list)
     True
 """
