@@ -71,7 +71,9 @@ def test_backend_serves_or_says_it_cannot(backend_name, envs):
 
 
 @pytest.mark.parametrize(("env_name", "expected"), [
-    ("gym-pixels", "pixels"), ("gym-rgb_array", "env"), ("gym-mujoco", "mujoco"), ("dm_control", "env")])
+    # a MuJoCo model is rendered by the mujoco backend even when env.render() works: it honours
+    # width/height, named cameras and --render-quality
+    ("gym-pixels", "pixels"), ("gym-rgb_array", "mujoco"), ("gym-mujoco", "mujoco"), ("dm_control", "mujoco")])
 def test_auto_picks_the_first_backend_that_serves(envs, env_name, expected):
     backend = BACKENDS.load("auto").from_config(envs[env_name], R.cfg(render_quality="fast"))
     try:

@@ -11,7 +11,7 @@ __all__ = ["AUTO_ORDER", "BACKENDS"]
 
 BACKENDS = Registry("render backend", {
     "auto": Entry("torchrl_render.backends.base:AutoBackend",
-                  description="try pixels, then env, then mujoco, and use the first that serves the env"),
+                  description="try pixels, then mujoco, then env, and use the first that serves the env"),
     "pixels": Entry("torchrl_render.backends.pixels:PixelsBackend",
                     description="the pixel key of each step's TensorDict (--from-pixels)"),
     "env": Entry("torchrl_render.backends.env:EnvRenderBackend",
@@ -22,4 +22,6 @@ BACKENDS = Registry("render backend", {
                   description="no frames (data-only formats)"),
 }, group="torchrl_render.backends")
 
-AUTO_ORDER = ("pixels", "env", "mujoco")
+# pixels are free when the env already makes them; a MuJoCo model is rendered by us (size, cameras,
+# --render-quality); env.render() serves everything else.
+AUTO_ORDER = ("pixels", "mujoco", "env")
