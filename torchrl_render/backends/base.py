@@ -71,15 +71,15 @@ class AutoBackend:
             try:
                 backend = BACKENDS.load(name).from_config(env, cfg)
             except BackendUnavailable as exc:
-                reasons.append(f"{name}: {exc}")
+                reasons.append((name, exc))
                 continue
-            for reason in reasons:
-                backend.notes.append(f"render backend auto skipped {reason}")
+            for skipped, exc in reasons:
+                backend.notes.append(f"render backend auto skipped {skipped}: {exc.what}")
             log.info("render backend auto chose %r", name)
             return backend
         raise BackendUnavailable(
             "no render backend can produce frames for this env",
-            got=" | ".join(reasons),
+            got=" | ".join(f"{name}: {exc}" for name, exc in reasons),
             fix=("make the env render: pass render_mode='rgb_array' to gymnasium (--render-mode rgb_array), "
                  "ask for pixel observations (--from-pixels), or render MuJoCo cameras directly "
                  "(--render-backend mujoco); or pick a data-only format (npz, jsonl)"))
