@@ -108,3 +108,9 @@ def test_python_m_subprocess(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "torchrl_render", *TINY, "--out", str(out)],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert bad.returncode == 2 and "already exists" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_docs_cli_reference_is_current():
+    from torchrl_render.cli import markdown_reference
+    assert (ROOT / "docs" / "cli.md").read_text() == markdown_reference(), \
+        "regenerate docs/cli.md (see its second line)"

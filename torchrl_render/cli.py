@@ -71,6 +71,51 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
                        metavar=None if choices else f.name.upper(), help=meta.get("help"))
 
 
+def markdown_reference() -> str:
+    """docs/cli.md, generated from the parser (a test keeps the file equal to this)."""
+    lines = ["# CLI reference", "",
+             "Generated from `torchrl_render.cli.build_parser()`: every `RenderConfig` field is a flag.",
+             "Regenerate with `python -c 'import torchrl_render.cli as c; print(c.markdown_reference(), end=\"\")' "
+             "> docs/cli.md`.", "",
+             "```", "python -m torchrl_render [flags]      # or: torchrl-render [flags]", "```", "",
+             "Exit codes: 0 success, 2 user error (one paragraph on stderr, `--debug` adds the traceback), "
+             "130 interrupted (Ctrl-C); nothing is left at `--out` unless the run succeeded.", ""]
+    for group in build_parser()._action_groups:
+        actions = [a for a in group._group_actions if a.help != argparse.SUPPRESS]
+        if not actions:
+            continue
+        lines += [f"## {group.title}", "", "| flag | default | choices | meaning |", "|---|---|---|---|"]
+        defaults = {f.name: f for f in dataclasses.fields(RenderConfig)}
+        for a in actions:
+            flags = ", ".join(f"`{o}`" for o in a.option_strings)
+            negative = _negative_flag(a, group)
+            if negative:
+                flags += f" / `{negative}`"
+            field_ = defaults.get(a.dest)
+            default = _default_text(field_) if field_ is not None else ""
+            choices = ", ".join(map(str, a.choices)) if a.choices else ""
+            lines.append(f"| {flags} | {default} | {choices} | {a.help or ''} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _negative_flag(action: argparse.Action, group: argparse._ArgumentGroup) -> str | None:
+    if not isinstance(action, argparse._StoreTrueAction) or action.dest in ("print_config", "list_formats"):
+        return None
+    for other in group._group_actions:
+        if other.dest == action.dest and isinstance(other, argparse._StoreFalseAction):
+            return other.option_strings[0]
+    return None
+
+
+def _default_text(f: dataclasses.Field) -> str:
+    if f.default is not dataclasses.MISSING:
+        return f"`{f.default}`" if f.default is not None else ""
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f"`{f.default_factory()}`"  # type: ignore[misc]
+    return ""
+
+
 def config_from_args(args: argparse.Namespace) -> RenderConfig:
     """Merges ``--config FILE`` (if any) with the flags given; flags win."""
     data: dict[str, Any] = load_mapping(args.config) if args.config else {}
