@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import ConfigError
 
-__all__ = ["LAYOUTS", "apply_layout", "to_uint8_hwc"]
+__all__ = ["LAYOUTS", "apply_layout", "draw_overlay", "overlay_lines", "to_uint8_hwc"]
 
 LAYOUTS = ("single", "grid", "horizontal", "vertical", "separate")
 
@@ -109,3 +109,60 @@ def _pad(image: np.ndarray, h: int, w: int) -> np.ndarray:
     out = np.zeros((h, w, 3), np.uint8)
     out[: image.shape[0], : image.shape[1]] = image
     return out
+
+
+# A 3x5 pixel font: enough for step/reward/return/success read-outs, legible from 64x64 up
+# (scaled by an integer factor on larger frames). Pure numpy: no font files, no Pillow.
+_GLYPHS = {
+    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111", "3": "111001111001111",
+    "4": "101101111001001", "5": "111100111001111", "6": "111100111101111", "7": "111001001001001",
+    "8": "111101111101111", "9": "111101111001111", "-": "000000111000000", ".": "000000000000010",
+    " ": "000000000000000", "t": "010111010010011", "r": "000101110100100", "R": "110101110101101",
+    "S": "011100010001110", "+": "000010111010000", "e": "000111111100011", "i": "010000010010010",
+    "n": "000110101101101", "f": "011100110100100", "a": "000011101101011", "N": "101111111111101",
+}
+
+
+def overlay_lines(metrics: dict[str, Any]) -> list[str]:
+    """The text drawn by :func:`draw_overlay`: step, reward, return, success (when known).
+
+    Example:
+        >>> overlay_lines({"step": 12, "reward": 0.5, "return": 3.25, "success": True})
+        ['t12', 'r0.50', 'R3.2', 'S1']
+    """
+    lines = [f"t{int(metrics.get('step', 0))}"]
+    if "reward" in metrics:
+        lines.append(f"r{metrics['reward']:.2f}")
+    if "return" in metrics:
+        lines.append(f"R{metrics['return']:.1f}")
+    if metrics.get("success") is not None:
+        lines.append(f"S{int(bool(metrics['success']))}")
+    return lines
+
+
+def draw_overlay(frame: np.ndarray, metrics: dict[str, Any]) -> np.ndarray:
+    """Returns a copy of ``frame`` (uint8 HxWx3) with the metrics drawn in its top-left corner.
+
+    White 3x5-pixel glyphs, scaled by ``max(1, H // 120)``, on a darkened box: readable at
+    64x64 and at 480x480. Text that does not fit is clipped, never wrapped.
+    """
+    out = frame.copy()
+    scale = max(1, frame.shape[0] // 120)
+    lines = overlay_lines(metrics)
+    cell_w, cell_h = 4 * scale, 6 * scale
+    box_h = min(frame.shape[0], cell_h * len(lines) + scale)
+    box_w = min(frame.shape[1], cell_w * max(map(len, lines)) + scale)
+    out[:box_h, :box_w] //= 3
+    for row, text in enumerate(lines):
+        for col, char in enumerate(text):
+            _blit(out, _GLYPHS.get(char, _GLYPHS[" "]), scale + row * cell_h, scale + col * cell_w, scale)
+    return out
+
+
+def _blit(out: np.ndarray, glyph: str, top: int, left: int, scale: int) -> None:
+    bitmap = np.array([c == "1" for c in glyph], bool).reshape(5, 3)
+    bitmap = np.kron(bitmap, np.ones((scale, scale), bool))
+    h = max(0, min(bitmap.shape[0], out.shape[0] - top))
+    w = max(0, min(bitmap.shape[1], out.shape[1] - left))
+    region = out[top:top + h, left:left + w]
+    region[bitmap[:h, :w]] = 255
