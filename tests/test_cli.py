@@ -114,3 +114,9 @@ def test_docs_cli_reference_is_current():
     from torchrl_render.cli import markdown_reference
     assert (ROOT / "docs" / "cli.md").read_text() == markdown_reference(), \
         "regenerate docs/cli.md (see its second line)"
+
+
+def test_docs_formats_table_lists_every_writer():
+    text = (ROOT / "docs" / "formats.md").read_text()
+    for name in WRITERS.names():
+        assert f"| `{name}` |" in text and f"## {name}" in text, name

@@ -11,7 +11,7 @@ EXPECTED = [
     "Artifact", "BackendUnavailable", "CheckpointError", "ConfigError", "EnvError", "FrameBundle", "NoFramesError",
     "OutputExistsError", "PolicyError", "RenderConfig", "RenderEnvSpec", "RenderError", "RenderPolicySpec",
     "RenderResult", "ResolveError", "RolloutError", "UnsafeCheckpointError", "WriterError", "__version__",
-    "load_checkpoint", "render_policy", "save_render_checkpoint",
+    "load_checkpoint", "load_rollouts", "render_policy", "save_render_checkpoint", "show",
 ]
 
 

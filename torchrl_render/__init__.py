@@ -20,6 +20,8 @@ from .config import RenderConfig, RenderEnvSpec, RenderPolicySpec
 from .data import Artifact, FrameBundle, RenderResult
 from .errors import (BackendUnavailable, CheckpointError, ConfigError, EnvError, NoFramesError, OutputExistsError,
                      PolicyError, RenderError, ResolveError, RolloutError, UnsafeCheckpointError, WriterError)
+from .notebook import show
+from .storage import load_rollouts
 
 __version__ = "0.1.0"
 
@@ -44,6 +46,8 @@ __all__ = [
     "WriterError",
     "__version__",
     "load_checkpoint",
+    "load_rollouts",
     "render_policy",
     "save_render_checkpoint",
+    "show",
 ]

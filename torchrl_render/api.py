@@ -66,7 +66,7 @@ class _Run:
         self.cfg = cfg
         self.command = command
         self.notes: list[str] = []
-        self.needs_frames = WRITERS.entry(cfg.format).needs_frames or cfg.save_frames
+        self.needs_frames = _wants_frames(cfg) or cfg.save_frames
         self.groups = [WriterGroup(cfg, cfg.out)]
         if cfg.save_frames:
             frame_dir = cfg.frame_dir or cfg.out.with_name(cfg.out.stem + "_frames")
@@ -113,6 +113,10 @@ class _Run:
     def _check_outputs(self) -> None:
         paths = [p for g in self.groups for p in g.planned_paths()] + [self.sidecar]
         paths += [self.rollout_dir] if self.rollout_dir is not None else []
+        for group in self.groups:
+            check = getattr(group.cls, "check", None)  # writer-specific preconditions, before any rollout
+            for path in group.planned_paths() if check is not None else []:
+                check(path, group.cfg)
         for path in paths:
             parent = path.parent if str(path.parent) else Path(".")
             if not parent.is_dir():
@@ -360,6 +364,12 @@ def _stack(steps: list[Any]) -> Any:
     import torch
 
     return torch.stack(steps) if steps else None
+
+
+def _wants_frames(cfg: RenderConfig) -> bool:
+    """Whether the format needs frames for this config (a writer may decide per config)."""
+    hook = getattr(WRITERS.load(cfg.format), "wants_frames", None)
+    return bool(hook(cfg)) if hook is not None else WRITERS.entry(cfg.format).needs_frames
 
 
 def _check_devices(cfg: RenderConfig) -> None:

@@ -128,6 +128,11 @@ class RenderConfig:
     artifact_dir: str | Path | None = _f(None, help="Folder for side artifacts (default: beside --out).")
     metadata: str | Path | None = _f(None, help="Metadata sidecar path (default <out>.metadata.json).")
     notebook_rollout_mode: str = _f("saved", help="ipynb only: saved, live or both.", choices=NOTEBOOK_ROLLOUT_MODES)
+    npz_frames: bool = _f(False, help="npz only: also store the rendered frames.")
+    execute_notebook: bool = _f(True, help="ipynb only: execute the report so it opens with outputs.",
+                                negative="no-execute")
+    notebook_embed_limit_mb: float = _f(20.0, help="ipynb only: embed videos up to this many MB, link the rest.")
+    notebook_preview: bool = _f(True, help="ipynb only: add an animated PNG preview (GitHub blocks <video>).")
     overwrite: bool = _f(False, help="Replace an existing --out.")
     dry_run: bool = _f(False, help="Resolve and validate everything, then stop before rolling out.")
     validate_only: bool = _f(False, help="Validate the configuration only (no imports, no files).")
@@ -250,6 +255,12 @@ def _validate(cfg: RenderConfig) -> None:
         if getattr(cfg, name) > 8192:
             raise ConfigError(f"{name} is too large", expected="at most 8192 pixels", got=getattr(cfg, name),
                               fix=f"pass a smaller --{name}")
+    if isinstance(cfg.notebook_embed_limit_mb, int) and not isinstance(cfg.notebook_embed_limit_mb, bool):
+        cfg.notebook_embed_limit_mb = float(cfg.notebook_embed_limit_mb)
+    _check_type("notebook_embed_limit_mb", cfg.notebook_embed_limit_mb, float, "a number of MB >= 0")
+    if not (math.isfinite(cfg.notebook_embed_limit_mb) and cfg.notebook_embed_limit_mb >= 0):
+        raise ConfigError("notebook_embed_limit_mb must be 0 or more", expected="a number of MB >= 0",
+                          got=cfg.notebook_embed_limit_mb, fix="pass e.g. --notebook-embed-limit-mb 20")
     _check_type("video_crf", cfg.video_crf, int, "an integer 0-51")
     if not 0 <= cfg.video_crf <= 51:
         raise ConfigError("video_crf is out of range", expected="0 to 51", got=cfg.video_crf, fix="pass e.g. 23")

@@ -67,6 +67,12 @@ class Artifact:
 
         return artifact_html(self)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """Jupyter: HTML plus a plain-text summary."""
+        from .notebook import artifact_mimebundle
+
+        return artifact_mimebundle(self, include, exclude)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"path": str(self.path), "format": self.format,
@@ -105,3 +111,9 @@ class RenderResult:
         from .notebook import result_html
 
         return result_html(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """Jupyter: HTML plus a plain-text summary."""
+        from .notebook import result_mimebundle
+
+        return result_mimebundle(self, include, exclude)

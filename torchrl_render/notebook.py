@@ -28,7 +28,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -344,11 +344,11 @@ def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, co
 
     n = (metrics.get("aggregated") or {}).get("n_episodes", len(metrics.get("per_episode") or []))
     heading = title or f"Policy report: {config.get('policy')} in {config.get('env')}"
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     what = {"saved": f"{n} saved episode(s)", "live": "rolled out live in this notebook",
             "both": f"{n} saved episode(s), then rolled out live in this notebook"}[mode]
-    lines = [f"# {heading}", "", f"Written by torchrl_render {__version__} on {when}; rollout mode "
-             f"`{mode}`: {what}.", ""]
+    lines = [f"# {heading}", "", f"Written by torchrl_render {__version__} on {when}; rollout mode `{mode}`: {what}.",
+             ""]
     if command:
         lines += ["Command:", "", "```bash", command, "```"]
     return "\n".join(lines)
@@ -473,7 +473,6 @@ def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> 
     import shlex
 
     from .config import RenderConfig
-
     from .writers import WRITERS
 
     fields = {f.name: f for f in dataclasses.fields(RenderConfig)}

@@ -204,10 +204,12 @@ class WriterGroup:
             self._writer(bundle.trajectory_index, target).write(single)
 
     def on_step(self, record: Any) -> None:
-        self._writer(record.trajectory, self.cameras[0]).on_step(record)
+        for camera in self.cameras:
+            self._writer(record.trajectory, camera).on_step(record)
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
-        self._writer(metrics["episode_ix"], self.cameras[0]).on_episode(metrics)
+        for camera in self.cameras:
+            self._writer(metrics["episode_ix"], camera).on_episode(metrics)
 
     def writers(self) -> list[Writer]:
         return list(self._writers.values())

@@ -102,28 +102,33 @@ class IpynbWriter(Writer):
 
     @classmethod
     def from_config(cls, path: Path, cfg: Any) -> IpynbWriter:
-        """Reads the notebook fields, video options and ``overwrite``; refuses what would fail later."""
-        mode = cfg.notebook_rollout_mode
-        execute = bool(getattr(cfg, "execute_notebook", True))
-        if execute:
-            _check_can_execute()
-        if mode != "saved":
-            _check_importable_factories(cfg)
+        """Reads the notebook fields and the video options, after :meth:`check`."""
+        cls.check(path, cfg)
         limit_mb = getattr(cfg, "notebook_embed_limit_mb", None)
-        writer = cls(path, config=_portable_config(cfg), mode=mode, execute=execute,
-                     embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
-                     fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf,
-                     preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
-                     command=equivalent_command(cfg.to_dict()), search_path=_search_path())
-        if not cfg.overwrite:
-            limit = cfg.max_episodes_rendered
-            rendered = range(cfg.num_trajs if limit is None else min(limit, cfg.num_trajs))
-            for side in writer.side_paths(rendered):
-                if side.exists():
-                    raise OutputExistsError(f"{str(side)!r} already exists (the report may write it beside the "
-                                            "notebook)", got=str(side),
-                                            fix="pass --overwrite (overwrite=True) or choose another --out")
-        return writer
+        return cls(path, config=_portable_config(cfg), mode=cfg.notebook_rollout_mode,
+                   execute=bool(getattr(cfg, "execute_notebook", True)),
+                   embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
+                   fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf,
+                   preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
+                   command=equivalent_command(cfg.to_dict()), search_path=_search_path())
+
+    @classmethod
+    def check(cls, path: Path, cfg: Any) -> None:
+        """Refuses what would only fail at the end: missing nbclient/ipykernel/matplotlib (when executing),
+        live cells that cannot import a lambda factory, and files beside the notebook that exist."""
+        if getattr(cfg, "execute_notebook", True):
+            _check_can_execute()
+        if cfg.notebook_rollout_mode != "saved":
+            _check_importable_factories(cfg)
+        if cfg.overwrite:
+            return
+        limit = cfg.max_episodes_rendered
+        rendered = range(cfg.num_trajs if limit is None else min(limit, cfg.num_trajs))
+        for side in cls(path, mode=cfg.notebook_rollout_mode, execute=False).side_paths(rendered):
+            if side.exists():
+                raise OutputExistsError(f"{str(side)!r} already exists (the report may write it beside the "
+                                        "notebook)", got=str(side),
+                                        fix="pass --overwrite (overwrite=True) or choose another --out")
 
     @classmethod
     def wants_frames(cls, cfg: Any) -> bool:

@@ -37,7 +37,7 @@ import json
 import math
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -113,7 +113,7 @@ class JsonlWriter(Writer):
             from .. import __version__
 
             self._line({"type": "metadata", "format": "torchrl_render.jsonl", "version": VERSION,
-                        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                        "created": datetime.now(UTC).isoformat(timespec="seconds"),
                         "torchrl_render": __version__, "action_key": _key(self.action_key), "config": self.config})
         return self._file
 
