@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import pickle
 
 import pytest
 import torch
 
-from torchrl_render import CheckpointError, UnsafeCheckpointError, load_checkpoint, save_render_checkpoint
+from torchrl_render import (
+    CheckpointError,
+    UnsafeCheckpointError,
+    load_checkpoint,
+    save_render_checkpoint,
+)
 from torchrl_render.checkpoint import infer_state_dict, load_into_policy
 
 
@@ -123,3 +127,148 @@ def test_safetensors(tmp_path):
     save_file(sd, str(tmp_path / "w.safetensors"))
     payload, _ = load_checkpoint(tmp_path / "w.safetensors")
     assert infer_state_dict(payload)[1] == "<root>"
+
+
+# -- TorchRL's own checkpoint format (torchrl.checkpoint.Checkpoint), written by torchrl's savers --------------
+
+def _policy():
+    torch.manual_seed(1)
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1))
+
+
+@pytest.mark.parametrize("fmt", ["directory", "archive"])
+def test_torchrl_render_checkpoint_read_without_torchrl(tmp_path, fmt):
+    import warnings
+
+    from torchrl.render import checkpoint_hash
+    from torchrl.render import save_render_checkpoint as theirs
+    net = _policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = theirs(tmp_path / ("ck.torchrl" if fmt == "archive" else "ck"), net,
+                      env_metadata={"env_name": "X-v0", "vecnorm": {"loc": torch.arange(3.0)}}, frames=12,
+                      metrics={"r": 1.5}, config={"lr": 0.1}, extra={"note": "hi"}, format=fmt)
+    payload, digest = load_checkpoint(path)
+    assert digest == checkpoint_hash(path)
+    if fmt == "directory":  # its manifest stands for the folder
+        assert load_checkpoint(path / "manifest.json")[1] == digest
+    sd, where = infer_state_dict(payload)
+    assert where == "model_state_dict" and sd.keys() == net.state_dict().keys()
+    assert all(torch.equal(sd[k], v) for k, v in net.state_dict().items())
+    assert (payload["env_name"], payload["frames"], payload["metrics"], payload["config"], payload["note"]) == \
+        ("X-v0", 12, {"r": 1.5}, {"lr": 0.1}, "hi")
+    assert torch.equal(payload["vecnorm"]["loc"], torch.arange(3.0))
+
+
+class _Blob:
+    """A component that only its own object can restore (dump/load), like a replay buffer."""
+
+    def dump(self, path):
+        (path / "data.bin").write_bytes(b"\x00" * 64)
+
+    def load(self, path):
+        raise AssertionError("never called")
+
+
+@pytest.mark.parametrize("fmt", ["directory", "archive"])
+def test_torchrl_trainer_checkpoint_reads_only_the_policy(tmp_path, fmt):
+    from torchrl.checkpoint import Checkpoint
+    net = _policy()
+    optim = torch.optim.Adam(net.parameters())
+    net(torch.ones(3)).sum().backward()
+    optim.step()
+    path = Checkpoint(format=fmt, policy=net, optimizer=optim, replay_buffer=_Blob(),
+                      trainer_state={"frames": 7}).save(tmp_path / "trainer")
+    if fmt == "directory":  # damage what must not be read: reading it would fail
+        for name in ("optimizer", "replay_buffer"):
+            for f in next((path / "components").glob(f"*-{name}")).rglob("*"):
+                if f.is_file():
+                    f.write_bytes(b"garbage")
+    payload, _ = load_checkpoint(path)
+    sd, _ = infer_state_dict(payload)
+    assert all(torch.equal(sd[k], v) for k, v in net.state_dict().items())
+    assert payload.loaded == ["policy", "trainer_state"] and payload["frames"] == 7
+    assert not any("optimizer" in r or "replay_buffer" in r for r in payload.source.reads)
+    with pytest.raises(CheckpointError, match="'torchrl.dump_load' adapter.*--checkpoint-key"):
+        infer_state_dict(payload, checkpoint_key="replay_buffer")
+
+
+@pytest.mark.parametrize("payload_format", ["archive", "consolidated", "torch"])
+def test_torchrl_state_dict_payload_formats(tmp_path, payload_format):
+    from torchrl.checkpoint import Checkpoint, StateDictCheckpointAdapter
+    net = _policy()
+    ck = Checkpoint()
+    ck.register("policy", net, adapter=StateDictCheckpointAdapter(payload_format=payload_format))
+    payload, _ = load_checkpoint(ck.save(tmp_path / "ck"))
+    sd, _ = infer_state_dict(payload)
+    assert all(torch.equal(sd[k], v) for k, v in net.state_dict().items())
+
+
+def test_torchrl_checkpoint_with_pickle_runs_nothing(tmp_path):
+    from torchrl.checkpoint import Checkpoint, StateDictCheckpointAdapter
+    marker = tmp_path / "pwned"
+
+    class Holder:
+        def state_dict(self):
+            return {"x": Evil(str(marker))}
+
+        def load_state_dict(self, sd):
+            pass
+    ck = Checkpoint()
+    ck.register("policy", Holder(), adapter=StateDictCheckpointAdapter(payload_format="torch"))
+    path = ck.save(tmp_path / "ck")
+    payload, _ = load_checkpoint(path)
+    with pytest.raises(UnsafeCheckpointError, match="--trust-checkpoint"):
+        payload["model_state_dict"]
+    assert not marker.exists()
+    trusted, _ = load_checkpoint(path, trust=True)
+    trusted["model_state_dict"]
+    assert marker.exists()
+
+
+def _torchrl_dir(tmp_path):
+    from torchrl.checkpoint import Checkpoint
+    return Checkpoint(policy=torch.nn.Linear(30, 30)).save(tmp_path / "ck")
+
+
+@pytest.mark.parametrize("damage,fragment", [
+    (lambda p: next(p.rglob("tensor_00000000.memmap")).write_bytes(b"\0" * 10), "has 10 bytes, 3600 expected"),
+    (lambda p: (p / "manifest.json").write_text("{nope"), "manifest.json is not valid JSON"),
+    (lambda p: (p / "manifest.json").write_text('{"format": "torchrl.checkpoint", "format_version": 9}'),
+     "format 'torchrl.checkpoint', version 1"),
+    (lambda p: next(p.rglob("state.json")).unlink(), "cannot be read (FileNotFoundError"),
+])
+def test_damaged_torchrl_checkpoints(tmp_path, damage, fragment):
+    path = _torchrl_dir(tmp_path)
+    damage(path)
+    with pytest.raises(CheckpointError) as exc:
+        payload, _ = load_checkpoint(path)
+        infer_state_dict(payload)
+    assert fragment in str(exc.value)
+
+
+def test_torchrl_manifest_cannot_point_outside(tmp_path):
+    import json
+    path = _torchrl_dir(tmp_path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["components"]["policy"]["path"] = "../../etc"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    payload, _ = load_checkpoint(path)
+    with pytest.raises(CheckpointError, match="outside the checkpoint"):
+        payload["policy"]
+
+
+def test_torchrl_checkpoint_end_to_end(tmp_path):
+    from tinyenv import make_policy
+    from torchrl.checkpoint import Checkpoint
+
+    from torchrl_render import RenderConfig, render_policy
+    net = make_policy()
+    torch.nn.init.constant_(net[0].weight, 0.0)
+    torch.nn.init.constant_(net[0].bias, 0.25)
+    path = Checkpoint(format="archive", policy=net).save(tmp_path / "policy.torchrl")
+    result = render_policy(RenderConfig(ckpt=path, policy="tinyenv:make_policy", env="tinyenv:make_env",
+                                        format="frames", out=tmp_path / "f", from_pixels=True, max_steps=2))
+    actions = result.trajectories[0]["action"]
+    assert torch.allclose(actions, torch.full_like(actions, float(torch.tanh(torch.tensor(0.25)))))
+    assert any("loaded from checkpoint entry 'model_state_dict'" in w for w in result.warnings)

@@ -65,7 +65,7 @@ class _Run:
     def __init__(self, cfg: RenderConfig, command: list[str] | None) -> None:
         self.cfg = cfg
         self.command = command
-        self.notes: list[str] = []
+        self.notes: list[str] = _Notes()
         self.needs_frames = _wants_frames(cfg) or cfg.save_frames
         self.groups = [WriterGroup(cfg, cfg.out)]
         if cfg.save_frames:
@@ -83,7 +83,13 @@ class _Run:
         started = time.perf_counter()
         self._check_outputs()
         _check_devices(self.cfg)
+        unset = not os.environ.get("MUJOCO_GL")
         gl = ensure_headless_gl()  # before anything imports mujoco, also for data-only runs
+        from .gl import gl_notes
+
+        if unset and gl:
+            self.notes.append(f"MUJOCO_GL was unset and there is no display: chose MUJOCO_GL={gl}")
+        self.notes.extend(gl_notes())
         payload, digest = self._checkpoint()
         with ExitStack() as stack:
             env = self._env(payload, stack)
@@ -125,6 +131,10 @@ class _Run:
             if not os.access(parent, os.W_OK):
                 raise WriterError(f"the output folder {str(parent)!r} is not writable", got=str(path),
                                   fix="choose a folder you can write to")
+            directory = WRITERS.entry(self.cfg.format).directory and path not in (self.sidecar, self.rollout_dir)
+            if path.is_dir() and not directory and path != self.rollout_dir:
+                raise WriterError(f"{str(path)!r} is a folder, and format {self.cfg.format!r} writes a file there",
+                                  got=str(path), fix="choose a file name for --out (e.g. run.mp4)")
             if path.exists() and not self.cfg.overwrite:
                 raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
                                         fix="pass --overwrite (overwrite=True) or choose another --out")
@@ -253,6 +263,19 @@ class _Run:
             "timing": {"wall_s": wall, "frames": frames, "frames_per_s": frames / wall if wall > 0 else None},
             "warnings": list(self.notes),
         }
+
+
+class _Notes(list):
+    """The run's warnings: each note is kept and logged once, as it happens."""
+
+    def append(self, text: str) -> None:
+        if text not in self:
+            log.info("%s", text)
+            super().append(text)
+
+    def extend(self, texts: Any) -> None:
+        for text in texts:
+            self.append(text)
 
 
 class _Sink:

@@ -90,6 +90,8 @@ def check_checkpoint_path(path: str | Path) -> Path:
 def load_checkpoint(path: str | Path, *, trust: bool = False, map_location: Any = "cpu") -> tuple[Any, str]:
     """Loads a local checkpoint safely; returns ``(payload, sha256)``."""
     p = check_checkpoint_path(path)
+    if p.name == MANIFEST:  # the manifest of a TorchRL checkpoint folder stands for the folder
+        p = p.parent
     digest = sha256_file(p)
     if p.is_dir() or is_torchrl_archive(p):
         return TorchRLCheckpoint(p, trust=trust), digest

@@ -39,9 +39,18 @@ def _arg_type(type_text: str) -> Any:
     return {"int": int, "float": float}.get(head, str)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one paragraph (not the whole usage) and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{PROG}: error: {message}. Fix: correct the flag; python -m torchrl_render --help lists them all.",
+              file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser (every RenderConfig field plus the CLI-only actions)."""
-    parser = argparse.ArgumentParser(prog=PROG, description="Render and evaluate a trained policy.",
+    parser = _Parser(prog=PROG, description="Render and evaluate a trained policy.",
                                      epilog=_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     cli = parser.add_argument_group("actions")
     cli.add_argument("--config", metavar="FILE", help="JSON/YAML/TOML file of config fields; flags override it.")
@@ -146,8 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m torchrl_render`` and ``torchrl-render``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING if args.quiet else logging.INFO,
-                        format="%(name)s: %(message)s")
+    _configure_logging(args.debug, args.quiet)
     try:
         if args.list_formats or args.list_backends:
             _print_registry("formats" if args.list_formats else "backends")
@@ -164,13 +172,25 @@ def main(argv: list[str] | None = None) -> int:
     except RenderError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one paragraph, always
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing was written at the output path", file=sys.stderr)
         return 130
     _report(result, cfg, args.quiet)
     return 0
+
+
+def _configure_logging(debug: bool, quiet: bool) -> None:
+    """Our logger only (third-party INFO logs stay quiet); notes already reach the summary."""
+    logger = logging.getLogger("torchrl_render")
+    if not any(getattr(h, "_torchrl_render", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        handler._torchrl_render = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.WARNING)
+    logger.propagate = False
 
 
 def _report(result: Any, cfg: RenderConfig, quiet: bool) -> None:

@@ -188,6 +188,9 @@ def _normalise(cfg: RenderConfig) -> None:
         setattr(cfg, name, parse_nested_key(getattr(cfg, name), name))
     if isinstance(cfg.camera, str):
         cfg.camera = [c.strip() for c in cfg.camera.split(",") if c.strip()]
+    if not isinstance(cfg.camera, (list, tuple)) or not all(isinstance(c, str) for c in cfg.camera):
+        raise ConfigError("camera must be camera names", expected="'front,side' or a list of names",
+                          got=repr(cfg.camera), fix="pass e.g. camera='default' (--camera default)")
     cfg.camera = list(cfg.camera) or ["default"]
     for name in ("env_kwargs", "policy_kwargs"):
         value = getattr(cfg, name)
@@ -204,6 +207,15 @@ def _infer_format(cfg: RenderConfig) -> None:
     from .writers import WRITERS
 
     inferred = WRITERS.for_suffix(cfg.out) if cfg.out is not None else None
+    if cfg.format is not None:
+        WRITERS.entry(cfg.format)
+    suffix = cfg.out.suffix.lower() if cfg.out is not None else ""
+    entry = WRITERS.entry(cfg.format) if cfg.format is not None else None
+    if suffix and inferred is None and not (entry is not None and entry.directory):
+        known = sorted({s for name in WRITERS.names() for s in WRITERS.entry(name).suffixes})
+        raise ConfigError(f"the --out suffix {suffix!r} is not a format torchrl_render writes",
+                          expected=f"one of {', '.join(known)}, or a folder name for frames", got=str(cfg.out),
+                          fix="change the suffix (e.g. run.mp4); --list-formats shows them all")
     if cfg.format is None:
         cfg.format = inferred or ("frames" if cfg.out is not None and not cfg.out.suffix else "mp4")
     else:
@@ -323,9 +335,10 @@ def parse_nested_key(value: Any, name: str = "key") -> NestedKey:
         return value if len(value) > 1 else value[0]
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return parse_nested_key(tuple(value), name)
-    if isinstance(value, str) and value.strip(". "):
-        parts = tuple(p for p in value.strip().split(".") if p)
-        return parts if len(parts) > 1 else parts[0]
+    if isinstance(value, str):
+        parts = tuple(p.strip() for p in value.split(".") if p.strip())
+        if parts:
+            return parts if len(parts) > 1 else parts[0]
     raise ConfigError(f"{name} is not a TensorDict key", expected="a name, 'a.b' for nested, or a tuple of names",
                       got=repr(value), fix=f"pass e.g. {name}='observation'")
 

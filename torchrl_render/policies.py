@@ -202,6 +202,20 @@ class PolicyRunner:
         if action.is_floating_point() and not bool(torch.isfinite(action).all()):
             raise PolicyError("the policy produced a NaN or infinite action", got=str(action.tolist())[:200],
                               fix="check the checkpoint's weights and the observation normalisation")
+        self._check_dtype(action, spec.dtype)
         if action.dtype != spec.dtype:
             self.note(f"actions cast from {action.dtype} to the action spec's {spec.dtype}")
         return action.to(spec.device or action.device, spec.dtype)
+
+    def _check_dtype(self, action: Any, dtype: Any) -> None:
+        import torch
+
+        if action.is_complex():
+            raise PolicyError("the policy's action has the wrong dtype", expected=f"real values ({dtype})",
+                              got=f"complex values ({action.dtype})", fix="return a real tensor from the policy")
+        integral = dtype == torch.bool or not (dtype.is_floating_point or dtype.is_complex)
+        if integral and action.is_floating_point() and not bool((action == action.round()).all()):
+            raise PolicyError("the policy's action has the wrong dtype",
+                              expected=f"whole numbers ({dtype}, the env's action spec)",
+                              got=f"fractional values {str(action.tolist())[:200]} ({action.dtype})",
+                              fix="return the chosen action index (e.g. logits.argmax(-1)), not probabilities")

@@ -73,7 +73,8 @@ class Registry:
     def entry(self, name: str) -> Entry:
         """The entry for ``name``; a :class:`ConfigError` with a did-you-mean otherwise."""
         self._plugins()
-        if name not in self.table:
+        if not isinstance(name, str) or name not in self.table:
+            name = name if isinstance(name, str) else repr(name)
             raise ConfigError(
                 f"unknown {self.kind} {name!r}.{did_you_mean(name, self.table)}",
                 expected=f"one of {', '.join(self.table)}", got=name,

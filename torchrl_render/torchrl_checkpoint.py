@@ -43,7 +43,6 @@ MANIFEST = "manifest.json"
 TORCHRL_FORMAT = ("torchrl.checkpoint", 1)
 
 
-
 def is_torchrl_archive(path: Path) -> bool:
     """A ZIP holding ``manifest.json`` at its root (``torch.save`` ZIPs hold ``<name>/data.pkl`` instead)."""
     if not zipfile.is_zipfile(path):

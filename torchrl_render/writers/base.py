@@ -22,8 +22,11 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
@@ -157,6 +160,18 @@ class Writer(ABC):
             self.abort()
 
 
+@contextmanager
+def _os_errors(writer: Writer) -> Iterator[None]:
+    """Turns an operating-system error (disk full, permissions...) into a WriterError naming the file."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise WriterError(f"writing {str(writer.path)!r} failed: {reason}", got=f"{type(exc).__name__}: {exc}",
+                          fix=("free disk space" if exc.errno == errno.ENOSPC else
+                               "check that the folder is writable and has room")) from exc
+
+
 class WriterGroup:
     """Routes bundles to one writer per (trajectory if split) x (camera if separate).
 
@@ -201,15 +216,21 @@ class WriterGroup:
             target = camera if self.cameras != [None] else None
             single = FrameBundle({camera: frame}, bundle.step, bundle.trajectory_index, bundle.timestamp,
                                  bundle.metadata, bundle.metrics)
-            self._writer(bundle.trajectory_index, target).write(single)
+            writer = self._writer(bundle.trajectory_index, target)
+            with _os_errors(writer):
+                writer.write(single)
 
     def on_step(self, record: Any) -> None:
         for camera in self.cameras:
-            self._writer(record.trajectory, camera).on_step(record)
+            writer = self._writer(record.trajectory, camera)
+            with _os_errors(writer):
+                writer.on_step(record)
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         for camera in self.cameras:
-            self._writer(metrics["episode_ix"], camera).on_episode(metrics)
+            writer = self._writer(metrics["episode_ix"], camera)
+            with _os_errors(writer):
+                writer.on_episode(metrics)
 
     def writers(self) -> list[Writer]:
         return list(self._writers.values())
@@ -219,7 +240,8 @@ class WriterGroup:
         artifacts = []
         try:
             for key in sorted(self._writers, key=lambda k: str(self.path_for(*k))):
-                artifacts.append(self._writers[key].close())
+                with _os_errors(self._writers[key]):
+                    artifacts.append(self._writers[key].close())
         except BaseException:
             self.abort()
             raise

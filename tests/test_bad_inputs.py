@@ -1,0 +1,394 @@
+"""The catalogue of bad inputs: one table, each run through the real CLI in-process.
+
+Every row is a user mistake. The CLI must exit with code 2 and print one paragraph
+that starts with ``torchrl-render: error: `` and holds the pinned fragments, with no
+traceback, and the output folder must hold exactly what it held before (no artifact,
+no temporary file, no sidecar, no ``.partial.json``). Rows marked ``midrun`` fail in a
+writer, on its background thread: episodes may finish before the error surfaces, and
+their metrics may then be kept in ``<out>.partial.json`` (by design), nothing else.
+
+docs/troubleshooting.md explains every row (message, meaning, fix); a test keeps the
+two in sync. Placeholders in argv: ``{inp}`` (a folder for input files the row's
+set-up writes) and ``{out}`` (the output folder, also the current directory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchrl_render.cli import main
+from torchrl_render.writers import WRITERS
+
+TESTS = Path(__file__).parent
+DOC = TESTS.parent / "docs" / "troubleshooting.md"
+OUT = ["--out", "{out}/run.mp4"]
+TINY = ["--policy", "tinyenv:make_policy", "--env", "tinyenv:make_env", "--from-pixels", "--max-steps", "3", *OUT]
+PEND = ["--policy", "tinyenv:make_policy", "--env", "InvertedPendulum-v5", "--max-steps", "2", "--width", "64",
+        "--height", "64", "--render-quality", "fast", *OUT]
+
+
+@dataclass
+class Ctx:
+    """What a row's set-up gets: the input folder, the output folder, monkeypatch."""
+
+    inp: Path
+    out: Path
+    monkeypatch: pytest.MonkeyPatch
+
+
+@dataclass
+class Case:
+    id: str
+    argv: list[str]
+    fragments: tuple[str, ...]
+    setup: Callable[[Ctx], None] | None = None
+    check: Callable[[Ctx], None] | None = None     # extra assertions after the run
+    xfail: str | None = None                       # a known gap, with the fix proposed (strict)
+    midrun: bool = False                           # fails while writing: <out>.partial.json may keep finished episodes
+    slow: bool = False                             # a real simulator
+
+
+# -- set-ups ----------------------------------------------------------------------------------------------------
+
+
+class Evil:
+    """Unpickling this runs code: it creates a marker file."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def write(name: str, text: str | bytes) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        path = ctx.inp / name
+        path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    return setup
+
+
+def tiny_ckpt(ctx: Ctx, name: str = "p.pt", net: torch.nn.Module | None = None) -> Path:
+    from torchrl_render import save_render_checkpoint
+    return save_render_checkpoint(ctx.inp / name, net or torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh()),
+                                  env_metadata={"env_name": "Tiny-v0"})
+
+
+def truncated_ckpt(ctx: Ctx) -> None:
+    path = tiny_ckpt(ctx, net=torch.nn.Sequential(torch.nn.Linear(300, 1)))
+    path.write_bytes(path.read_bytes()[:1000])
+
+
+def pickle_ckpt(ctx: Ctx) -> None:
+    torch.save({"model_state_dict": {}, "callback": Evil(str(ctx.inp / "pwned"))}, ctx.inp / "p.pt")
+
+
+def no_code_ran(ctx: Ctx) -> None:
+    assert not (ctx.inp / "pwned").exists()
+
+
+def torchrl_ckpt(damage: Callable[[Path], None]) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        from torchrl.checkpoint import Checkpoint
+        damage(Checkpoint(policy=torch.nn.Sequential(torch.nn.Linear(3, 1))).save(ctx.inp / "ck"))
+    return setup
+
+
+def existing(name: str, folder: bool = False) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        (ctx.out / name).mkdir() if folder else (ctx.out / name).write_bytes(b"precious")
+    return setup
+
+
+def read_only_out(ctx: Ctx) -> None:
+    target = ctx.out / "ro"
+    target.mkdir(mode=0o500)
+    if os.geteuid() == 0:  # root writes anywhere: make os.access answer as for a normal user
+        real = os.access
+        ctx.monkeypatch.setattr(os, "access", lambda p, m, *a, **k: False if Path(p) == target else real(p, m, *a, **k))
+
+
+# -- the catalogue ----------------------------------------------------------------------------------------------
+
+CASES = [
+    # checkpoints
+    Case("ckpt-missing", ["--ckpt", "{inp}/none.pt", *TINY], ("checkpoint", "none.pt' does not exist",
+                                                                 "check the path passed to --ckpt")),
+    Case("ckpt-directory", ["--ckpt", "{inp}", *TINY], ("is a folder, and not a TorchRL checkpoint folder",
+                                                       "point --ckpt at the file inside the folder"),
+         setup=write("notes.txt", "x")),
+    Case("ckpt-corrupt", ["--ckpt", "{inp}/p.pt", *TINY], ("cannot be read", "truncated or corrupt"),
+         setup=write("p.pt", b"this is not a checkpoint")),
+    Case("ckpt-truncated", ["--ckpt", "{inp}/p.pt", *TINY], ("cannot be read", "truncated or corrupt"),
+         setup=truncated_ckpt),
+    Case("ckpt-remote-url", ["--ckpt", "https://example.com/policy.pt", *TINY],
+         ("is a URL; only local files are read", "download it first")),
+    Case("ckpt-needs-pickle", ["--ckpt", "{inp}/p.pt", *TINY],
+         ("only full unpickling can load", "runs code", "Unsupported global", "--trust-checkpoint"),
+         setup=pickle_ckpt, check=no_code_ran),
+    Case("ckpt-keys-do-not-fit", ["--ckpt", "{inp}/p.pt", *TINY],
+         ("does not fit the policy", "missing keys ['0.bias', '0.weight']", "unexpected keys ['bias', 'weight']",
+          "--no-strict-load"), setup=lambda ctx: tiny_ckpt(ctx, net=torch.nn.Linear(3, 1))),
+    Case("ckpt-shapes-do-not-fit", ["--ckpt", "{inp}/p.pt", *TINY],
+         ("does not fit the policy", "0.weight: checkpoint (1, 5) vs policy (1, 3)"),
+         setup=lambda ctx: tiny_ckpt(ctx, net=torch.nn.Sequential(torch.nn.Linear(5, 1)))),
+    Case("ckpt-unknown-checkpoint-key", ["--ckpt", "{inp}/p.pt", "--checkpoint-key", "actr", *TINY],
+         ("the checkpoint has no entry 'actr'", "one of ['env_name', 'model_state_dict']"), setup=tiny_ckpt),
+    Case("ckpt-entry-not-a-state-dict", ["--ckpt", "{inp}/p.pt", "--state-dict-key", "env_name", *TINY],
+         ("checkpoint entry 'env_name' is not a state dict", "Got: str"), setup=tiny_ckpt),
+    Case("ckpt-corrupt-safetensors", ["--ckpt", "{inp}/p.safetensors", *TINY],
+         ("is not a valid safetensors file", "truncated or corrupt"), setup=write("p.safetensors", b"\x08garbage")),
+    Case("ckpt-torchrl-truncated", ["--ckpt", "{inp}/ck", *TINY],
+         ("TorchRL checkpoint", "is damaged", "has 2 bytes, 12 expected"),
+         setup=torchrl_ckpt(lambda p: next(p.rglob("tensor_00000000.memmap")).write_bytes(b"\0\0"))),
+    Case("ckpt-torchrl-other-version", ["--ckpt", "{inp}/ck", *TINY],
+         ("has a manifest.json of another format or version", "version 1", "Got: format 'torchrl.checkpoint', "
+          "version 2"),
+         setup=torchrl_ckpt(lambda p: (p / "manifest.json").write_text(json.dumps(
+             {**json.loads((p / "manifest.json").read_text()), "format_version": 2})))),
+    # specs and factories
+    Case("spec-no-colon", ["--policy", "mypolicy", "--env", "tinyenv:make_env", *OUT],
+         ("the policy spec 'mypolicy' has no colon", "'module:object' or 'path/file.py:object'")),
+    Case("env-id-unknown", ["--policy", "tinyenv:make_policy", "--env", "HalfCheetah-v9", *OUT],
+         ("neither 'module:object' nor a registered gymnasium id", "Did you mean 'HalfCheetah-v5'?")),
+    Case("env-dm-control-unknown-task", ["--policy", "tinyenv:make_policy", "--env", "dm_control/cartpole-balanse",
+                                         *OUT], ("is not a dm_control suite task", "Did you mean 'cartpole-balance'?")),
+    Case("spec-unknown-module", ["--policy", "nomodule_zz:p", "--env", "tinyenv:make_env", *OUT],
+         ("cannot import module 'nomodule_zz' named in the policy spec",)),
+    Case("spec-unknown-attribute", ["--policy", "tinyenv:make_polcy", "--env", "tinyenv:make_env", *OUT],
+         ("module 'tinyenv' has no attribute 'make_polcy'", "Did you mean 'make_policy'?")),
+    Case("spec-not-callable", ["--policy", "badfactories:NOT_CALLABLE", "--env", "tinyenv:make_env", *OUT],
+         ("'badfactories:NOT_CALLABLE' is not callable", "Got: int object")),
+    Case("spec-file-missing", ["--policy", "{inp}/nofile.py:make", "--env", "tinyenv:make_env", *OUT],
+         ("the policy file", "nofile.py' does not exist")),
+    Case("spec-file-raises", ["--policy", "{inp}/broken.py:make", "--env", "tinyenv:make_env", *OUT],
+         ("broken.py' raised NameError", "undefined_name"), setup=write("broken.py", "x = undefined_name\n")),
+    Case("factory-raises-env", ["--policy", "tinyenv:make_policy", "--env", "badfactories:raising_env", *OUT],
+         ("the env factory 'badfactories:raising_env' raised ValueError: boom: the simulator licence expired",)),
+    Case("factory-raises-policy", ["--policy", "badfactories:raising_policy", "--env", "tinyenv:make_env", *OUT],
+         ("the policy factory 'badfactories:raising_policy' raised RuntimeError: cannot build the network",)),
+    Case("factory-returns-non-env", ["--policy", "tinyenv:make_policy", "--env", "badfactories:string_env", *OUT],
+         ("returned a builtins.str, which is not an environment", "a torchrl EnvBase, a gymnasium.Env")),
+    Case("factory-returns-non-policy", ["--policy", "badfactories:none_policy", "--env", "tinyenv:make_env", *OUT],
+         ("the policy factory 'badfactories:none_policy' returned NoneType, which cannot act",)),
+    Case("factory-needs-arguments", ["--policy", "tinyenv:make_policy", "--env", "badfactories:two_args_env", *OUT],
+         ("needs argument(s) alpha, beta that nothing provides", "--env-kwargs '{\"alpha\": ...}'")),
+    Case("factory-unknown-kwarg", ["--policy", "badfactories:policy_no_spec", "--policy-kwargs", '{"hiden": 3}',
+                                   "--env", "tinyenv:make_env", *OUT],
+         ("does not accept policy_kwargs key 'hiden'", "Did you mean 'hidden'?")),
+    # policy output
+    Case("policy-obs-key-missing", [*TINY, "--obs-key", "obs"],
+         ("the step TensorDict has no observation key 'obs'", "--obs-key")),
+    Case("policy-action-key-missing", [*TINY, "--policy", "badfactories:td_policy_wrong_key"],
+         ("the policy output has no action key 'action'", "'act'", "--action-key")),
+    Case("policy-action-wrong-shape", [*TINY, "--policy", "badfactories:shape_policy"],
+         ("the policy's action has the wrong shape", "shape (1,) (the env's action spec)", "Got: shape (3,)")),
+    Case("policy-action-fractional-for-discrete", [*TINY, "--policy", "badfactories:fractional_policy", "--env",
+                                                   "badfactories:discrete_env"],
+         ("the policy's action has the wrong dtype", "torch.int64")),
+    Case("policy-action-complex", [*TINY, "--policy", "badfactories:complex_policy"],
+         ("the policy's action has the wrong dtype", "torch.complex64")),
+    Case("policy-action-nan", [*TINY, "--policy", "badfactories:nan_policy"],
+         ("the policy produced a NaN or infinite action", "Got: [nan]")),
+    Case("policy-action-inf", [*TINY, "--policy", "badfactories:inf_policy"],
+         ("the policy produced a NaN or infinite action", "Got: [inf]")),
+    Case("policy-raises", [*TINY, "--policy", "badfactories:raising_step_policy"],
+         ("the policy raised at step 1 of episode 0: RuntimeError: policy exploded",)),
+    Case("env-reset-raises", [*TINY, "--env", "badfactories:reset_fails_env"],
+         ("the env raised while resetting episode 0: OSError: the simulator socket closed",)),
+    # frames and render backends
+    Case("no-frames-null-backend", [*TINY, "--render-backend", "null"],
+         ("the 'null' render backend returned no frame, and format 'mp4' needs frames", "--render-mode rgb_array")),
+    Case("no-frames-env-cannot-render", ["--policy", "tinyenv:make_policy", "--env", "tinyenv:make_env", *OUT],
+         ("no render backend can produce frames for this env", "the env has no pixel observation 'pixels'",
+          "--from-pixels")),
+    Case("backend-pixels-without-pixels", ["--policy", "tinyenv:make_policy", "--env", "tinyenv:make_env",
+                                           "--render-backend", "pixels", *OUT],
+         ("the env has no pixel observation 'pixels'", "observation keys ['observation']")),
+    Case("backend-mujoco-without-mujoco", [*TINY, "--render-backend", "mujoco"],
+         ("the mujoco backend needs a MuJoCo simulation", "Got: TinyEnv")),
+    Case("camera-unknown-gymnasium", [*PEND, "--render-backend", "mujoco", "--camera", "nope"],
+         ("the model has no camera 'nope'", "one of the model's cameras: none"), slow=True),
+    Case("camera-unknown-dm-control", ["--policy", "tinyenv:make_policy", "--env", "dm_control/cartpole-balance",
+                                       "--render-backend", "mujoco", "--camera", "nope", "--max-steps", "2", *OUT],
+         ("the model has no camera 'nope'", "one of the model's cameras: 'fixed', 'lookatcart'"), slow=True),
+    Case("camera-named-with-env-render", [*PEND, "--render-backend", "env", "--camera", "track"],
+         ("env.render() shows only the env's own camera, but named cameras were asked for",
+          "--render-backend mujoco"), slow=True),
+    Case("frame-size-changes", [*TINY, "--env", "badfactories:resizing_env"],
+         ("the frame at trajectory 0, step 2 has a different size than the first frame of this mp4",
+          "Expected: 16x16", "Got: 18x18"), midrun=True),
+    Case("frame-not-an-image", [*TINY, "--env", "badfactories:flat_pixels_env"],
+         ("a frame must be an image", "Got: shape (48,)")),
+    Case("width-too-large", [*TINY, "--width", "10000"], ("width is too large", "at most 8192 pixels")),
+    Case("height-zero", [*TINY, "--height", "0"], ("height must be at least 1",)),
+    Case("gl-invalid", [*TINY], ("MUJOCO_GL holds a value MuJoCo does not accept", "Got: vulkan"),
+         setup=lambda ctx: ctx.monkeypatch.setenv("MUJOCO_GL", "vulkan")),
+    # formats and outputs
+    Case("format-unknown-flag", [*TINY, "--format", "avi"], ("invalid choice: 'avi'", "(choose from 'mp4', 'gif'")),
+    Case("format-unknown-config", ["--config", "{inp}/c.json"],
+         ("unknown format 'avi'", f"one of {', '.join(WRITERS.names())}"),
+         setup=write("c.json", '{"policy": "a:b", "env": "c:d", "format": "avi", "out": "x"}')),
+    Case("out-suffix-contradicts-format", [*TINY, "--out", "{out}/run.gif", "--format", "mp4"],
+         ("the --out suffix '.gif' says gif, but format is 'mp4'", "make --out and --format agree")),
+    Case("out-suffix-unknown", [*TINY, "--out", "{out}/run.avi"], ("'.avi'", "mp4")),
+    Case("out-folder-missing", [*TINY, "--out", "{out}/nope/run.mp4"],
+         ("the output folder", "nope' does not exist", "mkdir -p")),
+    Case("out-folder-not-writable", [*TINY, "--out", "{out}/ro/run.mp4"],
+         ("ro' is not writable", "choose a folder you can write to"), setup=read_only_out),
+    Case("out-exists", TINY, ("run.mp4' already exists", "--overwrite"), setup=existing("run.mp4")),
+    Case("sidecar-exists", TINY, ("run.mp4.metadata.json' already exists", "--overwrite"),
+         setup=existing("run.mp4.metadata.json")),
+    Case("out-is-a-folder-overwrite", [*TINY, "--overwrite"], ("run.mp4", "is a folder"),
+         setup=existing("run.mp4", folder=True)),
+    Case("video-codec-unknown", [*TINY, "--video-codec", "nope"],
+         ("video codec 'nope' has no encoder in this PyAV build", "drop --video-codec"), midrun=True),
+    # config files and kwargs
+    Case("config-missing", ["--config", "{inp}/missing.toml"], ("missing.toml' does not exist",)),
+    Case("config-invalid-json", ["--config", "{inp}/c.json"], ("is not valid JSON", "correct the syntax"),
+         setup=write("c.json", '{"policy": "a:b",}')),
+    Case("config-invalid-yaml", ["--config", "{inp}/c.yaml"], ("is not valid YAML",),
+         setup=write("c.yaml", "policy: [a:b\nenv: c:d\n")),
+    Case("config-invalid-toml", ["--config", "{inp}/c.toml"], ("is not valid TOML",),
+         setup=write("c.toml", "policy = a:b\n")),
+    Case("config-unsupported-suffix", ["--config", "{inp}/c.ini"], ("unsupported config file type '.ini'",),
+         setup=write("c.ini", "[x]\n")),
+    Case("config-not-a-mapping", ["--config", "{inp}/c.yaml"], ("must hold a mapping at the top level", "Got: list"),
+         setup=write("c.yaml", "- policy\n- env\n")),
+    Case("config-unknown-key", ["--config", "{inp}/c.yaml"],
+         ("unknown config key 'num_traj'", "Did you mean 'num_trajs'?"),
+         setup=write("c.yaml", "policy: a:b\nenv: c:d\nnum_traj: 3\n")),
+    Case("config-wrong-type", ["--config", "{inp}/c.toml"], ("num_trajs has the wrong type", "'three' (str)"),
+         setup=write("c.toml", 'policy = "a:b"\nenv = "c:d"\nnum_trajs = "three"\n')),
+    Case("env-kwargs-invalid-json", [*TINY, "--env-kwargs", "{bad"], ("env_kwargs is not valid JSON",)),
+    Case("policy-kwargs-invalid-json", [*TINY, "--policy-kwargs", "{'hidden': 3}"],
+         ("policy_kwargs is not valid JSON", "double quotes")),
+    Case("env-kwargs-not-json-nor-file", [*TINY, "--env-kwargs", "hidden=3"],
+         ("env_kwargs must be inline JSON or a file",)),
+    Case("env-kwargs-file-invalid-yaml", [*TINY, "--env-kwargs", "{inp}/kw.yaml"], ("kw.yaml' is not valid YAML",),
+         setup=write("kw.yaml", "size: [16\n")),
+    Case("env-kwargs-rejected-by-env", [*TINY, "--env-kwargs", '{"colour": 1}'],
+         ("the env factory 'tinyenv:make_env' raised TypeError", "'colour'")),
+    # numbers, devices, missing fields
+    Case("no-env", ["--policy", "a:b"], ("no env was given", "--env HalfCheetah-v5")),
+    Case("no-policy", ["--env", "c:d"], ("no policy was given",)),
+    Case("max-steps-zero", [*TINY, "--max-steps", "0"], ("max_steps must be at least 1",)),
+    Case("max-steps-negative", [*TINY, "--max-steps", "-5"], ("max_steps must be at least 1", "Got: -5")),
+    Case("num-trajs-zero", [*TINY, "--num-trajs", "0"], ("num_trajs must be at least 1",)),
+    Case("fps-zero", [*TINY, "--fps", "0"], ("fps must be a positive number",)),
+    Case("fps-negative", [*TINY, "--fps", "-2"], ("fps must be a positive number", "Got: -2.0")),
+    Case("fps-nan", [*TINY, "--fps", "nan"], ("fps must be a positive number", "Got: nan")),
+    Case("num-envs-above-num-trajs", [*TINY, "--num-envs", "4", "--num-trajs", "2"],
+         ("num_envs is larger than num_trajs", "num_envs <= num_trajs (2)")),
+    Case("max-episodes-rendered-negative", [*TINY, "--max-episodes-rendered", "-1"],
+         ("max_episodes_rendered must not be negative",)),
+    Case("video-crf-out-of-range", [*TINY, "--video-crf", "60"], ("video_crf is out of range", "0 to 51")),
+    Case("notebook-mode-without-ipynb", [*TINY, "--notebook-rollout-mode", "live"],
+         ("notebook_rollout_mode other than 'saved' needs format='ipynb'",)),
+    Case("device-not-available", [*TINY, "--device", "cuda:63"],
+         ("device 'cuda:63' is not available on this machine", "--device cpu")),
+    Case("device-malformed", [*TINY, "--policy-device", "gpu"], ("policy_device is not a device", "cuda:N")),
+    Case("flag-not-a-number", [*TINY, "--num-trajs", "three"], ("argument --num-trajs: invalid int value: 'three'",)),
+    Case("flag-unknown", [*TINY, "--nmu-trajs", "3"], ("unrecognized arguments: --nmu-trajs",)),
+]
+
+
+def _params():
+    for case in CASES:
+        marks = [pytest.mark.slow] if case.slow else []
+        if case.xfail:
+            marks.append(pytest.mark.xfail(strict=True, reason=case.xfail))
+        yield pytest.param(case, id=case.id, marks=marks)
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every entry under ``folder`` (hidden ones included) with a hash of its bytes."""
+    return {str(p.relative_to(folder)): ("dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in folder.rglob("*")}
+
+
+@pytest.fixture
+def ctx(tmp_path, monkeypatch):
+    (tmp_path / "inp").mkdir()
+    (tmp_path / "out").mkdir()
+    monkeypatch.chdir(tmp_path / "out")  # a default output path would land here too
+    return Ctx(tmp_path / "inp", tmp_path / "out", monkeypatch)
+
+
+def run_cli(argv: list[str], ctx: Ctx) -> int:
+    argv = [a.replace("{inp}", str(ctx.inp)).replace("{out}", str(ctx.out)) for a in argv]
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        return exc.code
+
+
+@pytest.mark.parametrize("case", list(_params()))
+def test_bad_input(case, ctx, capsys):
+    if case.setup:
+        case.setup(ctx)
+    before = snapshot(ctx.out)
+    code = run_cli(case.argv, ctx)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("torchrl-render: error: "), err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    for fragment in case.fragments:
+        assert fragment.replace("{inp}", str(ctx.inp)) in err, (fragment, err)
+    after = snapshot(ctx.out)
+    if case.midrun:  # the writer fails on its own thread: episodes may have finished meanwhile (kept, not lost)
+        partial = ctx.out / "run.mp4.partial.json"
+        if "run.mp4.partial.json" in after and "run.mp4.partial.json" not in before:
+            assert json.loads(partial.read_text())["metrics"]["per_episode"]
+            del after["run.mp4.partial.json"]
+    assert after == before
+    if case.check:
+        case.check(ctx)
+
+
+def test_catalogue_is_large_and_ids_are_unique():
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids)) and len([c for c in CASES if not c.xfail]) >= 30
+
+
+def test_troubleshooting_doc_lists_every_catalogued_input():
+    text = DOC.read_text(encoding="utf-8")
+    documented = re.findall(r"^### `([a-z0-9-]+)`", text, re.M)
+    assert sorted(documented) == sorted(c.id for c in CASES)
+    sections = dict(zip(documented, re.split(r"^### `[a-z0-9-]+`", text, flags=re.M)[1:]))
+    for case in CASES:  # the doc quotes the pinned message
+        assert case.fragments[0].replace("{inp}/", "") in sections[case.id], case.id
+
+
+def test_a_real_subprocess_prints_one_paragraph(tmp_path):
+    """``python -m torchrl_render`` on a bad input: exit 2, one line on stderr, nothing written."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
+    argv = [a.replace("{out}", str(tmp_path)) for a in TINY] + ["--fps", "0"]
+    proc = subprocess.run([sys.executable, "-m", "torchrl_render", *argv], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("torchrl-render: error: fps must be a positive number")
+    assert proc.stderr.count("\n") == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_leaves_third_party_info_logs_out(tmp_path):
+    """Only torchrl_render's own log lines (and the error) reach stderr: not PyOpenGL's or absl's INFO chatter."""
+    code = ("import logging, sys; from torchrl_render.cli import main; "
+            "code = main(['--policy', 'a:b', '--env', 'c:d', '--fps', '0']); "
+            "logging.getLogger('absl').info('third-party chatter'); sys.exit(code)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=300)
+    assert proc.returncode == 2 and proc.stderr.startswith("torchrl-render: error: fps must be a positive number")
+    assert "third-party chatter" not in proc.stderr
