@@ -219,7 +219,7 @@ CASES = [
     Case("backend-mujoco-without-mujoco", [*TINY, "--render-backend", "mujoco"],
          ("the mujoco backend needs a MuJoCo simulation", "Got: TinyEnv")),
     Case("camera-unknown-gymnasium", [*PEND, "--render-backend", "mujoco", "--camera", "nope"],
-         ("the model has no camera 'nope'", "one of the model's cameras: none"), slow=True),
+         ("the model has no camera 'nope'", "this model defines no cameras (cameras: none)"), slow=True),
     Case("camera-unknown-dm-control", ["--policy", "tinyenv:make_policy", "--env", "dm_control/cartpole-balance",
                                        "--render-backend", "mujoco", "--camera", "nope", "--max-steps", "2", *OUT],
          ("the model has no camera 'nope'", "one of the model's cameras: 'fixed', 'lookatcart'"), slow=True),

@@ -181,13 +181,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record is emitted (never a stale stream)."""
+
+    @property
+    def stream(self) -> Any:  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def _configure_logging(debug: bool, quiet: bool) -> None:
     """Our logger only (third-party INFO logs stay quiet); notes already reach the summary."""
     logger = logging.getLogger("torchrl_render")
-    if not any(getattr(h, "_torchrl_render", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-        handler._torchrl_render = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.WARNING)
     logger.propagate = False

@@ -235,7 +235,8 @@ def _validate(cfg: RenderConfig) -> None:
 
     for name, flag in (("policy", "--policy mypkg.policy:make_policy"), ("env", "--env HalfCheetah-v5")):
         if getattr(cfg, name) is None:
-            raise ConfigError(f"no {name} was given", expected=f"a {name} factory spec", got="nothing",
+            raise ConfigError(f"no {name} was given", expected=f"{'an' if name == 'env' else 'a'} {name} factory spec",
+                              got="nothing",
                               fix=f"pass {flag} (or {name}=... in the config file)")
     if not (isinstance(cfg.policy, str) or callable(cfg.policy)):
         raise ConfigError("policy must be a factory", expected="'module:object', 'file.py:object' or a callable",
@@ -387,7 +388,7 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
                           fix="correct the syntax at the position shown") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{str(path)!r} must hold a mapping at the top level", expected="key: value pairs",
-                          got=type(data).__name__)
+                          got=type(data).__name__, fix="write the config as field: value lines (or a JSON object)")
     return data
 
 

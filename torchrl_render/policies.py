@@ -18,10 +18,14 @@ from typing import Any
 
 from .checkpoint import infer_state_dict, load_into_policy
 from .config import RenderConfig, RenderPolicySpec, key_to_string
-from .errors import PolicyError
+from .errors import PolicyError, RenderError
 from .resolve import call_factory, resolve
 
-__all__ = ["PolicyRunner", "build_policy", "exploration_type"]
+__all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type"]
+
+
+class UserPolicyError(Exception):
+    """The user's policy raised (as opposed to a bug in our adaptation code); ``__cause__`` holds it."""
 
 
 def exploration_type(cfg: RenderConfig) -> Any:
@@ -150,11 +154,11 @@ class PolicyRunner:
             raise PolicyError(f"the step TensorDict has no observation key {key_to_string(self.cfg.obs_key)!r}",
                               expected=f"one of {[key_to_string(k) for k in td.keys(True, True)]}",
                               got=key_to_string(self.cfg.obs_key), fix="pass --obs-key with the right name")
-        return self.policy(self._to_policy(obs))
+        return self._user(self._to_policy(obs))
 
     def _call_td(self, td: Any) -> Any:
         inp = td.apply(self._to_policy) if self._needs_cast(td) else td
-        out = self.policy(inp)
+        out = self._user(inp)
         out = inp if out is None else out
         action = out.get(self.cfg.action_key, None)
         if action is None:
@@ -167,6 +171,15 @@ class PolicyRunner:
                 if key not in td.keys(True, True):
                     td.set(key, out.get(key).to(td.device) if td.device is not None else out.get(key))
         return action
+
+    def _user(self, arg: Any) -> Any:
+        """Calls the user's policy; only its own exceptions become :class:`UserPolicyError`."""
+        try:
+            return self.policy(arg)
+        except RenderError:
+            raise
+        except Exception as exc:
+            raise UserPolicyError(f"{type(exc).__name__}: {exc}") from exc
 
     def _needs_cast(self, td: Any) -> bool:
         return any(self._cast_dtype(v) is not None or (v.device != self.device)

@@ -97,13 +97,13 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
 
 
 def _act(policy: Any, td: Any, traj: int, step: int) -> Any:
+    from .policies import UserPolicyError
+
     try:
         out = policy(td)
-    except RenderError:
-        raise
-    except Exception as exc:
-        raise PolicyError(f"the policy raised at step {step} of episode {traj}: {type(exc).__name__}: {exc}",
-                          fix="check that the policy accepts the env's observation (see --obs-key)") from exc
+    except UserPolicyError as exc:  # the user's code raised; a bug of ours keeps its traceback
+        raise PolicyError(f"the policy raised at step {step} of episode {traj}: {exc}",
+                          fix="check that the policy accepts the env's observation (see --obs-key)") from exc.__cause__
     return out if out is not None else td
 
 

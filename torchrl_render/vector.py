@@ -139,7 +139,7 @@ def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, needs_fram
     try:
         pickle.dumps(make)
         method = "spawn"
-    except Exception:  # lambdas and local factories cannot reach spawned workers
+    except (pickle.PicklingError, AttributeError, TypeError):  # lambdas, local factories: not for spawned workers
         method = "fork"
         notes.append("env or policy factory is not picklable: env workers are forked instead of spawned")
     return ParallelEnv(cfg.num_envs, make, mp_start_method=method)

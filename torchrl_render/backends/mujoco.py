@@ -64,11 +64,11 @@ def resolve_camera_id(model: Any, camera: Any) -> int:
         index = None
     if index is not None and -1 <= index < len(names):
         return index
-    listed = ", ".join(repr(n) if n else f"{i} (unnamed)" for i, n in enumerate(names)) or "none"
-    raise ConfigError(f"the model has no camera {camera!r}",
-                      expected=f"'default', -1 (free camera), an index below {len(names)}, or one of the model's "
-                               f"cameras: {listed}",
-                      got=camera, fix="pass one of the listed cameras with --camera")
+    listed = ", ".join(repr(n) if n else f"{i} (unnamed)" for i, n in enumerate(names))
+    expected = (f"'default', -1 (free camera), an index below {len(names)}, or one of the model's cameras: {listed}"
+                if names else "'default' or -1 (free camera): this model defines no cameras (cameras: none)")
+    raise ConfigError(f"the model has no camera {camera!r}", expected=expected, got=camera,
+                      fix="pass one of the listed cameras with --camera")
 
 
 def grow_offscreen_buffer(model: Any, width: int, height: int) -> str | None:
@@ -170,7 +170,7 @@ class MujocoBackend(RenderBackend):
             quality.offsamples = 0
         try:  # the MjrContext copies these at creation; the model is given back unchanged
             return mujoco.Renderer(model, height=self.height, width=self.width, max_geom=max_geom)
-        except Exception as exc:  # a GL context that cannot be made means "cannot serve"
+        except _gl_errors(mujoco) as exc:  # a GL context that cannot be made means "cannot serve"
             raise _no_context(mujoco, exc) from exc
         finally:
             glob.offwidth, glob.offheight, quality.offsamples = saved
@@ -243,6 +243,17 @@ class MujocoBackend(RenderBackend):
     def __del__(self) -> None:  # an unclosed backend frees its GL objects in its own context, not the current one
         with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
             self.close()
+
+
+def _gl_errors(mujoco: Any) -> tuple[type[BaseException], ...]:
+    """What a failed GL context creation raises (anything else is a bug and surfaces)."""
+    errors: list[type[BaseException]] = [RuntimeError, ImportError, OSError, mujoco.FatalError]
+    try:
+        from OpenGL.error import Error as OpenGLError
+        errors.append(OpenGLError)
+    except ImportError:
+        pass
+    return tuple(errors)
 
 
 def free_gymnasium_gl(env: Any) -> None:
