@@ -106,3 +106,16 @@ def test_recurrent_torchrl_policy_state_is_reset_per_episode(tmp_path):
     assert per_episode(a) == per_episode(b)
     assert any("recurrent policy" in w for w in a.warnings)
     assert ("next", "recurrent_state_h") in a.trajectories[0].keys(True)
+
+
+def test_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
+    common = dict(policy="zoo:linear_policy", env="InvertedPendulum-v5", num_trajs=3, max_steps=6, width=48,
+                  height=48, render_quality="fast", seed=5)
+    one = render_policy(RenderConfig(out=tmp_path / "one.mp4", **common))
+    two = render_policy(RenderConfig(out=tmp_path / "two.mp4", num_envs=2, env_batch_mode="parallel", **common))
+    assert per_episode(one) == per_episode(two)
+    assert two.metadata["env"]["batched"] == "ParallelEnv" and two.metadata["env"]["num_envs"] == 2
+    a, b = list(decode_frames(one.artifact_path)), list(decode_frames(two.artifact_path))
+    assert len(a) == len(b) == sum(e["length"] + 1 for e in one.metrics["per_episode"])
+    assert max(float(np.abs(x.astype(int) - y.astype(int)).mean()) for x, y in zip(a, b)) < 1.0
+    assert a[0].std() > 5                        # real pictures, not blank frames

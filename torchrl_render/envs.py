@@ -82,7 +82,7 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
     if backend in ("auto", "gym", "gymnasium") and _is_gymnasium(obj):
         from torchrl.envs import GymWrapper
 
-        return GymWrapper(obj, device=device)
+        return GymWrapper(obj, device=device).set_info_dict_reader(success_reader())
     if backend in ("auto", "dm_control") and _is_dm_env(obj):
         from torchrl.envs import DMControlWrapper
 
@@ -92,6 +92,35 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
                    expected="a torchrl EnvBase, a gymnasium.Env or a dm_control Environment"
                             + ("" if backend == "auto" else f" matching env_backend={backend!r}"),
                    got=type(obj).__qualname__, fix="return the env object itself from the factory")
+
+
+def success_reader() -> Any:
+    """Reads gymnasium's ``info["is_success"]`` (or ``info["success"]``) into the step TensorDict.
+
+    Writes ``success`` and ``success_reported`` (both bool, shape ``(1,)``) at every reset and
+    step, so the keys are the same at every step; ``success_reported`` is False when the info
+    had neither key, and the episode's success stays unknown (``None``) unless reported.
+    """
+    import numpy as np
+    import torch
+    from torchrl.data import Composite, Unbounded
+    from torchrl.envs.gym_like import BaseInfoDictReader
+
+    class SuccessReader(BaseInfoDictReader):
+        def __call__(self, info_dict: dict[str, Any], tensordict: Any) -> Any:
+            value = info_dict.get("is_success", info_dict.get("success"))
+            reported = value is not None
+            success = bool(np.any(np.asarray(value))) if reported else False
+            tensordict.set("success", torch.tensor([success]))
+            tensordict.set("success_reported", torch.tensor([reported]))
+            return tensordict
+
+        @property
+        def info_spec(self) -> Any:
+            return Composite(success=Unbounded(shape=(1,), dtype=torch.bool),
+                             success_reported=Unbounded(shape=(1,), dtype=torch.bool))
+
+    return SuccessReader()
 
 
 def _is_gymnasium(obj: Any) -> bool:

@@ -3,8 +3,9 @@
 Aggregate names follow lerobot-eval where it has one (``avg_sum_reward``,
 ``pc_success``...), with imitation's ``return_*`` / ``len_*`` as aliases.
 ``success`` is read from a ``success`` or ``is_success`` entry of the step
-TensorDict (gymnasium's ``info["is_success"]`` lands there through torchrl's
-gym wrapper); it is ``None`` when the env never reports it.
+TensorDict; for gymnasium envs, ``info["is_success"]`` (or ``info["success"]``) is
+read into it by :func:`torchrl_render.envs.success_reader`, which every gymnasium env
+we wrap gets. It is ``None`` when the env never reports it.
 
 Example:
     >>> ep = EpisodeMetrics(episode_ix=0, seed=0)
@@ -59,7 +60,14 @@ class EpisodeMetrics:
 
 
 def read_success(td: Any) -> bool | None:
-    """``True``/``False`` from a ``success`` / ``is_success`` entry, else ``None``."""
+    """``True``/``False`` from a ``success`` / ``is_success`` entry, else ``None``.
+
+    ``success_reported`` (written by our gymnasium info reader) tells a reported False from
+    an env that said nothing this step.
+    """
+    reported = td.get("success_reported", None)
+    if reported is not None and not bool(reported.any()):
+        return None
     for key in SUCCESS_KEYS:
         value = td.get(key, None)
         if value is not None:
