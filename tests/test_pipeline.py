@@ -197,3 +197,35 @@ def test_dry_run_writes_nothing(tmp_path):
 def test_validate_only_imports_nothing(tmp_path):
     result = render_policy(RenderConfig(policy="no_such_mod:p", env="no_such_mod:e", validate_only=True))
     assert result.metadata["validate_only"] is True
+
+
+def make_probabilistic_policy():
+    from tensordict.nn import NormalParamExtractor, TensorDictModule
+    from torchrl.modules import ProbabilisticActor, TanhNormal
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 2), NormalParamExtractor())
+    module = TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"])
+    return ProbabilisticActor(module, in_keys=["loc", "scale"], distribution_class=TanhNormal,
+                              return_log_prob=False)
+
+
+def test_exploration_mode_is_passed_to_torchrl(tmp_path):
+    with pytest.raises(PolicyError, match="TanhNormal has not analytical mode"):
+        run(tmp_path, policy=make_probabilistic_policy, format="jsonl", out=tmp_path / "m.jsonl",
+            exploration_mode="mode")
+
+
+@pytest.mark.parametrize("mode", [None, "deterministic", "mean"])
+def test_deterministic_by_default_and_exploration_modes(tmp_path, mode):
+    kw = dict(policy=make_probabilistic_policy, format="jsonl", num_trajs=2)
+    a = run(tmp_path, out=tmp_path / "a.jsonl", exploration_mode=mode, **kw)
+    b = run(tmp_path, out=tmp_path / "b.jsonl", exploration_mode=mode, **kw)
+    for ta, tb in zip(a.trajectories, b.trajectories):
+        assert torch.equal(ta["action"], tb["action"])          # no sampling: reproducible
+    s = run(tmp_path, out=tmp_path / "s.jsonl", deterministic=False, **kw)
+    s2 = run(tmp_path, out=tmp_path / "s2.jsonl", exploration_mode="random", **kw)
+    s3 = run(tmp_path, out=tmp_path / "s3.jsonl", exploration_mode="random", seed=100, **kw)
+    # sampling is seeded per episode: reproducible for a seed, different across seeds and from the mode
+    assert torch.equal(s.trajectories[0]["action"], s2.trajectories[0]["action"])
+    assert not torch.equal(s.trajectories[0]["action"][:1], s3.trajectories[0]["action"][:1])
+    assert not torch.equal(s.trajectories[0]["action"][:1], a.trajectories[0]["action"][:1])

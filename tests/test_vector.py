@@ -119,3 +119,13 @@ def test_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
     assert len(a) == len(b) == sum(e["length"] + 1 for e in one.metrics["per_episode"])
     assert max(float(np.abs(x.astype(int) - y.astype(int)).mean()) for x, y in zip(a, b)) < 1.0
     assert a[0].std() > 5                        # real pictures, not blank frames
+
+
+def test_stochastic_policy_same_samples_for_any_k(tmp_path):
+    from test_pipeline import make_probabilistic_policy
+    a = run(tmp_path, "a.jsonl", policy=make_probabilistic_policy, deterministic=False, format="jsonl")
+    b = run(tmp_path, "b.jsonl", policy=make_probabilistic_policy, deterministic=False, format="jsonl",
+            num_envs=3, env_batch_mode="serial")
+    assert per_episode(a) == per_episode(b)
+    for ta, tb in zip(a.trajectories, b.trajectories):
+        assert (ta["action"] == tb["action"]).all()

@@ -13,6 +13,8 @@ action spec dtype and device. Each adaptation is noted once in the warnings.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +82,7 @@ class PolicyRunner:
     notes: list[str]
     _noted: set[str] = field(default_factory=set)
     _copies: dict[int, PolicyRunner] = field(default_factory=dict)
+    _rng_state: Any = None
 
     def __post_init__(self) -> None:
         import torch
@@ -105,20 +108,35 @@ class PolicyRunner:
         """A policy object with a ``reset()`` method keeps state between steps (reset per episode)."""
         return callable(getattr(self.policy, "reset", None))
 
-    def begin_episode(self) -> None:
-        """Called at every episode start: resets a stateful policy."""
+    @property
+    def samples(self) -> bool:
+        """Whether actions are sampled (torchrl's RANDOM exploration type)."""
+        from torchrl.envs.utils import ExplorationType
+
+        return self.exploration == ExplorationType.RANDOM
+
+    def begin_episode(self, seed: int | None = None) -> None:
+        """Called at every episode start: resets a stateful policy; seeds a sampling policy's RNG.
+
+        A sampling policy draws from its own torch RNG stream seeded with the episode's seed, so
+        stochastic evaluations are reproducible and the same for any number of envs.
+        """
         if self.stateful:
             self.policy.reset()
+        if self.samples and seed is not None:
+            import torch
+
+            self._rng_state = torch.Generator().manual_seed(seed).get_state()
 
     def for_worker(self, index: int) -> PolicyRunner:
-        """The runner for env worker ``index``: its own copy of a stateful policy, else ``self``."""
-        if not self.stateful or index == 0:
+        """The runner for env worker ``index``: its own RNG stream and its own copy of a stateful policy."""
+        if index == 0 or not (self.stateful or self.samples):
             return self
         if index not in self._copies:
             import copy
 
-            self._copies[index] = dataclasses.replace(self, policy=copy.deepcopy(self.policy), _noted=self._noted,
-                                                      _copies={})
+            policy = copy.deepcopy(self.policy) if self.stateful else self.policy
+            self._copies[index] = dataclasses.replace(self, policy=policy, _noted=self._noted, _copies={})
         return self._copies[index]
 
     def adapt_env(self, env: Any) -> Any:
@@ -143,10 +161,26 @@ class PolicyRunner:
         import torch
         from torchrl.envs.utils import set_exploration_type
 
-        with torch.no_grad(), set_exploration_type(self.exploration):
+        with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
             action = self._call_td(td) if self.is_td else self._call_tensor(td)
         td.set(self.cfg.action_key, self._check(action))
         return td
+
+    @contextmanager
+    def _own_rng(self) -> Iterator[None]:
+        """Runs the call on this runner's RNG stream (when it has one), leaving the global one as it was."""
+        if self._rng_state is None:
+            yield
+            return
+        import torch
+
+        outer = torch.get_rng_state()
+        torch.set_rng_state(self._rng_state)
+        try:
+            yield
+        finally:
+            self._rng_state = torch.get_rng_state()
+            torch.set_rng_state(outer)
 
     def _call_tensor(self, td: Any) -> Any:
         obs = td.get(self.cfg.obs_key, None)

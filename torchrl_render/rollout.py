@@ -70,7 +70,7 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
                                fix="check the env factory and its reset()") from exc
         begin = getattr(policy, "begin_episode", None)
         if begin is not None:
-            begin()
+            begin(traj_seed)
         yield StepRecord(traj, 0, td, None, traj_seed, wall=time.perf_counter())
         step = 0
         while max_steps is None or step < max_steps:

@@ -156,7 +156,7 @@ def vector_rollout(env: Any, policy: Any, *, num_trajs: int, max_steps: int | No
     steps = [0] * k
     mask = torch.ones(k, dtype=torch.bool)
     td = env.reset(_control(env, mask, episode, queue, seed, rendered))
-    _begin(policy, mask, episode)
+    _begin(policy, mask, episode, seed)
     yield from _records(td, episode, seed, mask)
     while any(e >= 0 for e in episode):
         for i in range(k):
@@ -183,7 +183,7 @@ def vector_rollout(env: Any, policy: Any, *, num_trajs: int, max_steps: int | No
         if ended.any():
             steps = [0 if ended[i] else s for i, s in enumerate(steps)]
             reset_td = env.reset(_control(env, ended, episode, queue, seed, rendered))
-            _begin(policy, ended, episode)
+            _begin(policy, ended, episode, seed)
             for key in reset_td.keys(True, True):
                 if key in nxt.keys(True, True):
                     nxt.get(key)[ended] = reset_td.get(key)[ended]
@@ -202,10 +202,10 @@ def _merge_row(td: Any, i: int, row: Any) -> None:
         td.get(key)[i] = value
 
 
-def _begin(policy: Any, mask: Any, episode: list[int]) -> None:
+def _begin(policy: Any, mask: Any, episode: list[int], seed: int | None) -> None:
     for i in range(len(episode)):
         if mask[i] and episode[i] >= 0:
-            policy.for_worker(i).begin_episode()
+            policy.for_worker(i).begin_episode(_seed(seed, episode[i]))
 
 
 def _control(env: Any, mask: Any, episode: list[int], queue: Iterator[int], seed: int | None,
