@@ -24,14 +24,15 @@ ROOT = Path(__file__).resolve().parent.parent
 CHEETAH = ROOT / "examples" / "half_cheetah"
 
 
-def run_once(fmt: str, num_envs: int, episodes: int, steps: int, folder: Path) -> tuple[float, list[float]]:
+def run_once(fmt: str, num_envs: int, mode: str, episodes: int, steps: int,
+             folder: Path) -> tuple[float, list[float]]:
     from torchrl_render import RenderConfig, render_policy
 
     extra = {"max_episodes_rendered": 2, "render_quality": "fast", "width": 240, "height": 240} \
         if fmt == "mp4" else {}
     cfg = RenderConfig(ckpt=CHEETAH / "policy.pt", policy=f"{CHEETAH / 'policy.py'}:make_policy",
                        env=f"{CHEETAH / 'policy.py'}:make_env", num_trajs=episodes, max_steps=steps,
-                       num_envs=num_envs, out=folder / f"k{num_envs}_{time.monotonic_ns()}.{fmt}", progress=False,
+                       num_envs=num_envs, env_batch_mode=mode, out=folder / f"k{num_envs}_{time.monotonic_ns()}.{fmt}", progress=False,
                        **extra)
     start = time.perf_counter()
     result = render_policy(cfg)
@@ -43,30 +44,33 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200-step episodes instead of 1000")
     parser.add_argument("--episodes", type=int, default=8)
-    parser.add_argument("--envs", default="1,2,4")
+    parser.add_argument("--envs", default="1,2,4,2s", help="env counts; a trailing s means SerialEnv")
+    parser.add_argument("--formats", default="jsonl,mp4")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "eval_scaling.json")
     args = parser.parse_args()
     os.environ.setdefault("MUJOCO_GL", "egl")
     steps = 200 if args.quick else 1000
-    ks = [int(k) for k in args.envs.split(",")]
+    ks = args.envs.split(",")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for fmt in ("jsonl", "mp4"):
-            best: dict[int, float] = {}
-            returns: dict[int, list[float]] = {}
+        for fmt in args.formats.split(","):
+            best: dict[str, float] = {}
+            returns: dict[str, list[float]] = {}
             for _ in range(2):
                 for k in ks:
-                    wall, rets = run_once(fmt, k, args.episodes, steps, Path(tmp))
+                    mode = "serial" if k.endswith("s") else "parallel"
+                    wall, rets = run_once(fmt, int(k.rstrip("s")), mode, args.episodes, steps, Path(tmp))
                     best[k] = min(best.get(k, wall), wall)
                     returns[k] = rets
             same = all(returns[k] == returns[ks[0]] for k in ks)
             for k in ks:
-                rows.append({"format": fmt, "num_envs": k, "episodes": args.episodes, "steps": steps,
+                rows.append({"format": fmt, "num_envs": int(k.rstrip("s")),
+                             "mode": "serial" if k.endswith("s") or k == "1" else "parallel", "episodes": args.episodes, "steps": steps,
                              "wall_s": round(best[k], 2), "episodes_per_s": round(args.episodes / best[k], 3),
                              "speedup_vs_1": round(best[ks[0]] / best[k], 2), "same_returns_as_k1": same})
-    print(f"{'format':<7}{'envs':>5}{'wall s':>9}{'episodes/s':>12}{'vs 1 env':>10}{'same returns':>14}")
+    print(f"{'format':<7}{'envs':>5}{'mode':>9}{'wall s':>9}{'episodes/s':>12}{'vs 1 env':>10}{'same returns':>14}")
     for r in rows:
-        print(f"{r['format']:<7}{r['num_envs']:>5}{r['wall_s']:>9}{r['episodes_per_s']:>12}"
+        print(f"{r['format']:<7}{r['num_envs']:>5}{r['mode']:>9}{r['wall_s']:>9}{r['episodes_per_s']:>12}"
               f"{r['speedup_vs_1']:>10}{str(r['same_returns_as_k1']):>14}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"rows": rows, "loadavg": os.getloadavg(), "cores": os.cpu_count(),
