@@ -29,5 +29,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VPY) -m pytest -q
 
+# Side by side with torchrl.render (installs Debian's ffmpeg and torchcodec==0.13.0 for it).
+bench-quick: $(STAMP)
+	bash benchmarks/setup.sh $(VPY)
+	$(VPY) benchmarks/run.py --quick
+
+bench: $(STAMP)
+	bash benchmarks/setup.sh $(VPY)
+	$(VPY) benchmarks/run.py --full
+	$(VPY) benchmarks/eval_scaling.py
+
 clean:
 	rm -rf $(VENV) demo build *.egg-info
