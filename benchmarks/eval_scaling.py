@@ -71,7 +71,7 @@ def main() -> int:
     print(f"{'format':<7}{'envs':>5}{'mode':>9}{'wall s':>9}{'episodes/s':>12}{'vs 1 env':>10}{'same returns':>14}")
     for r in rows:
         print(f"{r['format']:<7}{r['num_envs']:>5}{r['mode']:>9}{r['wall_s']:>9}{r['episodes_per_s']:>12}"
-              f"{r['speedup_vs_1']:>10}{str(r['same_returns_as_k1']):>14}")
+              f"{r['speedup_vs_1']:>10}{r['same_returns_as_k1']!s:>14}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"rows": rows, "loadavg": os.getloadavg(), "cores": os.cpu_count(),
                                      "python": sys.version.split()[0]}, indent=2))
