@@ -22,7 +22,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -452,6 +452,3 @@ class RenderPolicySpec:
     policy_kwargs: dict[str, Any]
     config: RenderConfig
 
-
-def _fields_of(spec_cls: type) -> Sequence[str]:
-    return [f.name for f in dataclasses.fields(spec_cls)]

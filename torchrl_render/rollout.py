@@ -7,7 +7,6 @@ yields ``n + 1`` records (and a video of it has ``n + 1`` frames).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -106,7 +105,3 @@ def _act(policy: Any, td: Any, traj: int, step: int) -> Any:
                           fix="check that the policy accepts the env's observation (see --obs-key)") from exc.__cause__
     return out if out is not None else td
 
-
-def finite(value: float) -> bool:
-    """``math.isfinite`` that accepts ``None`` as finite."""
-    return value is None or math.isfinite(value)
