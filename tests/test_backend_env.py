@@ -14,20 +14,6 @@ from torchrl_render.frames import to_uint8_hwc
 pytestmark = pytest.mark.slow  # real simulators
 
 
-@pytest.fixture(scope="module")
-def gym_rgb():
-    env = R.gym_env(render_mode="rgb_array")
-    yield env
-    R.close_env(env)
-
-
-@pytest.fixture(scope="module")
-def dm():
-    env = R.dm_env()
-    yield env
-    R.close_env(env)
-
-
 def test_gymnasium_rgb_array_frames_follow_the_state(gym_rgb):
     raw = gym_rgb._env
     with EnvRenderBackend.from_config(gym_rgb, R.cfg()) as backend:

@@ -24,18 +24,9 @@ FAST = {"render_quality": "fast"}
 
 
 @pytest.fixture(scope="module")
-def pendulum():
-    """InvertedPendulum-v5 with render_mode='rgb_array', so that env.render() can be compared."""
-    env = R.gym_env(render_mode="rgb_array")
-    yield env
-    R.close_env(env)
-
-
-@pytest.fixture(scope="module")
-def dm():
-    env = R.dm_env()
-    yield env
-    R.close_env(env)
+def pendulum(gym_rgb):
+    """InvertedPendulum-v5 with render_mode='rgb_array' (conftest's gym_rgb)."""
+    return gym_rgb
 
 
 def test_importing_the_module_does_not_import_mujoco():
