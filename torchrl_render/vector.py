@@ -69,10 +69,17 @@ def _episode_control_cls() -> type:
                 return
             from .backends import BACKENDS
             base = self.parent.base_env
-            self.backend = BACKENDS.load(self.cfg.render_backend).from_config(base, self.cfg)
-            probe = self.backend.capture(base.reset()) or {}
+            make = BACKENDS.load(self.cfg.render_backend).from_config
+            probe_backend = make(base, self.cfg)
+            try:
+                probe = probe_backend.capture(base.reset()) or {}
+            finally:
+                probe_backend.close()
             from .frames import to_uint8_hwc
             self.shapes = {name: to_uint8_hwc(f).shape for name, f in probe.items()}
+            # a fresh backend for the episodes: a camera set up at its first frame (as gymnasium's default
+            # view is) must see the first episode's state, as it does with one env, not the probe's
+            self.backend = make(base, self.cfg)
 
         def _reset_env_preprocess(self, tensordict: Any) -> Any:
             if tensordict is not None:
