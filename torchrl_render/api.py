@@ -312,7 +312,9 @@ class _Sink:
         return True
 
     def _frame(self, record: Any) -> int:
-        captured = record.frames if getattr(record, "frames", None) is not None else self.backend.capture(record.td)
+        if record.frames is None and record.step == 0:
+            self.backend.begin_episode()
+        captured = record.frames if record.frames is not None else self.backend.capture(record.td)
         if not captured:
             if record.step == 0:
                 raise NoFramesError(

@@ -100,6 +100,8 @@ def _episode_control_cls() -> type:
             return td
 
         def _reset(self, tensordict: Any, tensordict_reset: Any) -> Any:
+            if self.render_now and self.backend is not None:
+                self.backend.begin_episode()
             return self._frames(tensordict_reset) if self.shapes else tensordict_reset
 
         def _step(self, tensordict: Any, next_tensordict: Any) -> Any:

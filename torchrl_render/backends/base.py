@@ -45,6 +45,9 @@ class RenderBackend(ABC):
     def capture(self, td: Any) -> dict[str, Any] | None:
         """Frames for the step that ``td`` describes (reset or ``next`` view)."""
 
+    def begin_episode(self) -> None:
+        """Called before the first frame of every episode (a camera may be set up from that state)."""
+
     def info(self) -> dict[str, Any]:
         """Facts for the metadata sidecar (GL backend, cameras, size...)."""
         return {"render_backend": self.name}

@@ -175,6 +175,17 @@ class MujocoBackend(RenderBackend):
         finally:
             glob.offwidth, glob.offheight, quality.offsamples = saved
 
+    def begin_episode(self) -> None:
+        """Sets cameras that gymnasium sets up at their first frame up again, from this episode's first state.
+
+        Each episode's view then depends on that episode alone, not on which episode an env
+        (or an env worker) rendered first: videos are the same for any number of envs.
+        """
+        for _name, _cam, prepare in self._views:
+            reset = getattr(prepare, "reset", None)
+            if reset is not None:
+                reset()
+
     def _view(self, name: str, gym_renderer: Any) -> tuple[Any, Callable[[], None]]:
         """``(MjvCamera, prepare)``; ``prepare()`` runs before each frame of that camera."""
         mujoco = self._mujoco
@@ -331,6 +342,7 @@ def _gymnasium_default(mujoco: Any, model: Any, data: Any, gym_renderer: Any, ca
             cam.type = mujoco.mjtCamera.mjCAMERA_FREE if camera_id == -1 else mujoco.mjtCamera.mjCAMERA_FIXED
             cam.fixedcamid = camera_id
 
+    prepare.reset = ready.clear  # type: ignore[attr-defined]
     return prepare
 
 
