@@ -131,8 +131,9 @@ class _Run:
             if not os.access(parent, os.W_OK):
                 raise WriterError(f"the output folder {str(parent)!r} is not writable", got=str(path),
                                   fix="choose a folder you can write to")
-            directory = WRITERS.entry(self.cfg.format).directory and path not in (self.sidecar, self.rollout_dir)
-            if path.is_dir() and not directory and path != self.rollout_dir:
+            folder_expected = path == self.rollout_dir or (
+                WRITERS.entry(self.cfg.format).directory and path != self.sidecar)
+            if path.is_dir() and not folder_expected:
                 raise WriterError(f"{str(path)!r} is a folder, and format {self.cfg.format!r} writes a file there",
                                   got=str(path), fix="choose a file name for --out (e.g. run.mp4)")
             if path.exists() and not self.cfg.overwrite:

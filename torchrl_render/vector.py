@@ -108,9 +108,11 @@ def _episode_control_cls() -> type:
             return self._frames(next_tensordict) if self.shapes else next_tensordict
 
         def transform_observation_spec(self, observation_spec: Any) -> Any:
+            import torch
+
             self._ensure_backend()
             for name, shape in self.shapes.items():
-                observation_spec[(FRAMES_KEY, name)] = Bounded(0, 255, shape=shape, dtype=torch_uint8(),
+                observation_spec[(FRAMES_KEY, name)] = Bounded(0, 255, shape=shape, dtype=torch.uint8,
                                                                device=observation_spec.device)
             return observation_spec
 
@@ -126,11 +128,6 @@ def _episode_control_cls() -> type:
                 self.backend = None
 
     return _EpisodeControl
-
-
-def torch_uint8() -> Any:
-    import torch
-    return torch.uint8
 
 
 def EpisodeControl(cfg: Any, needs_frames: bool) -> Any:  # noqa: N802 - a class factory (torchrl is imported lazily)
