@@ -14,10 +14,7 @@ from torchrl_render import ConfigError, RenderConfig, render_policy
 from torchrl_render.data import Artifact, FrameBundle, RenderResult
 from torchrl_render.notebook import (
     Media,
-    ReportVideo,
     artifact_html,
-    build_report,
-    equivalent_command,
     metrics_html,
     metrics_markdown,
     result_html,
@@ -25,6 +22,7 @@ from torchrl_render.notebook import (
     show,
     video_html,
 )
+from torchrl_render.report import ReportVideo, build_report, equivalent_command
 from torchrl_render.writers.gif import GifWriter
 from torchrl_render.writers.mp4 import Mp4Writer
 

@@ -1,10 +1,10 @@
-"""Notebook display and the report notebook.
+"""Notebook display: the HTML Jupyter shows for results, artifacts and videos.
 
 Pure functions build the HTML that Jupyter shows for a :class:`~torchrl_render.RenderResult`
 (its videos and the metrics table) and for an :class:`~torchrl_render.Artifact`;
 :func:`show` is the one with a side effect (it displays when IPython runs).
-:func:`build_report` assembles the ``.ipynb`` report with nbformat; executing and
-writing it is the ipynb writer's job (:mod:`torchrl_render.writers.ipynb`).
+The ``.ipynb`` report is built in :mod:`torchrl_render.report`, which reuses these
+builders; executing and writing it is the ipynb writer's job (:mod:`torchrl_render.writers.ipynb`).
 
 Videos are embedded as base64 ``data:`` URIs up to a size limit (:data:`EMBED_LIMIT_BYTES`
 by default, for all the videos of one output together); a video over the limit is
@@ -23,18 +23,13 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EMBED_LIMIT_BYTES", "LIVE_OVERRIDES", "Media", "ReportVideo", "artifact_html", "artifact_mimebundle",
-           "build_report", "display_width", "equivalent_command", "metrics_html", "metrics_markdown",
-           "result_html", "result_mimebundle", "result_text", "show", "video_html"]
+__all__ = ["EMBED_LIMIT_BYTES", "Media", "artifact_html", "artifact_mimebundle", "display_width", "metrics_html",
+           "metrics_markdown", "result_html", "result_mimebundle", "result_text", "show", "video_html"]
 
 EMBED_LIMIT_BYTES = 20 * 2**20
 """Default cap on the video bytes embedded in one output or one report notebook (20 MiB)."""
@@ -255,263 +250,7 @@ def _ipython() -> Any:
     return get_ipython()
 
 
-# -- report notebook ----------------------------------------------------------------------------
-
-@dataclass
-class ReportVideo:
-    """One rendered episode in the report.
-
-    Args:
-        episode: Episode index.
-        name: The mp4's file name (beside the notebook when linked).
-        size: The mp4's size in bytes.
-        data: The mp4's bytes when embedded; ``None`` when linked.
-        preview: An animated PNG preview (for viewers that block ``<video>``, such as GitHub), if any.
-        metrics: The episode's metrics, for the caption.
-        limit_bytes: The embedding limit (quoted when the video is linked).
-        width: Display width in CSS pixels.
-    """
-
-    episode: int
-    name: str
-    size: int
-    data: bytes | None = None
-    preview: bytes | None = None
-    metrics: dict[str, Any] | None = None
-    limit_bytes: int | None = EMBED_LIMIT_BYTES
-    width: int | None = None
-
-
-LIVE_OVERRIDES = {"format": "mp4", "overwrite": True, "metadata": None, "progress": False,
-                  "notebook_rollout_mode": "saved", "split_trajectories": False, "save_frames": False,
-                  "frame_dir": None, "save_rollout": False, "save_tensordicts": False, "artifact_dir": None,
-                  "dry_run": False, "validate_only": False}
-"""What the live/re-run cell changes in the run's config: one mp4 beside the notebook, no side files."""
-
-
-def build_report(*, config: dict[str, Any], metrics: dict[str, Any], videos: Sequence[ReportVideo] = (),
-                 mode: str = "saved", command: str | None = None, live_out: str = "render_live.mp4",
-                 search_path: Sequence[str] = (), title: str | None = None) -> Any:
-    """The report notebook (an ``nbformat.NotebookNode``, v4.5 with cell ids; not executed).
-
-    Cells: ``title``, ``config``; in ``saved``/``both`` mode ``metrics`` (tables), ``returns-plot``,
-    ``episodes`` and one ``episode-<i>`` per video (outputs filled in, tagged ``skip-execution``);
-    then ``rerun-heading``, ``rerun-kwargs`` (editable env/policy kwargs) and ``rerun`` (runs
-    :func:`render_policy`; tagged ``skip-execution`` in ``saved`` mode), and in ``live``/``both``
-    mode ``live-plot``.
-
-    Args:
-        config: ``RenderConfig.to_dict()`` of the run (paths best made absolute).
-        metrics: ``{"per_episode": [...], "aggregated": {...}}`` of the saved rollout.
-        videos: The rendered episodes (saved/both).
-        mode: ``saved``, ``live`` or ``both``.
-        command: The command line to show.
-        live_out: The mp4 the re-run/live cell writes (relative to the notebook).
-        search_path: Folders the kernel adds to ``sys.path`` to import the env/policy factories.
-        title: The heading (default from the env and policy specs).
-    """
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-    cells = [new_markdown_cell(_title_source(config, metrics, mode, command, title), id="title"),
-             new_code_cell(_config_source(config), id="config")]
-    if mode in ("saved", "both"):
-        cells.append(new_markdown_cell("## Metrics\n\n" + metrics_markdown(metrics), id="metrics"))
-        episodes = metrics.get("per_episode") or []
-        if episodes:
-            cells.append(new_code_cell(_saved_plot_source(episodes), id="returns-plot"))
-        cells.append(new_markdown_cell(_episodes_source(videos), id="episodes"))
-        cells += [_video_cell(v) for v in videos]
-    cells.append(new_markdown_cell(_rerun_heading(mode, live_out), id="rerun-heading"))
-    cells.append(new_code_cell(_kwargs_source(config, live_out, search_path), id="rerun-kwargs"))
-    rerun = new_code_cell(_rerun_source(config), id="rerun")
-    if mode == "saved":
-        rerun.metadata["tags"] = ["skip-execution"]
-    cells.append(rerun)
-    if mode in ("live", "both"):
-        cells.append(new_code_cell(_LIVE_PLOT, id="live-plot"))
-    nb = new_notebook(cells=cells, metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-        "language_info": {"name": "python"},
-        "torchrl_render": {"mode": mode, "config": config}})
-    nbformat.validate(nb)
-    return nb
-
-
-def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, command: str | None,
-                  title: str | None) -> str:
-    from . import __version__
-
-    n = (metrics.get("aggregated") or {}).get("n_episodes", len(metrics.get("per_episode") or []))
-    heading = title or f"Policy report: {config.get('policy')} in {config.get('env')}"
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    what = {"saved": f"{n} saved episode(s)", "live": "rolled out live in this notebook",
-            "both": f"{n} saved episode(s), then rolled out live in this notebook"}[mode]
-    lines = [f"# {heading}", "", f"Written by torchrl_render {__version__} on {when}; rollout mode `{mode}`: {what}.",
-             ""]
-    if command:
-        lines += ["Command:", "", "```bash", command, "```"]
-    return "\n".join(lines)
-
-
-def _config_source(config: dict[str, Any]) -> str:
-    return ("# The configuration of this run (RenderConfig.to_dict()); the re-run cells below start from it.\n"
-            "config = " + _literal(config) + "\n")
-
-
-_PLOT_TAIL = """fig, ax = plt.subplots(figsize=(7, 3))
-ax.plot(episodes, returns, marker="o", label="return")
-if returns:
-    ax.axhline(sum(returns) / len(returns), color="gray", linestyle="--", label="mean")
-ax.set(xlabel="episode", ylabel="return", title={title!r})
-ax.legend(loc="best")
-plt.show()
-"""
-
-_LIVE_PLOT = ("import matplotlib.pyplot as plt\n\n"
-              "episodes = [e[\"episode_ix\"] for e in result.metrics[\"per_episode\"]]\n"
-              "returns = [e[\"sum_reward\"] for e in result.metrics[\"per_episode\"]]\n"
-              + _PLOT_TAIL.format(title="Return per episode (live rollout)"))
-
-
-def _saved_plot_source(episodes: list[dict[str, Any]]) -> str:
-    xs = [e.get("episode_ix", i) for i, e in enumerate(episodes)]
-    ys = [float(e["sum_reward"]) for e in episodes]
-    return ("import matplotlib.pyplot as plt\n\n"
-            f"episodes = {xs!r}\nreturns = {ys!r}\n" + _PLOT_TAIL.format(title="Return per episode"))
-
-
-def _episodes_source(videos: Sequence[ReportVideo]) -> str:
-    if not videos:
-        return "## Episodes\n\nNo episode was rendered."
-    text = ("## Episodes\n\nEach rendered episode's video (H.264 mp4) is embedded in this notebook while the "
-            "videos fit the embedding limit; it plays in Jupyter, VS Code and nbviewer. A video over the limit "
-            "is linked instead (the cell says so): keep its mp4 beside the notebook.")
-    if any(v.preview for v in videos):
-        text += (" GitHub's notebook viewer blocks `<video>`, so an animated PNG preview (fewer frames, "
-                 "smaller) follows each video.")
-    return text
-
-
-def _video_cell(video: ReportVideo) -> Any:
-    from nbformat.v4 import new_code_cell, new_output
-
-    caption = _episode_caption(video)
-    if video.data is not None:
-        source = f"# {caption}: embedded below (re-running this cell is not needed)."
-        html_text = video_html(video.data, caption=caption, width=video.width)
-    else:
-        source = ("# Linked, not embedded (over the size limit): plays while the mp4 stays beside the notebook.\n"
-                  "from torchrl_render.notebook import show\n\n"
-                  f"show({video.name!r}, limit_bytes=0)")
-        html_text = _linked_html(video, caption)
-    outputs = [new_output("display_data", data={"text/html": html_text, "text/plain": caption})]
-    if video.preview is not None:
-        outputs.append(new_output("display_data", data={
-            "image/png": base64.b64encode(video.preview).decode("ascii"),
-            "text/plain": f"animated preview of episode {video.episode}"}))
-    cell = new_code_cell(source, id=f"episode-{video.episode}", outputs=outputs)
-    cell.metadata["tags"] = ["skip-execution"]
-    return cell
-
-
-def _linked_html(video: ReportVideo, caption: str) -> str:
-    src = html.escape(video.name)
-    size_attr = f' width="{int(video.width)}"' if video.width else ""
-    return (f'<figure class="torchrl-render-video" style="margin:0.5em 0"><video controls loop muted playsinline '
-            f'preload="metadata"{size_attr}><source src="{src}" type="video/mp4"/></video>'
-            f"<figcaption>{html.escape(caption)}</figcaption>{_linked_note(video)}</figure>")
-
-
-def _linked_note(video: ReportVideo) -> str:
-    return (f'<p style="font-size:90%">Not embedded: this video is {_mb(video.size)}, over the '
-            f"{_mb(video.limit_bytes)} embedding limit of this report, so it is linked: "
-            f'<a href="{html.escape(video.name)}">{html.escape(video.name)}</a> beside the notebook. It plays in '
-            "Jupyter while that file stays beside the notebook; GitHub and nbviewer cannot play it.</p>")
-
-
-def _rerun_heading(mode: str, live_out: str) -> str:
-    if mode == "saved":
-        return ("## Re-run the evaluation\n\nEdit the kwargs below if you like, then run the next two cells: "
-                f"they roll the policy out again in this kernel, write `{live_out}` beside the notebook and "
-                "show its video(s) and metrics. (The re-run cell was not run when the report was written.)")
-    return ("## Live rollout\n\nThese cells roll the policy out in this kernel (they ran when the notebook was "
-            f"written): edit the env and policy kwargs and run them again. They write `{live_out}` beside "
-            "the notebook and show its video(s) and metrics.")
-
-
-def _kwargs_source(config: dict[str, Any], live_out: str, search_path: Sequence[str]) -> str:
-    lines = ["# Editable: keyword arguments of the env and policy factories, and the mp4 the rollout writes.",
-             "env_kwargs = " + _literal(config.get("env_kwargs") or {}),
-             "policy_kwargs = " + _literal(config.get("policy_kwargs") or {}),
-             f"live_out = {live_out!r}"]
-    if search_path:
-        lines += ["", "# Folders the env and policy factories are imported from (the original run's).",
-                  "import sys", "", f"for folder in {list(search_path)!r}:",
-                  "    if folder not in sys.path:", "        sys.path.insert(0, folder)"]
-    return "\n".join(lines) + "\n"
-
-
-def _rerun_source(config: dict[str, Any]) -> str:
-    overrides = {k: v for k, v in LIVE_OVERRIDES.items() if k in config}
-    return ("from torchrl_render import RenderConfig, render_policy\n\n"
-            "overrides = " + _literal(overrides) + "\n"
-            "result = render_policy(RenderConfig.from_dict(\n"
-            "    {**config, **overrides, \"out\": live_out, \"env_kwargs\": env_kwargs, "
-            "\"policy_kwargs\": policy_kwargs}))\n"
-            "result  # the video(s) and the metrics table\n")
-
-
-def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> str:
-    """A command line that reproduces ``config`` (its fields that differ from the defaults).
-
-    Example:
-        >>> equivalent_command({"policy": "m:p", "env": "Hopper-v5", "num_trajs": 2, "overlay": True})
-        'torchrl-render --policy m:p --env Hopper-v5 --num-trajs 2 --overlay'
-    """
-    import dataclasses
-    import shlex
-
-    from .config import RenderConfig
-    from .writers import WRITERS
-
-    fields = {f.name: f for f in dataclasses.fields(RenderConfig)}
-    implied = WRITERS.for_suffix(config["out"]) if config.get("out") else None
-    args = [prog]
-    for name, value in config.items():
-        f = fields.get(name)
-        if f is None or value == _default_of(f) or (name == "format" and value == implied):
-            continue
-        flag = "--" + f.metadata.get("flag", name).replace("_", "-")
-        if isinstance(value, bool):
-            args.append(flag if value else "--" + f.metadata.get("negative", "no-" + f.metadata.get("flag", name))
-                        .replace("_", "-"))
-        elif value is not None:
-            text = (",".join(value) if isinstance(value, list) else json.dumps(value) if isinstance(value, dict)
-                    else str(value))
-            args += [flag, shlex.quote(text)]
-    return " ".join(args)
-
-
 # -- helpers ------------------------------------------------------------------------------------
-
-def _default_of(f: Any) -> Any:
-    import dataclasses
-
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return dataclasses.MISSING
-
-
-def _literal(data: dict[str, Any]) -> str:
-    """A dict as Python source: one line when short, else one key per line."""
-    one = repr(data)
-    if len(one) <= 88:
-        return one
-    return "{\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in data.items()) + "}"
-
 
 def _data_uri(data: bytes, mime: str) -> str:
     return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
@@ -556,18 +295,3 @@ def display_width(info: dict[str, Any] | None) -> int | None:
     """The CSS width a video of ``info["width"]`` pixels is shown at: its own, within 320-640."""
     width = (info or {}).get("width")
     return min(max(int(width), 320), 640) if width else None
-
-
-def _episode_caption(video: ReportVideo) -> str:
-    m = video.metrics or {}
-    bits = [f"Episode {video.episode}"]
-    if m.get("seed") is not None:
-        bits.append(f"seed {m['seed']}")
-    if m.get("length") is not None:
-        bits.append(f"{m['length']} steps")
-    if m.get("sum_reward") is not None:
-        bits.append(f"return {_fmt(float(m['sum_reward']))}")
-    if m.get("success") is not None:
-        bits.append("success" if m["success"] else "failure")
-    bits.append(f"{_mb(video.size)} mp4")
-    return ", ".join(bits)
