@@ -111,7 +111,7 @@ def test_dm_control_cameras(dm):
         assert (later["lookatcart"] != frames["lookatcart"]).any()
     assert backend.info() == {"render_backend": "mujoco", "gl": os.environ["MUJOCO_GL"],
                               "cameras": ["default", "lookatcart", "1", "-1"], "width": R.SIZE, "height": R.SIZE,
-                              "render_quality": "fast"}
+                              "render_quality": "fast", "draw_thread": os.environ["MUJOCO_GL"] == "egl"}
 
 
 def test_dm_control_default_equals_physics_render(dm):

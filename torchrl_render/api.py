@@ -280,7 +280,12 @@ class _Notes(list):
 
 
 class _Sink:
-    """Consumes step records in episode order: metrics, data writers, frames, trajectories."""
+    """Consumes step records in episode order: metrics, data writers, frames, trajectories.
+
+    A frame is submitted to the backend at its step and finished (overlay, layout,
+    writers) at the next one, so a backend that draws in the background draws while
+    the env steps; an episode's frames are all finished before its end is written.
+    """
 
     def __init__(self, run: _Run, backend: Any) -> None:
         self.run, self.cfg, self.backend = run, run.cfg, backend
@@ -289,6 +294,7 @@ class _Sink:
         self.current: EpisodeMetrics | None = None
         self.steps: list[Any] = []
         self.t0 = 0.0
+        self.pending: tuple[Any, Any, dict[str, Any]] | None = None
         limit = self.cfg.max_episodes_rendered
         self.rendered = range(self.cfg.num_trajs if limit is None else min(limit, self.cfg.num_trajs))
 
@@ -301,9 +307,10 @@ class _Sink:
             self.steps.append(self.run._strip(record.transition))
         self.run.writers.on_step(record)
         if self.run.needs_frames and record.trajectory in self.rendered:
-            self.current.num_frames += self._frame(record)
+            self._frame(record)
         if not (record.done or record.step == self.cfg.max_steps):
             return False
+        self.flush()
         ep = self.current
         ep.terminated, ep.truncated = record.terminated, record.truncated or not record.done
         ep.wall_s = record.wall - self.t0
@@ -312,10 +319,27 @@ class _Sink:
         self.run.writers.on_episode(self.episodes[-1])
         return True
 
-    def _frame(self, record: Any) -> int:
-        if record.frames is None and record.step == 0:
+    def _frame(self, record: Any) -> None:
+        metrics = {"step": record.step, "reward": record.reward, "return": self.current.sum_reward}
+        if self.current.success is not None:
+            metrics["success"] = self.current.success
+        if record.frames is not None:  # rendered in an env worker
+            self._finish(record.frames, record, metrics)
+            return
+        if record.step == 0:
             self.backend.begin_episode()
-        captured = record.frames if record.frames is not None else self.backend.capture(record.td)
+        submitted = (self.backend.submit(record.td), record, metrics)
+        self.flush()
+        self.pending = submitted
+
+    def flush(self) -> None:
+        """Finishes the submitted frame, if any (waits for it to be drawn)."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            future, record, metrics = pending
+            self._finish(future.result(), record, metrics)
+
+    def _finish(self, captured: dict[str, Any] | None, record: Any, metrics: dict[str, Any]) -> None:
         if not captured:
             if record.step == 0:
                 raise NoFramesError(
@@ -323,18 +347,15 @@ class _Sink:
                     "needs frames", fix=("pass render_mode='rgb_array' to the env (--render-mode rgb_array), ask "
                                          "for pixel observations (--from-pixels), or render MuJoCo cameras "
                                          "(--render-backend mujoco)"))
-            return 0
+            return
         frames = {name: to_uint8_hwc(f) for name, f in captured.items()}
-        metrics = {"step": record.step, "reward": record.reward, "return": self.current.sum_reward}
-        if self.current.success is not None:
-            metrics["success"] = self.current.success
         if self.cfg.overlay:
             from .frames import draw_overlay
             frames = {name: draw_overlay(f, metrics) for name, f in frames.items()}
         bundle = FrameBundle(apply_layout(frames, self.cfg.camera_layout), record.step, record.trajectory,
                              record.wall, metrics=metrics)
         self.run.writers.write(bundle)
-        return 1
+        self.current.num_frames += 1
 
 
 class _Inline(BackgroundWriters):

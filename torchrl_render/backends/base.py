@@ -2,7 +2,8 @@
 
 A backend is built from the env and the config (``from_config`` picks only the
 options it needs); ``capture(td)`` returns ``{camera: frame}`` for the state the
-step TensorDict describes, or ``None`` when it has nothing for this step.
+step TensorDict describes, or ``None`` when it has nothing for this step;
+``submit(td)`` is the same as a future, for backends that draw in the background.
 ``close()`` is safe twice and after a failed ``__init__``. A backend that cannot
 serve an env raises :class:`BackendUnavailable` (from ``__init__``), whose
 message says what to change; only that error lets ``auto`` try the next one.
@@ -44,6 +45,19 @@ class RenderBackend(ABC):
     @abstractmethod
     def capture(self, td: Any) -> dict[str, Any] | None:
         """Frames for the step that ``td`` describes (reset or ``next`` view)."""
+
+    def submit(self, td: Any) -> Any:
+        """Starts the frames for ``td``; a :class:`~concurrent.futures.Future` of what ``capture`` returns.
+
+        The state is read now; the pixels may still be drawing when this returns (the
+        ``mujoco`` backend draws on its own thread), so the caller can step on meanwhile.
+        This default captures at once.
+        """
+        from concurrent.futures import Future
+
+        future: Future = Future()
+        future.set_result(self.capture(td))
+        return future
 
     def begin_episode(self) -> None:
         """Called before the first frame of every episode (a camera may be set up from that state)."""

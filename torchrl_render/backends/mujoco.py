@@ -25,7 +25,6 @@ the renderer never writes to ``data``, so it cannot change the simulation.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 from collections.abc import Callable
 from typing import Any
@@ -103,7 +102,7 @@ def _is_mj(obj: Any, cls_name: str) -> bool:
 
 
 class MujocoBackend(RenderBackend):
-    """Renders ``cameras`` of ``(model, data)`` with one :class:`mujoco.Renderer`.
+    """Renders ``cameras`` of ``(model, data)``: scenes on the calling thread, pixels on a drawing thread.
 
     Args:
         model: The ``mujoco.MjModel``.
@@ -113,16 +112,18 @@ class MujocoBackend(RenderBackend):
         height: Frame height in pixels.
         render_quality: ``"default"`` (MuJoCo's look) or ``"fast"``.
         gym_renderer: gymnasium's ``MujocoRenderer`` of the env (for ``"default"``), if any.
+        threaded: Draw on a thread of its own (see :mod:`torchrl_render.backends.mjgl`); ``None``:
+            wherever the GL platform allows it (EGL).
     """
 
     name = "mujoco"
-    _renderer: Any = None  # class defaults: close() works whatever __init__ reached
+    _drawer: Any = None  # class defaults: close() works whatever __init__ reached
     _views: tuple = ()
     _gym_renderer: Any = None
 
     def __init__(self, model: Any, data: Any, cameras: list[str], width: int = 480, height: int = 480,
-                 render_quality: str = "default", gym_renderer: Any = None) -> None:
-        self._renderer = None
+                 render_quality: str = "default", gym_renderer: Any = None, threaded: bool | None = None) -> None:
+        self._drawer = None
         self._gym_renderer = None
         self._views: list[tuple[str, Any, Callable[[], None]]] = []
         super().__init__()
@@ -144,13 +145,12 @@ class MujocoBackend(RenderBackend):
         self._gym_renderer = gym_renderer
         self._views = [(name, *self._view(name, gym_renderer)) for name in self.cameras]
         max_geom = int(getattr(gym_renderer, "max_geom", None) or 10000)
-        try:
-            self._renderer = self._make_renderer(max_geom)
-        finally:
-            self._hand_back_context()
-        if render_quality == "fast":
-            for flag in FAST_OFF_FLAGS:
-                self._renderer.scene.flags[getattr(mujoco.mjtRndFlag, flag)] = 0
+        # two scene buffers: one is filled from the simulation while the drawing thread draws the other
+        self._scenes = [[self._new_scene(max_geom) for _ in self._views] for _ in range(2)]
+        self._drawn: list[Any] = [None, None]
+        self._turn = 0
+        self._drawer = self._make_drawer(threaded)
+        self.draw_thread = self._drawer.threaded
 
     @classmethod
     def from_config(cls, env: Any, cfg: Any) -> MujocoBackend:
@@ -159,7 +159,17 @@ class MujocoBackend(RenderBackend):
                    width=getattr(cfg, "width", 480), height=getattr(cfg, "height", 480),
                    render_quality=getattr(cfg, "render_quality", "default"), gym_renderer=gym_renderer)
 
-    def _make_renderer(self, max_geom: int) -> Any:
+    def _new_scene(self, max_geom: int) -> Any:
+        mujoco = self._mujoco
+        scene = mujoco.MjvScene(self.model, maxgeom=max_geom)
+        if self.render_quality == "fast":
+            for flag in FAST_OFF_FLAGS:
+                scene.flags[getattr(mujoco.mjtRndFlag, flag)] = 0
+        return scene
+
+    def _make_drawer(self, threaded: bool | None) -> Any:
+        from .mjgl import Canvas, make_drawer
+
         mujoco, model = self._mujoco, self.model
         glob, quality = model.vis.global_, model.vis.quality
         saved = (glob.offwidth, glob.offheight, quality.offsamples)
@@ -169,7 +179,8 @@ class MujocoBackend(RenderBackend):
         if self.render_quality == "fast":
             quality.offsamples = 0
         try:  # the MjrContext copies these at creation; the model is given back unchanged
-            return mujoco.Renderer(model, height=self.height, width=self.width, max_geom=max_geom)
+            return make_drawer(mujoco, lambda: Canvas(mujoco, model, self.width, self.height),
+                               self._hand_back_context, threaded)
         except _gl_errors(mujoco) as exc:  # a GL context that cannot be made means "cannot serve"
             raise _no_context(mujoco, exc) from exc
         finally:
@@ -204,23 +215,25 @@ class MujocoBackend(RenderBackend):
         cam.fixedcamid = cam_id
         return cam, (lambda: None)
 
-    def capture(self, td: Any) -> dict[str, Any]:
-        renderer = self._renderer
-        if renderer is None:
+    def submit(self, td: Any) -> Any:
+        """Fills a scene buffer from ``data`` now and draws it (on the drawing thread when there is one)."""
+        drawer = self._drawer
+        if drawer is None:
             raise RuntimeError("capture() after close()")
-        frames = {}
-        collecting = gc.isenabled()
-        gc.disable()  # a finaliser run now could free another MjrContext into our current GL context
-        try:
-            for name, cam, prepare in self._views:
-                prepare()
-                renderer.update_scene(self.data, cam, self._option)
-                frames[name] = renderer.render()
-        finally:
-            if collecting:
-                gc.enable()
-            self._hand_back_context()
-        return frames
+        turn, self._turn = self._turn, self._turn ^ 1
+        earlier = self._drawn[turn]
+        if earlier is not None:
+            earlier.exception()  # waits until this buffer's last frame is drawn; its owner sees any error
+        mujoco, scenes = self._mujoco, self._scenes[turn]
+        for (_name, cam, prepare), scene in zip(self._views, scenes, strict=True):
+            prepare()
+            mujoco.mjv_updateScene(self.model, self.data, self._option, None, cam, mujoco.mjtCatBit.mjCAT_ALL,
+                                   scene)
+        self._drawn[turn] = drawer.submit(scenes, self.cameras)
+        return self._drawn[turn]
+
+    def capture(self, td: Any) -> dict[str, Any]:
+        return self.submit(td).result()
 
     def _hand_back_context(self) -> None:
         """Makes the env's own gymnasium renderer's GL context current again.
@@ -236,20 +249,14 @@ class MujocoBackend(RenderBackend):
 
     def info(self) -> dict[str, Any]:
         return {"render_backend": self.name, "gl": self.gl, "cameras": list(self.cameras),
-                "width": self.width, "height": self.height, "render_quality": self.render_quality}
+                "width": self.width, "height": self.height, "render_quality": self.render_quality,
+                "draw_thread": self.draw_thread}
 
     def close(self) -> None:
-        renderer, self._renderer = self._renderer, None
+        drawer, self._drawer = self._drawer, None
         self._views = []
-        if renderer is None:
-            return
-        context = getattr(renderer, "_gl_context", None)
-        if context is not None:  # mjr_freeContext deletes GL objects in the *current* context: make it ours
-            context.make_current()
-        try:
-            renderer.close()
-        finally:
-            self._hand_back_context()
+        if drawer is not None:
+            drawer.close()
 
     def __del__(self) -> None:  # an unclosed backend frees its GL objects in its own context, not the current one
         with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
