@@ -265,8 +265,10 @@ class _Profile:
     """In-pipeline timers for a one-env torchrl_render run (``--profile``): where the wall time goes.
 
     Wraps, for the duration of the run: the policy call and env.step (main thread), the MuJoCo
-    capture (main thread), the writer thread's ``Mp4Writer.write`` (wall and that thread's CPU), and
-    the time the main thread waits on the bounded writer queue (back-pressure).
+    scene update and submission (main thread), the wait for a submitted frame to be drawn (main
+    thread), the drawing thread's ``Canvas.draw`` and the writer thread's ``Mp4Writer.write`` (wall and
+    that thread's CPU; llvmpipe's own threads are not in it), and the time the main thread waits on the
+    bounded writer queue (back-pressure).
     """
 
     def __init__(self) -> None:
@@ -298,13 +300,17 @@ class _Profile:
         from torchrl.envs import EnvBase
 
         import torchrl_render.rollout as rollout_mod
+        from torchrl_render.api import _Sink
+        from torchrl_render.backends.mjgl import Canvas
         from torchrl_render.backends.mujoco import MujocoBackend
         from torchrl_render.writers.base import BackgroundWriters
         from torchrl_render.writers.mp4 import Mp4Writer
 
         self._wrap(rollout_mod, "_act", "policy (main thread)")
         self._wrap(EnvBase, "step", "env.step (main thread)")
-        self._wrap(MujocoBackend, "capture", "render (main thread)")
+        self._wrap(MujocoBackend, "submit", "scene update + submit (main thread)")
+        self._wrap(_Sink, "_drawn", "wait for the drawn frame (main thread)")
+        self._wrap(Canvas, "draw", "draw (drawing thread)", thread_cpu=True)
         self._wrap(BackgroundWriters, "_put", "queue put incl. back-pressure wait (main thread)")
         self._wrap(Mp4Writer, "write", "encode (writer thread)", thread_cpu=True)
         return self
@@ -728,7 +734,7 @@ def _profile_markdown(result: dict[str, Any]) -> str:
             lines.append("")
             lines.append(f"In-pipeline profile, {_label(row['spec'])}: {prof['frames']} frames in {prof['wall_s']:.1f} s")
             lines.append("")
-            lines.append("| where | total s | ms / frame | writer-thread CPU s |")
+            lines.append("| where | total s | ms / frame | that thread's CPU s |")
             lines.append("|---|---|---|---|")
             for name, value in prof["rows"].items():
                 lines.append(f"| {name} | {value['total_s']:.2f} | {value['per_frame_s'] * 1e3:.2f} | "

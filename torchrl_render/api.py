@@ -337,7 +337,11 @@ class _Sink:
         pending, self.pending = self.pending, None
         if pending is not None:
             future, record, metrics = pending
-            self._finish(future.result(), record, metrics)
+            self._finish(self._drawn(future), record, metrics)
+
+    def _drawn(self, future: Any) -> dict[str, Any] | None:
+        """The submitted frame, once drawn (the only place the rollout waits for the renderer)."""
+        return future.result()
 
     def _finish(self, captured: dict[str, Any] | None, record: Any, metrics: dict[str, Any]) -> None:
         if not captured:
