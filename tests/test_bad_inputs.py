@@ -294,6 +294,8 @@ CASES = [
     Case("max-episodes-rendered-negative", [*TINY, "--max-episodes-rendered", "-1"],
          ("max_episodes_rendered must not be negative",)),
     Case("video-crf-out-of-range", [*TINY, "--video-crf", "60"], ("video_crf is out of range", "0 to 51")),
+    Case("video-preset-unknown", [*TINY, "--video-preset", "veryfst"],
+         ("argument --video-preset: invalid choice: 'veryfst'", "Did you mean 'veryfast'?")),
     Case("notebook-mode-without-ipynb", [*TINY, "--notebook-rollout-mode", "live"],
          ("notebook_rollout_mode other than 'saved' needs format='ipynb'",)),
     Case("device-not-available", [*TINY, "--device", "cuda:63"],

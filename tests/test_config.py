@@ -75,6 +75,7 @@ def test_nested_keys_parsed():
     ("overwrite", "yes", "overwrite has the wrong type"),
     ("camera_layout", "diagonal", "camera_layout must be one of single, grid"),
     ("render_quality", "fsat", "Did you mean 'fast'?"),
+    ("video_preset", "veryfst", "Did you mean 'veryfast'?"),
     ("exploration_mode", "greedy", "exploration_mode must be one of"),
     ("device", "gpu", "device is not a device"),
     ("video_crf", 60, "video_crf is out of range"),

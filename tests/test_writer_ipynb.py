@@ -12,6 +12,7 @@ import pytest
 from mediaprobe import probe_mp4
 from PIL import Image
 from test_notebook import decode_embedded
+from test_writer_mp4 import x264_subme
 
 from torchrl_render import ConfigError, OutputExistsError, RenderConfig, WriterError, render_policy
 from torchrl_render.data import FrameBundle
@@ -86,6 +87,13 @@ def test_size_cap_links_the_mp4_beside_and_says_so(tmp_path):
     assert all(c.execution_count is None for c in nb.cells if c.cell_type == "code")   # --no-execute
     assert cells["returns-plot"].outputs == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep.ipynb", "rep_ep1.mp4"]
+
+
+def test_video_preset_reaches_the_episode_videos(tmp_path):
+    writer = IpynbWriter(tmp_path / "rep.ipynb", execute=False, embed_limit_bytes=0, preset="ultrafast")
+    _feed(writer, 0, 4, noise=True)
+    writer.close()
+    assert x264_subme(tmp_path / "rep_ep0.mp4") == 0  # the linked video; veryfast would record subme=2
 
 
 def test_abort_leaves_nothing(tmp_path):

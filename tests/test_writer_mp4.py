@@ -99,6 +99,24 @@ def test_crf_from_config_changes_quality(tmp_path):
     assert sizes[45] < sizes[10]
 
 
+def x264_subme(path) -> int:
+    """The ``subme`` setting x264 records in the stream's SEI text (0 ultrafast, 2 veryfast, 8 slow)."""
+    data = path.read_bytes()
+    assert b"x264 - core" in data
+    start = data.index(b"subme=") + len(b"subme=")
+    return int(data[start:data.index(b" ", start)])
+
+
+@pytest.mark.parametrize(("preset", "subme"), [("ultrafast", 0), ("veryfast", 2), ("slow", 8)])
+def test_video_preset_reaches_x264(tmp_path, preset, subme):
+    cfg = RenderConfig(policy="p:m", env="e:m", out=tmp_path / f"{preset}.mp4", video_preset=preset)
+    with Mp4Writer.from_config(cfg.out, cfg) as writer:
+        for step, frame in enumerate(_noise(3)):
+            writer.write(_bundle(frame, step))
+    assert x264_subme(cfg.out) == subme
+    assert probe_mp4(cfg.out)["frames"] == 3
+
+
 def test_frame_of_another_size_is_a_writer_error(tmp_path):
     out = tmp_path / "mixed.mp4"
     with pytest.raises(WriterError) as info, Mp4Writer(out) as writer:

@@ -43,9 +43,19 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one paragraph (not the whole usage) and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{PROG}: error: {message}. Fix: correct the flag; python -m torchrl_render --help lists them all.",
-              file=sys.stderr)
+        print(f"{PROG}: error: {message}.{_suggestion(message)} Fix: correct the flag; python -m torchrl_render "
+              "--help lists them all.", file=sys.stderr)
         sys.exit(2)
+
+
+def _suggestion(message: str) -> str:
+    """A did-you-mean for argparse's "invalid choice: 'x' (choose from 'a', 'b')"."""
+    import re
+
+    from .errors import did_you_mean
+
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2))) if found else ""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,6 +36,8 @@ NestedKey = str | tuple[str, ...]
 ENV_BACKENDS = ("auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control")
 EXPLORATION_MODES = ("deterministic", "mode", "mean", "random")
 RENDER_QUALITIES = ("default", "fast")
+#: x264/x265 speed presets, fastest (largest file at the same quality) first.
+VIDEO_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 ENV_BATCH_MODES = ("parallel", "serial")
 NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
@@ -121,6 +123,8 @@ class RenderConfig:
     keep_pixels: bool = _f(False, help="Keep pixel entries in the returned trajectories.")
     video_codec: str | None = _f(None, help="Video codec for mp4 (default libx264).")
     video_crf: int = _f(23, help="H.264 quality (lower is better, 0-51).")
+    video_preset: str = _f("veryfast", help="x264 speed preset: faster ones use less CPU and make larger files.",
+                           choices=VIDEO_PRESETS)
     save_rollout: bool = _f(False, help="Save the trajectories next to the artifact.")
     save_tensordicts: bool = _f(False, help="Save the trajectories as TensorDict memmaps.")
     save_frames: bool = _f(False, help="Also write the frames as PNG files.")

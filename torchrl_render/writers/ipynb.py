@@ -46,7 +46,7 @@ from ..errors import ConfigError, OutputExistsError, WriterError
 from ..notebook import EMBED_LIMIT_BYTES, display_width
 from ..report import ReportVideo, build_report, equivalent_command
 from .base import Writer, no_frames_error, remove
-from .mp4 import Mp4Writer
+from .mp4 import PRESET, Mp4Writer
 
 __all__ = ["IpynbWriter"]
 
@@ -71,7 +71,7 @@ class IpynbWriter(Writer):
         mode: ``saved``, ``live`` or ``both``.
         execute: Run the notebook with nbclient so that it opens with outputs.
         embed_limit_bytes: Most mp4 bytes embedded in the notebook; later videos are linked.
-        fps, codec, crf: Passed to the per-episode :class:`Mp4Writer`.
+        fps, codec, crf, preset: Passed to the per-episode :class:`Mp4Writer`.
         preview: Add an animated PNG preview under each video (for GitHub).
         overwrite: Replace existing files beside the notebook (linked and live mp4s).
         command: The command line shown in the title cell.
@@ -83,7 +83,8 @@ class IpynbWriter(Writer):
 
     def __init__(self, path: str | Path, *, config: dict[str, Any] | None = None, mode: str = "saved",
                  execute: bool = True, embed_limit_bytes: int | None = EMBED_LIMIT_BYTES, fps: float = 30.0,
-                 codec: str | None = None, crf: int = 23, preview: bool = True, overwrite: bool = False,
+                 codec: str | None = None, crf: int = 23, preset: str = PRESET, preview: bool = True,
+                 overwrite: bool = False,
                  command: str | None = None, search_path: list[str] | None = None,
                  timeout: float = CELL_TIMEOUT_S) -> None:
         super().__init__(path)
@@ -93,6 +94,7 @@ class IpynbWriter(Writer):
         self.config = config or {}
         self.mode, self.execute, self.limit = mode, bool(execute), embed_limit_bytes
         self.fps, self.codec, self.crf, self.preview = float(fps), codec, int(crf), bool(preview)
+        self.preset = preset
         self.overwrite, self.command, self.timeout = overwrite, command, timeout
         self.search_path = list(search_path) if search_path is not None else [os.getcwd()]
         self.stem = self.path.stem
@@ -109,7 +111,7 @@ class IpynbWriter(Writer):
         return cls(path, config=_portable_config(cfg), mode=cfg.notebook_rollout_mode,
                    execute=bool(getattr(cfg, "execute_notebook", True)),
                    embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
-                   fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf,
+                   fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf, preset=cfg.video_preset,
                    preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
                    command=equivalent_command(cfg.to_dict()), search_path=_search_path())
 
@@ -161,7 +163,7 @@ class IpynbWriter(Writer):
                 raise WriterError(f"frames arrived for episode {traj} after it ended",
                                   expected="each episode's frames before its end", got=f"step {bundle.step}")
             video = Mp4Writer(self._workdir() / f"{self.stem}_ep{traj}.mp4", fps=self.fps, codec=self.codec,
-                              crf=self.crf)
+                              crf=self.crf, preset=self.preset)
             self._open[traj] = (video, _Preview(self.fps) if self.preview else None)
         video, preview = self._open[traj]
         video.write(bundle)
