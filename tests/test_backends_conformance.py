@@ -2,8 +2,9 @@
 
 Contract (torchrl_render.backends.base): built by ``from_config(env, cfg)``; on an env it
 cannot serve it raises ``BackendUnavailable`` (nothing else); otherwise ``capture(td)``
-gives ``{camera: frame}`` whose frames normalise to uint8 HxWx3 (or ``None``), ``info()``
-names the backend, and ``close()`` is safe twice.
+gives ``{camera: frame}`` whose frames normalise to uint8 HxWx3 (or ``None``),
+``submit(td).result()`` gives the same, ``info()`` names the backend, and ``close()`` is
+safe twice.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def test_backend_serves_or_says_it_cannot(backend_name, envs):
                 for frame in frames.values():
                     image = to_uint8_hwc(frame)
                     assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+            submitted = backend.submit(td).result()  # the future form gives the same frames for the same state
+            assert (submitted is None) == (frames is None)
+            for name, frame in (frames or {}).items():
+                np.testing.assert_array_equal(to_uint8_hwc(submitted[name]), to_uint8_hwc(frame))
             assert backend.info()["render_backend"] == backend_name
         finally:
             backend.close()
