@@ -123,16 +123,15 @@ class ThreadedDrawer:
         self.canvas: Canvas | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchrl_render-gl")
         try:
-            self.canvas = self._pool.submit(self._open, make_canvas).result()
+            self._pool.submit(self._open, make_canvas).result()
         except BaseException:
             self._pool.shutdown(wait=True)
             raise
 
-    def _open(self, make_canvas: Callable[[], Canvas]) -> Canvas:
+    def _open(self, make_canvas: Callable[[], Canvas]) -> None:
         self._thread = threading.get_ident()
-        canvas = make_canvas()
+        self.canvas = make_canvas()  # its context is now current on this thread: guard it from here on
         gc.callbacks.append(self._collector_hook)
-        return canvas
 
     def _collector_hook(self, phase: str, info: dict[str, Any]) -> None:
         """Unbinds our context while a collection runs on the drawing thread; binds it again after."""
