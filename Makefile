@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(VPY) -m torchrl_render --ckpt examples/half_cheetah/policy.pt \
 		--policy examples/half_cheetah/policy.py:make_policy \
 		--env examples/half_cheetah/policy.py:make_env \
-		--num-trajs 2 --max-steps 250 --render-quality fast \
+		--num-trajs 2 --max-steps 250 --render-quality balanced \
 		--out demo/half_cheetah.mp4 --overwrite
 
 test: $(STAMP)

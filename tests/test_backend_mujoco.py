@@ -85,16 +85,39 @@ def test_frames_follow_the_state_and_fast_differs(pendulum):
         assert (later != first).any()
 
 
-def test_fast_leaves_the_model_as_it_was(pendulum):
+def test_balanced_keeps_the_look_closer_than_fast():
+    """balanced keeps lighting, shadows and reflections (only the shadow map and MSAA change); fast drops them."""
+    env = R.gym_env("Hopper-v5", size=96)
+    try:
+        env.set_seed(0)
+        td = R.steps(env, env.reset(), 3)
+        frames = {}
+        for quality in ("default", "balanced", "fast"):
+            with MujocoBackend.from_config(env, R.cfg(width=96, height=96, render_quality=quality)) as backend:
+                frames[quality] = backend.capture(td)["default"].astype(np.int16)
+        off_balanced = np.abs(frames["balanced"] - frames["default"]).mean()
+        off_fast = np.abs(frames["fast"] - frames["default"]).mean()
+        assert 0 < off_balanced < off_fast / 3, (off_balanced, off_fast)
+    finally:
+        R.close_env(env)
+
+
+@pytest.mark.parametrize("quality", ["balanced", "fast"])
+def test_presets_leave_the_model_as_it_was(pendulum, quality):
     model = pendulum._env.unwrapped.model
-    before = (model.vis.quality.offsamples, model.vis.global_.offwidth, model.vis.global_.offheight)
-    backend = MujocoBackend.from_config(pendulum, R.cfg(width=700, height=90, **FAST))
+
+    def settings():
+        return (model.vis.quality.offsamples, model.vis.quality.shadowsize, model.vis.global_.offwidth,
+                model.vis.global_.offheight)
+
+    before = settings()
+    backend = MujocoBackend.from_config(pendulum, R.cfg(width=700, height=90, render_quality=quality))
     try:
         assert backend.capture(None)["default"].shape == (90, 700, 3)
         assert any("offscreen buffer" in note for note in backend.notes)
     finally:
         backend.close()
-    assert (model.vis.quality.offsamples, model.vis.global_.offwidth, model.vis.global_.offheight) == before
+    assert settings() == before
 
 
 def test_dm_control_cameras(dm):
