@@ -300,7 +300,7 @@ class _Profile:
         from torchrl.envs import EnvBase
 
         import torchrl_render.rollout as rollout_mod
-        from torchrl_render.api import _Sink
+        from torchrl_render.sink import Sink
         from torchrl_render.backends.mjgl import Canvas
         from torchrl_render.backends.mujoco import MujocoBackend
         from torchrl_render.writers.base import BackgroundWriters
@@ -309,7 +309,7 @@ class _Profile:
         self._wrap(rollout_mod, "_act", "policy (main thread)")
         self._wrap(EnvBase, "step", "env.step (main thread)")
         self._wrap(MujocoBackend, "submit", "scene update + submit (main thread)")
-        self._wrap(_Sink, "_drawn", "wait for the drawn frame (main thread)")
+        self._wrap(Sink, "_drawn", "wait for the drawn frame (main thread)")
         self._wrap(Canvas, "draw", "draw (drawing thread)", thread_cpu=True)
         self._wrap(BackgroundWriters, "_put", "queue put incl. back-pressure wait (main thread)")
         self._wrap(Mp4Writer, "write", "encode (writer thread)", thread_cpu=True)
