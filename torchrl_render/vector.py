@@ -61,25 +61,27 @@ def _episode_control_cls() -> type:
             super().__init__(in_keys=[], out_keys=[])
             self.cfg, self.needs_frames = cfg, needs_frames
             self.backend = None
+            self.probed = False
             self.shapes: dict[str, tuple[int, ...]] = {}
             self.render_now = False
 
-        def _ensure_backend(self) -> None:
-            if self.backend is not None or not self.needs_frames:
+        def _probe_shapes(self) -> None:
+            """Frame shapes for the spec, from one frame of a throwaway backend (also in the parent's
+            metadata env, which never renders an episode)."""
+            if self.probed or not self.needs_frames:
                 return
-            from .backends import BACKENDS
-            base = self.parent.base_env
-            make = BACKENDS.load(self.cfg.render_backend).from_config
-            probe_backend = make(base, self.cfg)
+            self.probed = True
+            probe_backend = self._make_backend()
             try:
-                probe = probe_backend.capture(base.reset()) or {}
+                probe = probe_backend.capture(self.parent.base_env.reset()) or {}
             finally:
                 probe_backend.close()
             from .frames import to_uint8_hwc
             self.shapes = {name: to_uint8_hwc(f).shape for name, f in probe.items()}
-            # a fresh backend for the episodes: a camera set up at its first frame (as gymnasium's default
-            # view is) must see the first episode's state, as it does with one env, not the probe's
-            self.backend = make(base, self.cfg)
+
+        def _make_backend(self) -> Any:
+            from .backends import BACKENDS
+            return BACKENDS.load(self.cfg.render_backend).from_config(self.parent.base_env, self.cfg)
 
         def _reset_env_preprocess(self, tensordict: Any) -> Any:
             if tensordict is not None:
@@ -100,7 +102,11 @@ def _episode_control_cls() -> type:
             return td
 
         def _reset(self, tensordict: Any, tensordict_reset: Any) -> Any:
-            if self.render_now and self.backend is not None:
+            if self.render_now and self.shapes:
+                # made at the first rendered episode: a camera set up at its first frame (as gymnasium's
+                # default view is) sees that episode's state, as it does with one env
+                if self.backend is None:
+                    self.backend = self._make_backend()
                 self.backend.begin_episode()
             return self._frames(tensordict_reset) if self.shapes else tensordict_reset
 
@@ -110,7 +116,7 @@ def _episode_control_cls() -> type:
         def transform_observation_spec(self, observation_spec: Any) -> Any:
             import torch
 
-            self._ensure_backend()
+            self._probe_shapes()
             for name, shape in self.shapes.items():
                 observation_spec[(FRAMES_KEY, name)] = Bounded(0, 255, shape=shape, dtype=torch.uint8,
                                                                device=observation_spec.device)
