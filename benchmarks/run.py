@@ -211,12 +211,12 @@ class _Clock:
 
 def _job_stages(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     """Each stage of our pipeline timed alone: env step, policy, render (default, fast), encode."""
-    import dataclasses
 
     from torchrl.envs.utils import step_mdp
 
     from torchrl_render import RenderConfig
-    from torchrl_render.backends.mujoco import MujocoBackend
+    from torchrl_render.backends.base import underlying_env
+    from torchrl_render.backends.mujoco import MujocoBackend, _find_simulation
     from torchrl_render.checkpoint import load_checkpoint
     from torchrl_render.data import FrameBundle
     from torchrl_render.envs import build_env
@@ -236,7 +236,10 @@ def _job_stages(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     setup_s = time.perf_counter() - t_setup
     frames_by_quality = {}
     for quality in ("default", "fast"):
-        backend = MujocoBackend.from_config(env, dataclasses.replace(cfg, render_quality=quality))
+        # the render alone: drawn on the calling thread, without the pipeline's drawing thread
+        model, data, _kind, gym_renderer = _find_simulation(underlying_env(env))
+        backend = MujocoBackend(model, data, ["default"], width=cfg.width, height=cfg.height,
+                                render_quality=quality, gym_renderer=gym_renderer, threaded=False)
         env.set_seed(0)
         td = env.reset()
         backend.capture(td)  # the first frame sets the camera up; not a steady-state cost
