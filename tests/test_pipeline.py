@@ -229,3 +229,11 @@ def test_deterministic_by_default_and_exploration_modes(tmp_path, mode):
     assert torch.equal(s.trajectories[0]["action"], s2.trajectories[0]["action"])
     assert not torch.equal(s.trajectories[0]["action"][:1], s3.trajectories[0]["action"][:1])
     assert not torch.equal(s.trajectories[0]["action"][:1], a.trajectories[0]["action"][:1])
+
+
+def test_a_look_the_backend_cannot_draw_is_noted(tmp_path):
+    result = run(tmp_path, render_quality="balanced")  # tinyenv's frames come from the pixels backend
+    assert result.metadata["render"]["render_backend"] == "pixels"
+    assert any("render_quality='balanced' was not applied: the 'pixels' backend" in w for w in result.warnings)
+    quiet = run(tmp_path, out=tmp_path / "default.mp4")
+    assert not any("was not applied" in w for w in quiet.warnings)

@@ -177,6 +177,10 @@ class _Run:
             name = self.cfg.render_backend
         backend = BACKENDS.load(name).from_config(env, self.cfg)
         self.notes.extend(backend.notes)
+        if self.needs_frames and self.cfg.render_quality not in backend.render_qualities:
+            self.notes.append(f"render_quality={self.cfg.render_quality!r} was not applied: the {backend.name!r} "
+                              "backend draws with the env's own settings (--render-backend mujoco applies it "
+                              "to MuJoCo envs)")
         return backend
 
     def _roll(self, env: Any, policy: Any, backend: Any) -> tuple[list[dict], list[Any]]:

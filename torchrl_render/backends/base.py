@@ -32,6 +32,8 @@ class RenderBackend(ABC):
     """Base class of render backends."""
 
     name: str = "base"
+    #: The ``render_quality`` looks it can draw; others are noted as not applied.
+    render_qualities: tuple[str, ...] = ("default",)
 
     def __init__(self) -> None:
         #: Notes for the metadata's ``warnings`` (fallbacks taken, settings changed).

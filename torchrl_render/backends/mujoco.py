@@ -125,6 +125,7 @@ class MujocoBackend(RenderBackend):
     """
 
     name = "mujoco"
+    render_qualities = tuple(QUALITY)
     _drawer: Any = None  # class defaults: close() works whatever __init__ reached
     _views: tuple = ()
     _gym_renderer: Any = None
