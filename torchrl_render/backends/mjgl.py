@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["Canvas", "InlineDrawer", "ThreadedDrawer", "can_draw_on_a_thread", "make_drawer"]
+__all__ = ["Canvas", "InlineDrawer", "ThreadedDrawer", "make_drawer"]
 
 
 class Canvas:
@@ -169,11 +169,6 @@ class ThreadedDrawer:
             self._pool.submit(self._close_canvas).result()
         finally:
             self._pool.shutdown(wait=True)
-
-
-def can_draw_on_a_thread(mujoco: Any) -> bool:
-    """Whether the GL platform mujoco uses lets us unbind a context (EGL)."""
-    return _unbinder(mujoco) is not None
 
 
 def make_drawer(mujoco: Any, make_canvas: Callable[[], Canvas], hand_back: Callable[[], None],

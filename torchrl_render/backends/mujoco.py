@@ -156,7 +156,7 @@ class MujocoBackend(RenderBackend):
         max_geom = int(getattr(gym_renderer, "max_geom", None) or 10000)
         # two scene buffers: one is filled from the simulation while the drawing thread draws the other
         self._scenes = [[self._new_scene(max_geom) for _ in self._views] for _ in range(2)]
-        self._drawn: list[Any] = [None, None]
+        self._in_flight: list[Any] = [None, None]
         self._turn = 0
         self._drawer = self._make_drawer(threaded)
         self.draw_thread = self._drawer.threaded
@@ -232,7 +232,7 @@ class MujocoBackend(RenderBackend):
         if drawer is None:
             raise RuntimeError("capture() after close()")
         turn, self._turn = self._turn, self._turn ^ 1
-        earlier = self._drawn[turn]
+        earlier = self._in_flight[turn]
         if earlier is not None:
             earlier.exception()  # waits until this buffer's last frame is drawn; its owner sees any error
         mujoco, scenes = self._mujoco, self._scenes[turn]
@@ -240,8 +240,8 @@ class MujocoBackend(RenderBackend):
             prepare()
             mujoco.mjv_updateScene(self.model, self.data, self._option, None, cam, mujoco.mjtCatBit.mjCAT_ALL,
                                    scene)
-        self._drawn[turn] = drawer.submit(scenes, self.cameras)
-        return self._drawn[turn]
+        self._in_flight[turn] = drawer.submit(scenes, self.cameras)
+        return self._in_flight[turn]
 
     def capture(self, td: Any) -> dict[str, Any]:
         return self.submit(td).result()
