@@ -27,6 +27,7 @@ demo: $(STAMP)
 		--out demo/half_cheetah.mp4 --overwrite
 
 test: $(STAMP)
+	bash tools/test_setup.sh $(VPY)
 	$(VPY) -m pytest -q
 
 # Side by side with torchrl.render (installs Debian's ffmpeg and torchcodec==0.13.0 for it).

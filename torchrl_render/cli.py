@@ -22,6 +22,9 @@ from .errors import RenderError
 __all__ = ["build_parser", "config_from_args", "main"]
 
 PROG = "torchrl-render"
+#: Subcommands, as lazy "module:function" strings; each function takes the remaining argv and returns
+#: the exit code. A first argument that is not one of these is the plain render/evaluate command.
+SUBCOMMANDS: dict[str, str] = {}
 _EXAMPLE = ("example:\n  python -m torchrl_render --ckpt policy.pt --policy mypkg.policy:make "
             "--env mypkg.env:make --out run.mp4")
 
@@ -164,6 +167,11 @@ def _registry(kind: str) -> Any:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m torchrl_render`` and ``torchrl-render``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        import importlib
+
+        module, _, func = SUBCOMMANDS[argv[0]].partition(":")
+        return getattr(importlib.import_module(module), func)(argv[1:])
     args = build_parser().parse_args(argv)
     _configure_logging(args.debug, args.quiet)
     try:
