@@ -7,8 +7,8 @@ import pytest
 
 from mediaprobe import decode_frames, probe_mp4
 from torchrl_render import RenderConfig, render_policy
-from torchrl_render.rollout import StepRecord
-from torchrl_render.vector import EpisodeOrderer
+from torchrl_render.engine import StepRecord
+from torchrl_render.engine.workers import EpisodeOrderer
 
 
 def run(tmp_path, name, **kw):
@@ -108,19 +108,41 @@ def test_recurrent_torchrl_policy_state_is_reset_per_episode(tmp_path):
     assert ("next", "recurrent_state_h") in a.trajectories[0].keys(True)
 
 
-def test_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
-    common = dict(policy="zoo:linear_policy", env="InvertedPendulum-v5", num_trajs=3, max_steps=6, width=48,
-                  height=48, render_quality="fast", seed=5)
+def _same_frames(one, two):
+    a, b = list(decode_frames(one.artifact_path)), list(decode_frames(two.artifact_path))
+    assert len(a) == len(b) == sum(e["num_frames"] for e in one.metrics["per_episode"]) > 0
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert a[0].std() > 5                        # real pictures, not blank frames
+
+
+def test_gymnasium_path_renders_in_process_and_steps_the_rest_in_workers(tmp_path):
+    common = dict(policy="zoo:linear_policy", env="InvertedPendulum-v5", num_trajs=5, max_steps=6, width=48,
+                  height=48, render_quality="fast", seed=5, max_episodes_rendered=2, policy_batch="per-env")
     one = render_policy(RenderConfig(out=tmp_path / "one.mp4", **common))
     two = render_policy(RenderConfig(out=tmp_path / "two.mp4", num_envs=2, env_batch_mode="parallel", **common))
     assert per_episode(one) == per_episode(two)
-    assert two.metadata["env"]["batched"] == "ParallelEnv" and two.metadata["env"]["num_envs"] == 2
-    a, b = list(decode_frames(one.artifact_path)), list(decode_frames(two.artifact_path))
-    assert len(a) == len(b) == sum(e["length"] + 1 for e in one.metrics["per_episode"])
+    assert two.metadata["engine"]["path"] == "gymnasium" and two.metadata["engine"]["batch_mode"] == "parallel"
+    assert [e["num_frames"] for e in two.metrics["per_episode"]] == [7, 7, 0, 0, 0]
+    _same_frames(one, two)
+
+
+def torchrl_pendulum(spec):
+    """A torchrl env of the user's (GymEnv), so the torchrl path runs it."""
+    from torchrl.envs import GymEnv
+    return GymEnv("InvertedPendulum-v5", render_mode=spec.render_mode, width=48, height=48)
+
+
+def test_torchrl_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
+    common = dict(policy="zoo:linear_policy", env="test_vector:torchrl_pendulum", num_trajs=3, max_steps=6,
+                  width=48, height=48, render_quality="fast", seed=5)
+    one = render_policy(RenderConfig(out=tmp_path / "one.mp4", **common))
+    two = render_policy(RenderConfig(out=tmp_path / "two.mp4", num_envs=2, env_batch_mode="parallel", **common))
+    assert per_episode(one) == per_episode(two)
+    assert two.metadata["engine"]["path"] == "torchrl" and "torchrl env" in two.metadata["engine"]["why_torchrl"]
+    assert two.metadata["render"]["render_backend"].endswith("(in env workers)")
     # worker-rendered frames are the in-process frames, bit for bit (each episode sets its camera up
     # from its own first state, whichever env renders it)
-    assert all(np.array_equal(x, y) for x, y in zip(a, b))
-    assert a[0].std() > 5                        # real pictures, not blank frames
+    _same_frames(one, two)
 
 
 def test_stochastic_policy_same_samples_for_any_k(tmp_path):

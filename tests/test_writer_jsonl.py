@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
-from tensordict import TensorDict
 
 from torchrl_render import RenderConfig, render_policy
-from torchrl_render.rollout import StepRecord
+from torchrl_render.engine import Episode
 from torchrl_render.writers.jsonl import JsonlWriter
 
 
@@ -24,9 +24,11 @@ def _lines(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def _step(traj, t, action, reward=1.0, done=False):
-    td = TensorDict({"action": action, "next": {"observation": torch.zeros(2)}})
-    return StepRecord(traj, t, td["next"], td, 0, reward=reward, done=done)
+def _episode(traj, actions, rewards):
+    n = len(rewards)
+    done = np.arange(n) == n - 1
+    return Episode(traj, 0, np.asarray(rewards, np.float64), done, done, np.zeros(n, bool),
+                   sum_reward=float(sum(rewards)), actions=np.asarray(actions, np.float64))
 
 
 def test_line_types_and_counts(tmp_path):
@@ -72,8 +74,7 @@ def test_pandas_reads_it(tmp_path):
 
 def test_lines_are_on_disk_as_they_happen(tmp_path):
     writer = JsonlWriter(tmp_path / "log.jsonl")
-    writer.on_step(StepRecord(0, 0, None, None, 0))
-    writer.on_step(_step(0, 1, torch.tensor([0.5])))
+    writer.on_trajectory(_episode(0, [[0.5]], [1.0]))                   # an episode ended: its steps are written
     written = [json.loads(line) for line in writer.tmp.read_text().splitlines()]     # not closed yet
     assert [line["type"] for line in written] == ["metadata", "step"]
     assert writer.tmp.read_text().endswith("\n") and not writer.path.exists()
@@ -83,14 +84,14 @@ def test_lines_are_on_disk_as_they_happen(tmp_path):
 
 def test_non_finite_numbers_become_null_and_big_actions_are_summarised(tmp_path):
     with JsonlWriter(tmp_path / "log.jsonl") as writer:
-        writer.on_step(StepRecord(0, 0, None, None, 0))
-        writer.on_step(_step(0, 1, torch.arange(12.0), reward=math.nan))
-        writer.on_step(_step(0, 2, torch.tensor([1, 0, 0]), reward=math.inf, done=True))
+        writer.on_trajectory(_episode(0, [np.arange(12.0)], [math.nan]))
+        writer.on_trajectory(_episode(1, [[1, 0, 0]], [math.inf]))
     text = (tmp_path / "log.jsonl").read_text()
     assert "NaN" not in text and "Infinity" not in text
     first, second = [line for line in _lines(tmp_path / "log.jsonl") if line["type"] == "step"]
     assert first["reward"] is None and "action" not in first
     assert first["action_max"] == 11.0 and first["action_norm"] == pytest.approx(float(torch.arange(12.0).norm()))
+    assert second["reward"] is None and second["return"] is None
     assert second["action"] == [1.0, 0.0, 0.0]
 
 
@@ -98,3 +99,11 @@ def test_a_log_without_steps_still_has_metadata_and_summary(tmp_path):
     with JsonlWriter(tmp_path / "log.jsonl"):
         pass
     assert [line["type"] for line in _lines(tmp_path / "log.jsonl")] == ["metadata", "summary"]
+
+
+def test_a_step_cut_by_max_steps_says_truncated(tmp_path):
+    result = _run(tmp_path, num_trajs=1, max_steps=2)
+    steps = [line for line in _lines(tmp_path / "run.jsonl") if line["type"] == "step"]
+    episode = result.metrics["per_episode"][0]
+    assert episode["length"] == 2 and episode["truncated"] is True and episode["terminated"] is False
+    assert steps[-1]["truncated"] is True and steps[-1]["done"] is True and steps[0]["truncated"] is False

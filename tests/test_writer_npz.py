@@ -8,12 +8,10 @@ import sys
 
 import numpy as np
 import pytest
-import torch
-from tensordict import TensorDict
 
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.data import FrameBundle
-from torchrl_render.rollout import StepRecord
+from torchrl_render.engine import Episode
 from torchrl_render.writers.npz import NpzWriter
 
 PER_TRAJ = ["actions", "dones", "observations", "rewards", "terminated", "truncated"]
@@ -24,13 +22,14 @@ def _run(tmp_path, **kw):
     return render_policy(RenderConfig(policy="tinyenv:make_policy", env="tinyenv:make_env", **kw))
 
 
-def _records(traj: int, n: int, seed: int | None = None, obs_dim: int = 3, act_dim: int = 1):
-    """Hand-made step records of one trajectory of ``n`` steps (obs = step number)."""
-    yield StepRecord(traj, 0, TensorDict({"observation": torch.zeros(obs_dim)}), None, seed)
-    for t in range(1, n + 1):
-        td = TensorDict({"observation": torch.full((obs_dim,), t - 1.0), "action": torch.full((act_dim,), -t * 1.0),
-                         "next": {"observation": torch.full((obs_dim,), float(t))}})
-        yield StepRecord(traj, t, td["next"], td, seed, reward=0.5 * t, done=t == n, terminated=t == n)
+def _episode(traj: int, n: int, seed: int | None = None, obs_dim: int = 3, act_dim: int = 1,
+             observations: bool = True) -> Episode:
+    """A hand-made episode of ``n`` steps (obs = step number, action = -step, reward = step / 2)."""
+    steps = np.arange(1, n + 1)
+    done = steps == n
+    obs = np.repeat(np.arange(n + 1, dtype=np.float32)[:, None], obs_dim, 1) if observations else None
+    return Episode(traj, seed, 0.5 * steps, done, done, np.zeros(n, bool), sum_reward=float((0.5 * steps).sum()),
+                   observations=obs, actions=np.repeat(-steps[:, None] * 1.0, act_dim, 1))
 
 
 def test_keys_shapes_and_values_match_the_rollouts(tmp_path):
@@ -75,10 +74,10 @@ def test_frames_stored_when_asked(tmp_path):
     out = tmp_path / "f.npz"
     with NpzWriter(out, frames=True) as writer:
         for traj, n in ((0, 3), (1, 2)):
-            for record in _records(traj, n, seed=traj):
-                writer.on_step(record)
-                frame = np.full((6, 8, 3), 10 * record.step + traj, np.uint8)
-                writer.write(FrameBundle({"default": frame}, record.step, traj))
+            for step in range(n + 1):
+                frame = np.full((6, 8, 3), 10 * step + traj, np.uint8)
+                writer.write(FrameBundle({"default": frame}, step, traj))
+            writer.on_trajectory(_episode(traj, n, seed=traj))
             writer.on_episode({"episode_ix": traj})
     data = np.load(out)
     assert data["traj0/frames"].shape == (4, 6, 8, 3) and data["traj1/frames"].shape == (3, 6, 8, 3)
@@ -90,9 +89,9 @@ def test_frames_stored_when_asked(tmp_path):
 
 def test_frames_ignored_unless_asked(tmp_path):
     with NpzWriter(tmp_path / "f.npz") as writer:
-        for record in _records(0, 2):
-            writer.on_step(record)
-            writer.write(FrameBundle({"default": np.zeros((4, 4, 3), np.uint8)}, record.step, 0))
+        for step in range(3):
+            writer.write(FrameBundle({"default": np.zeros((4, 4, 3), np.uint8)}, step, 0))
+        writer.on_trajectory(_episode(0, 2))
     assert "traj0/frames" not in np.load(tmp_path / "f.npz").files and writer.close().num_frames == 0
 
 
@@ -106,8 +105,7 @@ def test_npz_frames_end_to_end(tmp_path):
 
 def test_missing_observation_key_is_recorded(tmp_path):
     with NpzWriter(tmp_path / "m.npz", obs_key="nope") as writer:
-        for record in _records(0, 2, obs_dim=2):
-            writer.on_step(record)
+        writer.on_trajectory(_episode(0, 2, obs_dim=2, observations=False))
     data = np.load(tmp_path / "m.npz")
     assert "traj0/observations" not in data.files and data["traj0/actions"].shape == (2, 1)
     assert json.loads(str(data["metadata_json"]))["missing"] == ["observations"]
@@ -115,9 +113,9 @@ def test_missing_observation_key_is_recorded(tmp_path):
 
 def test_memory_is_released_per_episode(tmp_path):
     writer = NpzWriter(tmp_path / "m.npz")
-    for record in _records(0, 50):
-        writer.on_step(record)
+    writer.on_trajectory(_episode(0, 50))
     writer.on_episode({"episode_ix": 0})
-    assert writer._current is None                     # the episode went to the file, nothing is kept
+    kept = [v for v in vars(writer).values() if isinstance(v, np.ndarray)]
+    assert kept == [] and writer._spools == {}         # the episode went to the file, nothing is kept
     writer.abort()
     assert list(tmp_path.iterdir()) == []

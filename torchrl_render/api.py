@@ -13,7 +13,6 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -35,12 +34,13 @@ _VERSIONED = ("torchrl_render", "torch", "torchrl", "tensordict", "gymnasium", "
 
 
 def render_policy(config: RenderConfig | None = None, /, *, command: list[str] | None = None,
-                  **fields: Any) -> RenderResult:
+                  on_episode: Any = None, **fields: Any) -> RenderResult:
     """Rolls a policy out, streams its frames to the format writer, returns paths, metrics, rollouts.
 
     Args:
         config: A :class:`RenderConfig`; or pass its fields as keyword arguments.
         command: The command line to record in the metadata (the CLI passes it).
+        on_episode: Called with each finished episode's metrics dict, in episode order, as it ends.
 
     Example:
         >>> from torchrl_render import RenderConfig, render_policy
@@ -50,7 +50,7 @@ def render_policy(config: RenderConfig | None = None, /, *, command: list[str] |
     cfg = _config(config, fields)
     if cfg.validate_only:
         return RenderResult(None, [], [], {"config": cfg.to_dict(), "validate_only": True}, [])
-    return _Run(cfg, command).execute()
+    return _Run(cfg, command, on_episode).execute()
 
 
 def _config(config: RenderConfig | None, fields: dict[str, Any]) -> RenderConfig:
@@ -62,9 +62,10 @@ def _config(config: RenderConfig | None, fields: dict[str, Any]) -> RenderConfig
 class _Run:
     """One run's state: what it opened, what it noted, what it measured."""
 
-    def __init__(self, cfg: RenderConfig, command: list[str] | None) -> None:
+    def __init__(self, cfg: RenderConfig, command: list[str] | None, on_episode: Any = None) -> None:
         self.cfg = cfg
         self.command = command
+        self.on_episode = on_episode
         self.notes: list[str] = _Notes()
         self.needs_frames = _wants_frames(cfg) or cfg.save_frames
         self.groups = [WriterGroup(cfg, cfg.out)]
@@ -98,11 +99,12 @@ class _Run:
             policy = build_policy(self.cfg, env, payload, digest, self.notes)
             env = policy.adapt_env(env)
             policy.env = env
-            backend = stack.enter_context(self._backend(env))
+            engine = self._engine(env, policy, payload, stack)
+            backend = stack.enter_context(self._backend(env, engine))
             if self.cfg.dry_run:
                 return self._dry_result(env, backend, digest, gl)
             self.writers = BackgroundWriters(self.groups) if self.cfg.background_encode else InlineWriters(self.groups)
-            episodes, trajectories = self._roll(env, policy, backend)
+            episodes, trajectories = self._roll(engine, backend)
             artifacts = self.writers.close()
             if self.rollout_dir is not None:
                 from .storage import save_rollouts
@@ -110,6 +112,7 @@ class _Run:
                 artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
         metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started)}
         meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
+        meta["engine"] = dict(engine.info)
         _write_json_atomic(self.sidecar, meta)
         return RenderResult(artifacts[0].path if artifacts else None, trajectories,
                             [a.path for a in artifacts], meta, list(self.notes), [], artifacts, metrics)
@@ -151,22 +154,42 @@ class _Run:
         return payload, digest
 
     def _env(self, payload: Any, stack: ExitStack) -> Any:
+        """The run's single env: its specs go to the policy factory, whatever --num-envs is."""
         from .envs import build_env
 
-        default_mode = "rgb_array" if self.needs_frames and self.cfg.render_backend in ("auto", "env") else None
-        if self.cfg.num_envs > 1:
-            from .vector import make_batched_env
-
-            env = make_batched_env(self.cfg, payload, default_mode, self.needs_frames, self.notes)
-        else:
-            env = build_env(self.cfg, payload, render_mode=default_mode)
+        env = build_env(self.cfg, payload, render_mode=self._render_mode())
         stack.callback(_close_quietly, env)
         return env
 
-    def _backend(self, env: Any) -> Any:
+    def _render_mode(self) -> str | None:
+        return "rgb_array" if self.needs_frames and self.cfg.render_backend in ("auto", "env") else None
+
+    def _engine(self, env: Any, policy: Any, payload: Any, stack: ExitStack) -> Any:
+        from .engine import Engine
+        from .sink import rendered_range
+
+        cfg = self.cfg
+        data_format = not WRITERS.entry(cfg.format).needs_frames
+        reward_fn = None
+        if cfg.reward_fn is not None:
+            from .resolve import resolve
+
+            reward_fn = resolve(cfg.reward_fn, "reward_fn")
+        engine = Engine(cfg, env, policy, payload, self._render_mode(),
+                        rendered_range(cfg) if self.needs_frames else range(0),
+                        keep=cfg.trajectories or data_format, reward_fn=reward_fn, notes=self.notes)
+        if engine.frames_in_workers:
+            from .engine.workers import make_batched_env
+
+            batched = make_batched_env(cfg, payload, self._render_mode(), self.needs_frames, self.notes)
+            stack.callback(_close_quietly, batched)
+            engine.batched = policy.adapt_env(batched)
+        return engine
+
+    def _backend(self, env: Any, engine: Any) -> Any:
         from .backends import BACKENDS
 
-        if self.cfg.num_envs > 1:  # frames are rendered inside the env workers
+        if engine.frames_in_workers:  # frames are rendered inside the env workers
             from .backends.null import NullBackend
 
             backend = NullBackend()
@@ -183,39 +206,18 @@ class _Run:
                               "to MuJoCo envs)")
         return backend
 
-    def _roll(self, env: Any, policy: Any, backend: Any) -> tuple[list[dict], list[Any]]:
-        cfg = self.cfg
-        sink = Sink(self, backend)
+    def _roll(self, engine: Any, backend: Any) -> tuple[list[dict], list[Any]]:
+        sink = Sink(self, backend, self.on_episode)
         try:
-            with Progress(cfg) as bar:
-                for record in self._records(env, policy, sink.rendered):
-                    if sink.consume(record):
+            with Progress(self.cfg) as bar:
+                for item in engine.episodes():
+                    if sink.consume(item):
                         bar.episode_done(sink.episodes)
         except BaseException as exc:
             self.writers.abort()
             self._write_partial(sink.episodes, exc)
             raise
         return sink.episodes, sink.trajectories
-
-    def _records(self, env: Any, policy: Any, rendered: range) -> Iterator[Any]:
-        """Step records in episode order, from one env or from K envs at once."""
-        cfg = self.cfg
-        if cfg.num_envs == 1:
-            from .rollout import rollout
-
-            yield from rollout(env, policy, trajectories=range(cfg.num_trajs), max_steps=cfg.max_steps,
-                               seed=cfg.seed, done_key=cfg.done_key, reward_key=cfg.reward_key)
-            return
-        from .vector import EpisodeOrderer, vector_rollout
-
-        orderer = EpisodeOrderer(cfg.max_steps)
-        try:
-            for record in vector_rollout(env, policy, num_trajs=cfg.num_trajs, max_steps=cfg.max_steps,
-                                         seed=cfg.seed, rendered=rendered if self.needs_frames else range(0),
-                                         done_key=cfg.done_key, reward_key=cfg.reward_key):
-                yield from orderer.push(record)
-        finally:
-            orderer.close()
 
     def _write_partial(self, episodes: list[dict[str, Any]], exc: BaseException) -> None:
         """Keeps the metrics of the episodes that finished beside the (absent) artifact."""
@@ -228,13 +230,6 @@ class _Run:
             _write_json_atomic(path, data)
         except OSError as write_exc:  # the run's own error matters more
             log.warning("could not write %s: %s", path, write_exc)
-
-    def _strip(self, transition: Any) -> Any:
-        if self.cfg.keep_pixels:
-            return transition
-        key = self.cfg.pixel_key
-        nested = ("next", *key) if isinstance(key, tuple) else ("next", key)
-        return transition.exclude(key, nested)
 
     # -- results --------------------------------------------------------------------------------
 

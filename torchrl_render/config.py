@@ -38,7 +38,8 @@ EXPLORATION_MODES = ("deterministic", "mode", "mean", "random")
 RENDER_QUALITIES = ("default", "balanced", "fast")
 #: x264/x265 speed presets, fastest (largest file at the same quality) first.
 VIDEO_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
-ENV_BATCH_MODES = ("parallel", "serial")
+ENV_BATCH_MODES = ("auto", "serial", "parallel")
+POLICY_BATCHES = ("batched", "per-env")
 NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
@@ -74,13 +75,24 @@ class RenderConfig:
     policy: str | Callable[..., Any] | None = _f(None, help="Policy factory: module:object or path/file.py:object.")
     env: str | Callable[..., Any] | None = _f(None, help="Env factory (module:object), a gymnasium id such as "
                                                     "HalfCheetah-v5, or dm_control/DOMAIN-TASK.")
-    num_trajs: int = _f(1, help="Number of trajectories (episodes); trajectory i is seeded seed+i.")
+    num_trajs: int | None = _f(None, help="Number of trajectories (episodes; default 1); trajectory i is seeded "
+                                          "seed+i. Exactly one of --num-trajs and --eval-n-timesteps.")
     format: str | None = _f(None, help="Artifact format; inferred from the --out suffix, else mp4.", choices="formats")
     out: str | Path | None = _f(None, help="Artifact path (default render.<suffix>).")
     max_steps: int | None = _f(None, help="Maximum steps per trajectory (default: until done).")
-    num_envs: int = _f(1, help="Envs stepped at once; each runs whole episodes and takes the next when done.")
-    env_batch_mode: str = _f("parallel", help="With --num-envs > 1: parallel (worker processes) or serial.",
+    num_envs: int = _f(1, help="Envs stepped at once as one batch; each runs whole episodes and takes the next "
+                                "when done.")
+    env_batch_mode: str = _f("auto", help="With --num-envs > 1: serial (in this process), parallel (worker "
+                             "processes) or auto (workers only for envs whose step is slow).",
                              choices=ENV_BATCH_MODES)
+    policy_batch: str = _f("batched", help="batched: one policy call per batch step; per-env: one per env (per-"
+                           "episode numbers bit-identical for every --num-envs).", choices=POLICY_BATCHES)
+    eval_n_timesteps: int | None = _f(None, help="Run whole episodes until at least this many steps in total "
+                                      "(instead of --num-trajs).")
+    reward_fn: str | Callable[..., Any] | None = _f(None, help="Reward override: module:object, a callable from "
+                                                    "the step TensorDict to a reward, reported beside the env's.")
+    trajectories: bool = _f(True, help="Return the trajectories as TensorDicts (--no-trajectories keeps only "
+                            "metrics: flat memory for thousands of episodes).")
     max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all).")
     overlay: bool = _f(False, help="Draw step, reward and return (and success) onto the frames.")
     progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
@@ -171,8 +183,8 @@ class RenderConfig:
                 data[name] = str(data[name])
         for name in _KEY_FIELDS:
             data[name] = key_to_string(data[name])
-        for name in ("policy", "env"):
-            if not isinstance(data[name], str):
+        for name in ("policy", "env", "reward_fn"):
+            if data[name] is not None and not isinstance(data[name], str):
                 data[name] = callable_name(data[name])
         data["camera"] = list(data["camera"])
         return json.loads(json.dumps(data, default=str))
@@ -246,12 +258,19 @@ def _validate(cfg: RenderConfig) -> None:
     if not (isinstance(cfg.policy, str) or callable(cfg.policy)):
         raise ConfigError("policy must be a factory", expected="'module:object', 'file.py:object' or a callable",
                           got=type(cfg.policy).__name__, fix="pass e.g. policy='mypkg.policy:make'")
+    if cfg.reward_fn is not None and not (isinstance(cfg.reward_fn, str) or callable(cfg.reward_fn)):
+        raise ConfigError("reward_fn must be a callable", expected="'module:object', 'file.py:object' or a callable",
+                          got=type(cfg.reward_fn).__name__, fix="pass e.g. --reward-fn mypkg.reward:learned")
+    if (cfg.save_rollout or cfg.save_tensordicts) and not cfg.trajectories:
+        raise ConfigError("save_rollout needs the trajectories, and trajectories=False drops them",
+                          got="--save-rollout with --no-trajectories",
+                          fix="drop --no-trajectories, or drop --save-rollout")
     if not (isinstance(cfg.env, str) or callable(cfg.env)):
         raise ConfigError("env must be a factory or an env id", expected="'module:object', a gymnasium id or a callable",
                           got=type(cfg.env).__name__, fix="pass e.g. env='HalfCheetah-v5'")
-    _positive_int(cfg, "num_trajs", "num_trajs=5 (--num-trajs 5)")
+    _episode_count(cfg)
     _positive_int(cfg, "num_envs", "num_envs=4 (--num-envs 4)")
-    if cfg.num_envs > cfg.num_trajs:
+    if cfg.num_trajs is not None and cfg.num_envs > cfg.num_trajs:
         raise ConfigError("num_envs is larger than num_trajs: the extra envs would have no episode to run",
                           expected=f"num_envs <= num_trajs ({cfg.num_trajs})", got=cfg.num_envs,
                           fix=f"pass --num-envs {cfg.num_trajs} or fewer, or more --num-trajs")
@@ -290,6 +309,20 @@ def _validate(cfg: RenderConfig) -> None:
         raise ConfigError("notebook_rollout_mode other than 'saved' needs format='ipynb'",
                           got=f"format={cfg.format!r}", fix="drop --notebook-rollout-mode or write an .ipynb")
     BACKENDS.entry(cfg.render_backend)
+
+
+def _episode_count(cfg: RenderConfig) -> None:
+    """Exactly one of num_trajs and eval_n_timesteps (num_trajs is 1 when neither is given)."""
+    if cfg.eval_n_timesteps is None:
+        cfg.num_trajs = 1 if cfg.num_trajs is None else cfg.num_trajs
+        _positive_int(cfg, "num_trajs", "num_trajs=5 (--num-trajs 5)")
+        return
+    _positive_int(cfg, "eval_n_timesteps", "eval_n_timesteps=10000 (--eval-n-timesteps 10000)")
+    if cfg.num_trajs is not None:
+        raise ConfigError("num_trajs and eval_n_timesteps were both given", expected="exactly one of the two",
+                          got=f"num_trajs={cfg.num_trajs}, eval_n_timesteps={cfg.eval_n_timesteps}",
+                          fix="drop --num-trajs (episodes run until --eval-n-timesteps steps) or drop "
+                              "--eval-n-timesteps")
 
 
 def _validate_field(cfg: RenderConfig, f: dataclasses.Field) -> None:

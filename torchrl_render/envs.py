@@ -15,7 +15,7 @@ from .config import RenderConfig, RenderEnvSpec
 from .errors import EnvError, did_you_mean
 from .resolve import call_factory, resolve
 
-__all__ = ["build_env", "describe_env", "to_torchrl_env"]
+__all__ = ["build_env", "describe_env", "make_raw_env", "plain_gymnasium", "to_torchrl_env"]
 
 log = logging.getLogger("torchrl_render")
 DM_PREFIX = "dm_control/"
@@ -24,11 +24,26 @@ DM_PREFIX = "dm_control/"
 def build_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
     """Builds the torchrl env for ``cfg`` (``render_mode`` is a default the config can override)."""
     spec = RenderEnvSpec.from_config(cfg, checkpoint=checkpoint, render_mode=render_mode)
+    return to_torchrl_env(make_raw_env(cfg, checkpoint, render_mode), device=spec.device, backend=cfg.env_backend,
+                          source=cfg.env)
+
+
+def make_raw_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
+    """What the env factory (or the id shortcut) returns, before any wrapping."""
+    spec = RenderEnvSpec.from_config(cfg, checkpoint=checkpoint, render_mode=render_mode)
     if isinstance(cfg.env, str) and ":" not in cfg.env:
-        raw = _from_shortcut(cfg.env, spec)
-    else:
-        raw = call_factory(resolve(cfg.env, "env"), spec, cfg.env_kwargs, "env")
-    return to_torchrl_env(raw, device=spec.device, backend=cfg.env_backend, source=cfg.env)
+        return _from_shortcut(cfg.env, spec)
+    return call_factory(resolve(cfg.env, "env"), spec, cfg.env_kwargs, "env")
+
+
+def plain_gymnasium(env: Any) -> Any:
+    """The gymnasium env behind ``env`` when ``env`` is just our ``GymWrapper`` around it (no torchrl
+    transforms of the user's), else None: such envs can be stepped without torchrl."""
+    from torchrl.envs import GymWrapper
+
+    if type(env) is not GymWrapper or not getattr(env, "_torchrl_render_wrapped", False):
+        return None
+    return env._env if _is_gymnasium(env._env) else None
 
 
 def _from_shortcut(name: str, spec: RenderEnvSpec) -> Any:
@@ -82,7 +97,9 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
     if backend in ("auto", "gym", "gymnasium") and _is_gymnasium(obj):
         from torchrl.envs import GymWrapper
 
-        return GymWrapper(obj, device=device).set_info_dict_reader(success_reader())
+        wrapped = GymWrapper(obj, device=device).set_info_dict_reader(success_reader())
+        wrapped._torchrl_render_wrapped = True  # ours: the engine may step ``obj`` directly
+        return wrapped
     if backend in ("auto", "dm_control") and _is_dm_env(obj):
         from torchrl.envs import DMControlWrapper
 

@@ -2,6 +2,12 @@
 
 Aggregate names follow lerobot-eval where it has one (``avg_sum_reward``,
 ``pc_success``...), with imitation's ``return_*`` / ``len_*`` as aliases.
+
+Semantics: ``std_sum_reward`` (and ``return_std``, ``len_std``) is the population standard
+deviation (ddof=0), as ``numpy.std``, SB3's ``evaluate_policy`` and imitation report it;
+``ci95_sum_reward`` is the Student-t 95% interval of the mean, which uses the sample standard
+deviation (ddof=1), as that interval requires; ``ci95_success`` is the 95% Wilson score
+interval of ``pc_success`` (in percent). An episode cut by ``max_steps`` is ``truncated``.
 ``success`` is read from a ``success`` or ``is_success`` entry of the step
 TensorDict; for gymnasium envs, ``info["is_success"]`` (or ``info["success"]``) is
 read into it by :func:`torchrl_render.envs.success_reader`, which every gymnasium env
@@ -24,7 +30,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["EpisodeMetrics", "aggregate", "read_success"]
+__all__ = ["EpisodeMetrics", "aggregate", "read_success", "wilson_interval"]
 
 SUCCESS_KEYS = ("success", "is_success")
 
@@ -100,6 +106,12 @@ def aggregate(episodes: list[dict[str, Any]], eval_s: float) -> dict[str, Any]:
         "eval_s": eval_s,
         "eval_ep_s": eval_s / n if n else None,
     }
+    if successes:
+        out["ci95_success"] = wilson_interval(sum(successes), len(successes))
+    fn_returns = [float(e["sum_reward_fn"]) for e in episodes if e.get("sum_reward_fn") is not None]
+    if fn_returns:
+        out["avg_sum_reward_fn"] = statistics.fmean(fn_returns)
+        out["std_sum_reward_fn"] = statistics.pstdev(fn_returns)
     out.update({
         "return_mean": out["avg_sum_reward"], "return_std": out["std_sum_reward"],
         "return_min": out["min_sum_reward"], "return_max": out["max_sum_reward"],
@@ -107,6 +119,20 @@ def aggregate(episodes: list[dict[str, Any]], eval_s: float) -> dict[str, Any]:
         "len_min": min(lengths) if n else None, "len_max": max(lengths) if n else None,
     })
     return out
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> list[float]:
+    """The 95% Wilson score interval of a success rate, in percent (sound at 0% and 100% too).
+
+    Example:
+        >>> [round(v, 2) for v in wilson_interval(8, 10)]
+        [49.02, 94.33]
+    """
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return [100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)]
 
 
 def _t95(dof: int) -> float:

@@ -44,7 +44,7 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
     """Calls the policy factory, loads the checkpoint's weights, and adapts the result."""
     device = cfg.policy_device or cfg.device
     spec = RenderPolicySpec(ckpt_path=cfg.ckpt, checkpoint=payload, checkpoint_hash=digest, device=device,
-                            env_specs=getattr(env, "specs", None), policy_kwargs=dict(cfg.policy_kwargs), config=cfg)
+                            env_specs=factory_specs(env), policy_kwargs=dict(cfg.policy_kwargs), config=cfg)
     policy = call_factory(resolve(cfg.policy, "policy"), spec, cfg.policy_kwargs, "policy")
     if policy is None or not callable(policy):
         raise PolicyError(f"the policy factory {cfg.policy!r} returned {type(policy).__name__}, which cannot act",
@@ -58,6 +58,20 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
         if cfg.policy_eval:
             policy.eval()
     return PolicyRunner(policy, cfg, env, notes)
+
+
+def factory_specs(env: Any) -> Any:
+    """The single env's specs as the user's env has them: without the success entries that our
+    gymnasium info reader adds (they are bookkeeping, not observations)."""
+    specs = getattr(env, "specs", None)
+    if specs is None or not getattr(env, "_torchrl_render_wrapped", False):
+        return specs
+    specs = specs.clone()
+    observation = specs["output_spec", "full_observation_spec"]
+    for key in ("success", "success_reported"):
+        if key in observation.keys():
+            del observation[key]
+    return specs
 
 
 def _load_weights(cfg: RenderConfig, policy: Any, payload: Any, notes: list[str]) -> None:
@@ -95,7 +109,7 @@ class PolicyRunner:
         self.device = torch.device(floats[0].device if floats else (self.cfg.policy_device or self.cfg.device))
         self.action_spec = self.env.full_action_spec[self.cfg.action_key] if self.cfg.action_key in \
             self.env.full_action_spec.keys(True) else self.env.action_spec
-        if self.env.batch_size:  # a batched env: the policy acts for one env at a time
+        if self.env.batch_size:  # a batched env: the spec of one env
             self.action_spec = self.action_spec[(0,) * len(self.env.batch_size)]
         self.exploration = exploration_type(self.cfg)
         self.kind = "tensordict" if self.is_td else "tensor"
@@ -157,14 +171,44 @@ class PolicyRunner:
             self._noted.add(text)
             self.notes.append(text)
 
+    @property
+    def recurrent(self) -> bool:
+        """A TensorDict policy with recurrent-state primers (LSTM/GRU modules)."""
+        if not self.is_td:
+            return False
+        from torchrl.modules.utils import get_primers_from_module
+
+        return get_primers_from_module(self.policy, warn=False) is not None
+
     def __call__(self, td: Any) -> Any:
+        """Acts on a step TensorDict (unbatched, or batched over ``td.batch_size``); writes the action."""
         import torch
         from torchrl.envs.utils import set_exploration_type
 
         with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
             action = self._call_td(td) if self.is_td else self._call_tensor(td)
-        td.set(self.cfg.action_key, self._check(action))
+        td.set(self.cfg.action_key, self._check(action, tuple(td.batch_size)))
         return td
+
+    def act(self, obs: dict[Any, Any], batch: tuple[int, ...] = ()) -> Any:
+        """The checked action for observation tensors (``batch`` leading dims), without a step TensorDict
+        for tensor policies: the engine's hot path."""
+        import torch
+        from torchrl.envs.utils import set_exploration_type
+
+        with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
+            if self.is_td:
+                from tensordict import TensorDict
+
+                action = self._call_td(TensorDict(obs, batch_size=batch))
+            else:
+                tensor = obs.get(self.cfg.obs_key)
+                if tensor is None:
+                    raise PolicyError(f"the observation has no key {key_to_string(self.cfg.obs_key)!r}",
+                                      expected=f"one of {[key_to_string(k) for k in obs]}",
+                                      got=key_to_string(self.cfg.obs_key), fix="pass --obs-key with the right name")
+                action = self._action_of(self._user(self._to_policy(tensor)))
+        return self._check(action, batch)
 
     @contextmanager
     def _own_rng(self) -> Iterator[None]:
@@ -188,7 +232,34 @@ class PolicyRunner:
             raise PolicyError(f"the step TensorDict has no observation key {key_to_string(self.cfg.obs_key)!r}",
                               expected=f"one of {[key_to_string(k) for k in td.keys(True, True)]}",
                               got=key_to_string(self.cfg.obs_key), fix="pass --obs-key with the right name")
-        return self._user(self._to_policy(obs))
+        return self._action_of(self._user(self._to_policy(obs)))
+
+    def _action_of(self, out: Any) -> Any:
+        """The action in what a tensor policy returned: a tensor, or a mapping holding the action key."""
+        from collections.abc import Mapping
+
+        from tensordict import is_tensor_collection
+
+        if isinstance(out, Mapping) or is_tensor_collection(out):
+            key = self.cfg.action_key
+            value = out
+            for part in (key if isinstance(key, tuple) else (key,)):
+                value = value.get(part, None) if isinstance(value, Mapping) or is_tensor_collection(value) else None
+            if value is None:
+                keys = [key_to_string(k) for k in (out.keys(True, True) if is_tensor_collection(out) else out)]
+                raise PolicyError(f"the policy returned a mapping without the action key {key_to_string(key)!r}",
+                                  expected=f"a tensor, or a mapping holding {key_to_string(key)!r}",
+                                  got=f"keys {keys}",
+                                  fix="return the action tensor, or pass --action-key with the key it uses")
+            return value
+        if isinstance(out, (tuple, list)) and out and not all(isinstance(v, (int, float, bool)) for v in out):
+            kinds = ", ".join(type(v).__name__ for v in out)
+            raise PolicyError(f"the policy returned a tuple ({kinds}), not an action",
+                              expected="one action tensor per step",
+                              got=f"a {type(out).__name__} of {len(out)} items",
+                              fix="make the factory return a callable that selects the action, e.g. "
+                                  "`lambda obs: actor(obs)[0]` for an actor that returns (action, log_prob)")
+        return out
 
     def _call_td(self, td: Any) -> Any:
         inp = td.apply(self._to_policy) if self._needs_cast(td) else td
@@ -200,9 +271,10 @@ class PolicyRunner:
                               expected=f"the policy to write {key_to_string(self.cfg.action_key)!r}",
                               got=f"keys {[key_to_string(k) for k in out.keys(True, True)]}",
                               fix="pass --action-key with the key the policy writes")
-        if out is not td:
+        if out is not td:  # observations were cast: carry what the policy wrote (recurrent state too)
+            written = set(getattr(self.policy, "out_keys", ()) or ())
             for key in out.keys(True, True):
-                if key not in td.keys(True, True):
+                if key in written or key not in td.keys(True, True):
                     td.set(key, out.get(key).to(td.device) if td.device is not None else out.get(key))
         return action
 
@@ -232,20 +304,23 @@ class PolicyRunner:
             self.note(f"observations moved from {tensor.device} to the policy's {self.device}")
         return tensor.to(self.device, dtype or tensor.dtype)
 
-    def _check(self, action: Any) -> Any:
+    def _check(self, action: Any, batch: tuple[int, ...] = ()) -> Any:
         import torch
 
         if not isinstance(action, torch.Tensor):
             action = torch.as_tensor(action)
         spec = self.action_spec
-        if action.shape != spec.shape:
-            if action.numel() != spec.shape.numel():
+        shape = torch.Size(batch) + spec.shape
+        if action.shape != shape:
+            if action.numel() != shape.numel():
                 raise PolicyError("the policy's action has the wrong shape",
-                                  expected=f"shape {tuple(spec.shape)} (the env's action spec)",
+                                  expected=f"shape {tuple(shape)} (the env's action spec"
+                                           + (f", for a batch of {batch[0]} envs)" if batch else ")"),
                                   got=f"shape {tuple(action.shape)}",
-                                  fix="make the policy output one action per step for this env")
-            self.note(f"actions reshaped from {tuple(action.shape)} to {tuple(spec.shape)}")
-            action = action.reshape(spec.shape)
+                                  fix="make the policy output one action per step for this env"
+                                      + (" and per row of a batch (or pass --policy-batch per-env)" if batch else ""))
+            self.note(f"actions reshaped from {tuple(action.shape)} to {tuple(shape)}")
+            action = action.reshape(shape)
         if action.is_floating_point() and not bool(torch.isfinite(action).all()):
             raise PolicyError("the policy produced a NaN or infinite action", got=str(action.tolist())[:200],
                               fix="check the checkpoint's weights and the observation normalisation")

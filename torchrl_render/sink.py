@@ -1,9 +1,9 @@
 """The consuming end of a run: step records in, metrics, frames and writer calls out.
 
-:class:`Sink` takes the records of :func:`torchrl_render.rollout.rollout` (or of the
-K-env dispatcher) in episode order: it keeps each episode's metrics and transitions,
-submits frames to the render backend and hands them, overlaid and laid out, to the
-writers. :class:`InlineWriters` is the writers' interface without a thread
+:class:`Sink` takes what the engine (:mod:`torchrl_render.engine`) yields, in episode
+order: it submits the frames of rendered steps to the render backend and hands them,
+overlaid and laid out, to the writers; it keeps each finished episode's metrics and
+TensorDict and hands the episode to the data writers. :class:`InlineWriters` is the writers' interface without a thread
 (``background_encode=False``); :class:`Progress` is the episode bar.
 """
 
@@ -16,56 +16,62 @@ from .config import RenderConfig
 from .data import FrameBundle
 from .errors import NoFramesError
 from .frames import apply_layout, to_uint8_hwc
-from .metrics import EpisodeMetrics, read_success
+from .engine.records import Episode
+from .metrics import read_success
 from .writers.base import BackgroundWriters, WriterGroup
 
-__all__ = ["InlineWriters", "Progress", "Sink", "stack_steps"]
+__all__ = ["InlineWriters", "Progress", "Sink", "rendered_range"]
 
 
 class Sink:
-    """Consumes step records in episode order: metrics, data writers, frames, trajectories.
+    """Consumes the engine's items in episode order: frames of rendered steps, finished episodes.
 
     A frame is submitted to the backend at its step and finished (overlay, layout,
     writers) at the next one, so a backend that draws in the background draws while
-    the env steps; an episode's frames are all finished before its end is written.
+    the env steps; an episode's frames are all finished before the episode itself is
+    handed to the writers (``on_trajectory``, then ``on_episode``).
     """
 
-    def __init__(self, run: Any, backend: Any) -> None:
+    def __init__(self, run: Any, backend: Any, on_episode: Any = None) -> None:
         self.run, self.cfg, self.backend = run, run.cfg, backend
+        self.on_episode = on_episode
         self.episodes: list[dict[str, Any]] = []
         self.trajectories: list[Any] = []
-        self.current: EpisodeMetrics | None = None
-        self.steps: list[Any] = []
-        self.t0 = 0.0
         self.pending: tuple[Any, Any, dict[str, Any]] | None = None
-        limit = self.cfg.max_episodes_rendered
-        self.rendered = range(self.cfg.num_trajs if limit is None else min(limit, self.cfg.num_trajs))
+        self.frames: dict[int, int] = {}
+        self.running: dict[int, list[Any]] = {}
+        self.rendered = rendered_range(self.cfg)
 
-    def consume(self, record: Any) -> bool:
-        """Takes one record; returns True when it ended an episode."""
-        if record.step == 0:
-            self.current, self.steps, self.t0 = EpisodeMetrics(record.trajectory, record.seed), [], record.wall
-        else:
-            self.current.add(record.reward, read_success(record.td))
-            self.steps.append(self.run._strip(record.transition))
-        self.run.writers.on_step(record)
-        if self.run.needs_frames and record.trajectory in self.rendered:
-            self._frame(record)
-        if not (record.done or record.step == self.cfg.max_steps):
-            return False
+    def consume(self, item: Any) -> bool:
+        """Takes a step record or a finished episode; returns True when it was an episode."""
+        if isinstance(item, Episode):
+            self._episode(item)
+            return True
+        if self.run.needs_frames and item.trajectory in self.rendered:
+            self._frame(item)
+        return False
+
+    def _episode(self, episode: Episode) -> None:
         self.flush()
-        ep = self.current
-        ep.terminated, ep.truncated = record.terminated, record.truncated or not record.done
-        ep.wall_s = record.wall - self.t0
-        self.episodes.append(ep.to_dict())
-        self.trajectories.append(stack_steps(self.steps))
-        self.run.writers.on_episode(self.episodes[-1])
-        return True
+        metrics = episode.metrics(num_frames=self.frames.pop(episode.index, 0))
+        self.running.pop(episode.index, None)
+        self.episodes.append(metrics)
+        if self.cfg.trajectories:
+            self.trajectories.append(episode.trajectory)
+        self.run.writers.on_trajectory(episode)
+        self.run.writers.on_episode(metrics)
+        if self.on_episode is not None:
+            self.on_episode(dict(metrics))
 
     def _frame(self, record: Any) -> None:
-        metrics = {"step": record.step, "reward": record.reward, "return": self.current.sum_reward}
-        if self.current.success is not None:
-            metrics["success"] = self.current.success
+        total = self.running.setdefault(record.trajectory, [0.0, None])
+        total[0] += record.reward
+        success = read_success(record.td) if record.td is not None else None
+        if success is not None:
+            total[1] = bool(total[1]) or success
+        metrics = {"step": record.step, "reward": record.reward, "return": total[0]}
+        if total[1] is not None:
+            metrics["success"] = total[1]
         if record.frames is not None:  # rendered in an env worker
             self._finish(record.frames, record, metrics)
             return
@@ -102,7 +108,7 @@ class Sink:
         bundle = FrameBundle(apply_layout(frames, self.cfg.camera_layout), record.step, record.trajectory,
                              record.wall, metrics=metrics)
         self.run.writers.write(bundle)
-        self.current.num_frames += 1
+        self.frames[record.trajectory] = self.frames.get(record.trajectory, 0) + 1
 
 
 class InlineWriters(BackgroundWriters):
@@ -135,7 +141,7 @@ class Progress:
         enabled = self.cfg.progress if self.cfg.progress is not None else sys.stderr.isatty()
         if enabled:
             from tqdm.auto import tqdm
-            self.bar = tqdm(total=self.cfg.num_trajs, unit="ep", desc="episodes", file=sys.stderr)
+            self.bar = tqdm(total=self.cfg.num_trajs, unit="ep", desc="episodes", file=sys.stderr)  # None: open-ended
         return self
 
     def episode_done(self, episodes: list[dict[str, Any]]) -> None:
@@ -154,8 +160,8 @@ class Progress:
             self.bar.close()
 
 
-def stack_steps(steps: list[Any]) -> Any:
-    """One TensorDict of an episode's transitions (``None`` for an episode without steps)."""
-    import torch
-
-    return torch.stack(steps) if steps else None
+def rendered_range(cfg: RenderConfig) -> range:
+    """The episodes that get frames: the first ``max_episodes_rendered`` (default: all)."""
+    total = cfg.num_trajs if cfg.num_trajs is not None else sys.maxsize
+    limit = cfg.max_episodes_rendered
+    return range(total if limit is None else min(limit, total))

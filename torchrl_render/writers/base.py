@@ -7,7 +7,8 @@ Writers write to a hidden temporary name beside the target and rename it into
 place only in ``close()``, so a crash or Ctrl-C never leaves a half-written file
 under the requested name. Used as a context manager, an exception aborts.
 
-Data writers (npz, jsonl) also get ``on_step(record)`` and ``on_episode(metrics)``.
+Data writers (npz, jsonl) also get ``on_trajectory(episode)`` (an :class:`~torchrl_render.engine.Episode`
+with its per-step arrays, once per episode, in episode order) and ``on_episode(metrics)``.
 
 Example:
     >>> import numpy as np, tempfile, pathlib
@@ -109,8 +110,8 @@ class Writer(ABC):
     def write(self, bundle: FrameBundle) -> None:
         """Writes the (single) frame of ``bundle``."""
 
-    def on_step(self, record: Any) -> None:
-        """Data writers: called for every step record (before its frame)."""
+    def on_trajectory(self, episode: Any) -> None:
+        """Data writers: called once per finished episode (after its frames), with its step arrays."""
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         """Data writers: called when an episode ends."""
@@ -187,7 +188,7 @@ class WriterGroup:
         self.cls = WRITERS.load(cfg.format)
         self.split = bool(cfg.split_trajectories)
         self.cameras = list(cfg.camera) if cfg.camera_layout == "separate" and len(cfg.camera) > 1 else [None]
-        self.trajectories = trajectories if trajectories is not None else list(range(cfg.num_trajs))
+        self.trajectories = trajectories if trajectories is not None else list(range(cfg.num_trajs or 0))
         self._writers: dict[tuple[int | None, str | None], Writer] = {}
 
     def path_for(self, traj: int | None, camera: str | None) -> Path:
@@ -220,11 +221,11 @@ class WriterGroup:
             with _os_errors(writer):
                 writer.write(single)
 
-    def on_step(self, record: Any) -> None:
+    def on_trajectory(self, episode: Any) -> None:
         for camera in self.cameras:
-            writer = self._writer(record.trajectory, camera)
+            writer = self._writer(episode.index, camera)
             with _os_errors(writer):
-                writer.on_step(record)
+                writer.on_trajectory(episode)
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         for camera in self.cameras:
@@ -258,7 +259,7 @@ class BackgroundWriters:
 
     Stepping and rendering go on while the previous frames are encoded; when the
     encoder falls behind, ``put`` blocks (back-pressure, never unbounded buffering).
-    A writer error stops the run at the next ``write``/``on_step`` with that error.
+    A writer error stops the run at the next ``write``/``on_trajectory`` with that error.
     """
 
     _STOP = object()
@@ -295,8 +296,8 @@ class BackgroundWriters:
     def write(self, bundle: FrameBundle) -> None:
         self._put("write", bundle)
 
-    def on_step(self, record: Any) -> None:
-        self._put("on_step", record)
+    def on_trajectory(self, episode: Any) -> None:
+        self._put("on_trajectory", episode)
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         self._put("on_episode", metrics)

@@ -7,7 +7,9 @@ One JSON object per line, each with a ``type``:
 * ``step`` (one per env step, steps 1..n of each trajectory): ``trajectory``, ``step``, ``reward``,
   ``return`` (so far), ``done``, ``terminated``, ``truncated``, ``action_mean``, ``action_min``,
   ``action_max``, ``action_norm`` (L2), ``action`` (the values, only for actions of at most
-  8 entries), ``wall_s`` (seconds since the log was opened).
+  8 entries), ``wall_s`` (seconds since the log was opened, when the episode's lines were written:
+  step lines are written when their episode ends, from its stored arrays). A step cut by
+  ``max_steps`` says ``truncated: true`` and ``done: true``, as its episode line does.
 * ``episode`` (at each episode end): ``trajectory`` and the episode's metrics (``episode_ix``, ``seed``,
   ``sum_reward``, ``max_reward``, ``length``, ``success``, ``terminated``, ``truncated``, ``wall_s``,
   ``num_frames``).
@@ -40,6 +42,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
+
+import numpy as np
 
 from ..data import FrameBundle
 from ..errors import WriterError
@@ -80,23 +84,21 @@ class JsonlWriter(Writer):
     def write(self, bundle: FrameBundle) -> None:
         """A data format: frames are not written."""
 
-    def on_step(self, record: Any) -> None:
-        """Writes a ``step`` line for every step after the reset."""
-        if record.step == 0:
-            self._returns[record.trajectory] = 0.0
-            self._open()
-            return
-        total = self._returns.get(record.trajectory, 0.0) + record.reward
-        self._returns[record.trajectory] = total
-        line = {"type": "step", "trajectory": record.trajectory, "step": record.step, "reward": record.reward,
-                "return": total, "done": record.done, "terminated": record.terminated,
-                "truncated": record.truncated}
-        action = record.transition.get(self.action_key, None) if record.transition is not None else None
-        if action is not None:
-            line.update(_action_summary(action))
-        line["wall_s"] = time.perf_counter() - self._t0
-        self._line(line)
-        self._steps += 1
+    def on_trajectory(self, episode: Any) -> None:
+        """Writes the episode's ``step`` lines (steps 1..n), from its arrays, when it ends."""
+        self._open()
+        n = episode.length
+        returns = np.cumsum(episode.rewards)  # sequential, as the episode's return is summed
+        summary = _action_summaries(episode.actions, n)
+        wall = time.perf_counter() - self._t0
+        for t in range(n):
+            line = {"type": "step", "trajectory": episode.index, "step": t + 1, "reward": float(episode.rewards[t]),
+                    "return": float(returns[t]), "done": bool(episode.dones[t]),
+                    "terminated": bool(episode.terminated[t]), "truncated": bool(episode.truncated[t])}
+            line.update(summary[t])
+            line["wall_s"] = wall
+            self._line(line)
+        self._steps += n
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         """Writes an ``episode`` line."""
@@ -140,16 +142,19 @@ class JsonlWriter(Writer):
             file.close()
 
 
-def _action_summary(action: Any) -> dict[str, Any]:
-    import torch
-
-    values = action.detach().reshape(-1).to("cpu", torch.float64)
-    if values.numel() == 0:
-        return {}
-    out = {"action_mean": float(values.mean()), "action_min": float(values.min()),
-           "action_max": float(values.max()), "action_norm": float(values.norm())}
-    if values.numel() <= ACTION_LIST_MAX:
-        out["action"] = values.tolist()
+def _action_summaries(actions: np.ndarray | None, n: int) -> list[dict[str, Any]]:
+    """Per step: mean, min, max and L2 norm of the action (and its values when it is small)."""
+    if actions is None or n == 0:
+        return [{} for _ in range(n)]
+    values = np.asarray(actions, dtype=np.float64).reshape(n, -1)
+    if values.shape[1] == 0:
+        return [{} for _ in range(n)]
+    cols = zip(values.mean(1).tolist(), values.min(1).tolist(), values.max(1).tolist(),
+               np.sqrt((values ** 2).sum(1)).tolist())
+    out = [{"action_mean": m, "action_min": lo, "action_max": hi, "action_norm": nm} for m, lo, hi, nm in cols]
+    if values.shape[1] <= ACTION_LIST_MAX:
+        for row, listed in zip(out, values.tolist()):
+            row["action"] = listed
     return out
 
 

@@ -15,20 +15,19 @@
     returns                (T,) float64       sum of its rewards
     metadata_json          ()   str           JSON: format version, keys used, config
 
-Nothing is held for the whole run: a trajectory's arrays are kept until its episode
-ends, then written into the zip (stored, like ``numpy.savez``) and dropped. Frames,
+Nothing is held for the whole run: each episode's arrays are written into the zip (stored,
+like ``numpy.savez``) when it ends, and dropped. Frames,
 when asked, go to an anonymous spool file in the output folder as they arrive and
 are copied into the zip at the episode end, so memory stays flat.
 
 Example:
-    >>> import numpy as np, tempfile, pathlib, torch
-    >>> from tensordict import TensorDict
-    >>> from torchrl_render.rollout import StepRecord
+    >>> import numpy as np, tempfile, pathlib
+    >>> from torchrl_render.engine import Episode
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "run.npz"
+    >>> flag = np.array([True])
     >>> with NpzWriter(out) as w:
-    ...     w.on_step(StepRecord(0, 0, TensorDict({"observation": torch.zeros(3)}), None, 7))
-    ...     step = TensorDict({"action": torch.ones(1), "next": {"observation": torch.ones(3)}})
-    ...     w.on_step(StepRecord(0, 1, step["next"], step, 7, reward=0.5, done=True))
+    ...     w.on_trajectory(Episode(0, 7, np.array([0.5]), flag, flag, ~flag, sum_reward=0.5,
+    ...                             observations=np.zeros((2, 3)), actions=np.ones((1, 1))))
     >>> data = np.load(out)
     >>> data["traj0/observations"].shape, data["traj0/actions"].shape, data["traj0/rewards"], data["seeds"]
     ((2, 3), (1, 1), array([0.5]), array([7]))
@@ -74,7 +73,6 @@ class NpzWriter(Writer):
         super().__init__(path)
         self.obs_key, self.action_key, self.frames, self.config = obs_key, action_key, bool(frames), config
         self._zip: zipfile.ZipFile | None = None
-        self._current: _Trajectory | None = None
         self._spools: dict[int, _FrameSpool] = {}
         self._index: list[tuple[int, int, int, float]] = []  # trajectory, seed, length, return
         self._missing: set[str] = set()
@@ -90,26 +88,29 @@ class NpzWriter(Writer):
         """Frames only when ``npz_frames`` is set."""
         return bool(getattr(cfg, "npz_frames", False))
 
-    def on_step(self, record: Any) -> None:
-        """Keeps the step's observation, action, reward and flags."""
-        if record.step == 0:
-            self._flush()
-            self._current = _Trajectory(record.trajectory, record.seed)
-            self._current.obs.append(self._get(record.td, self.obs_key, "observations"))
-            return
-        traj = self._current
-        if traj is None or traj.index != record.trajectory:
-            raise WriterError("npz got a step of a trajectory that was never reset",
-                              expected="step 0 of each trajectory first",
-                              got=f"trajectory {record.trajectory}, step {record.step}")
-        traj.obs.append(self._get(record.td, self.obs_key, "observations"))
-        traj.actions.append(self._get(record.transition, self.action_key, "actions"))
-        traj.rewards.append(record.reward)
-        traj.flags.append((record.done, record.terminated, record.truncated))
+    def on_trajectory(self, episode: Any) -> None:
+        """Writes the finished episode's arrays (and its spooled frames) into the file."""
+        prefix = f"traj{episode.index}/"
+        if episode.observations is None:
+            self._missing.add("observations")
+        else:
+            self._put(prefix + "observations", episode.observations)
+        if episode.actions is None:
+            self._missing.add("actions")
+        else:
+            self._put(prefix + "actions", episode.actions)
+        self._put(prefix + "rewards", np.asarray(episode.rewards, dtype=np.float64))
+        for name, values in (("dones", episode.dones), ("terminated", episode.terminated),
+                             ("truncated", episode.truncated)):
+            self._put(prefix + name, np.asarray(values, dtype=bool))
+        spool = self._spools.pop(episode.index, None)
+        if spool is not None:
+            spool.copy_into(self._open(), prefix + "frames.npy")
+        self._index.append((episode.index, -1 if episode.seed is None else int(episode.seed), episode.length,
+                            float(episode.sum_reward)))
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
-        """Writes the finished trajectory into the file."""
-        self._flush()
+        """Nothing more: the trajectory was written by :meth:`on_trajectory`."""
 
     def write(self, bundle: FrameBundle) -> None:
         """Spools the frame when frames were asked for (``npz_frames``); ignores it otherwise."""
@@ -126,13 +127,6 @@ class NpzWriter(Writer):
 
     # -- file -----------------------------------------------------------------------------------
 
-    def _get(self, td: Any, key: Any, name: str) -> np.ndarray | None:
-        value = td.get(key, None) if td is not None else None
-        if value is None:
-            self._missing.add(name)
-            return None
-        return _to_numpy(value)
-
     def _open(self) -> zipfile.ZipFile:
         if self._zip is None:
             try:
@@ -146,27 +140,7 @@ class NpzWriter(Writer):
         with self._open().open(name + ".npy", "w", force_zip64=True) as member:
             np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
-    def _flush(self) -> None:
-        """Writes the current trajectory (and its frames) and drops them from memory."""
-        traj, self._current = self._current, None
-        if traj is None:
-            return
-        prefix = f"traj{traj.index}/"
-        for name, values in (("observations", traj.obs), ("actions", traj.actions)):
-            if values and all(v is not None for v in values):
-                self._put(prefix + name, np.stack(values))
-        flags = np.asarray(traj.flags, dtype=bool).reshape(-1, 3)
-        self._put(prefix + "rewards", np.asarray(traj.rewards, dtype=np.float64))
-        for column, name in enumerate(("dones", "terminated", "truncated")):
-            self._put(prefix + name, flags[:, column])
-        spool = self._spools.pop(traj.index, None)
-        if spool is not None:
-            spool.copy_into(self._open(), prefix + "frames.npy")
-        self._index.append((traj.index, -1 if traj.seed is None else int(traj.seed), len(traj.rewards),
-                            float(sum(traj.rewards))))
-
     def _finish(self) -> dict[str, Any]:
-        self._flush()
         for index in sorted(self._spools):  # frames of trajectories that never got a step record
             self._spools.pop(index).copy_into(self._open(), f"traj{index}/frames.npy")
         columns = list(zip(*self._index)) or [(), (), (), ()]
@@ -184,7 +158,6 @@ class NpzWriter(Writer):
                 "frames": self.frames, "missing": sorted(self._missing)}
 
     def _release(self) -> None:
-        self._current = None
         for spool in self._spools.values():
             spool.close()
         self._spools.clear()
@@ -194,17 +167,6 @@ class NpzWriter(Writer):
                 zf.close()
             except Exception:  # the partial file is deleted next
                 log.debug("closing an aborted npz failed", exc_info=True)
-
-
-class _Trajectory:
-    """The arrays of the trajectory being rolled out."""
-
-    def __init__(self, index: int, seed: int | None) -> None:
-        self.index, self.seed = index, seed
-        self.obs: list[np.ndarray | None] = []
-        self.actions: list[np.ndarray | None] = []
-        self.rewards: list[float] = []
-        self.flags: list[tuple[bool, bool, bool]] = []
 
 
 class _FrameSpool:
@@ -232,18 +194,6 @@ class _FrameSpool:
         file, self.file = self.file, None
         if file is not None:
             file.close()
-
-
-def _to_numpy(value: Any) -> np.ndarray:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu()
-        try:
-            return value.numpy().copy()  # a copy: envs may reuse their buffers in place
-        except TypeError:  # bfloat16 and other dtypes numpy lacks
-            return value.float().numpy()
-    return np.array(value)
 
 
 def _key(key: Any) -> str:

@@ -1,11 +1,12 @@
-"""Many episodes on K envs at once: dispatched, not batched.
+"""K torchrl envs at once (``ParallelEnv`` workers or ``SerialEnv``): the engine's path for torchrl
+envs of the user's, dm_control tasks and recurrent TensorDict policies.
 
-Each of the ``num_trajs`` episodes runs to its own end on one of K envs
-(torchrl's ``ParallelEnv`` in worker processes, or ``SerialEnv``); a worker
-whose episode ends takes the next episode, so exactly ``num_trajs`` episodes are
-counted and short episodes are not over-represented. Episode ``i`` is seeded
-``seed + i`` whatever K is, and the policy is called on one env's TensorDict at a
-time, so a deterministic policy gives the same per-episode numbers for any K.
+Each of the ``num_trajs`` episodes runs to its own end on one of K envs; a worker whose
+episode ends takes the next episode, so exactly ``num_trajs`` episodes are counted and short
+episodes are not over-represented. Episode ``i`` is seeded ``seed + i`` whatever K is. With
+``policy_batch="batched"`` the policy is called once per batch step on the ``[K]`` TensorDict
+(recurrent state is per row); with ``"per-env"`` on one env's TensorDict at a time, so a
+deterministic policy gives bit-identical per-episode numbers for any K.
 
 Frames are rendered inside the workers (their MuJoCo/EGL contexts are made
 there) by :class:`EpisodeControl`, a transform that also reseeds each episode
@@ -26,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RenderError, RolloutError
-from .rollout import StepRecord, _act, _flag
+from ..errors import RenderError, RolloutError
+from .records import StepRecord
+from .seeding import reseed_for_reset
+from .single import _act, _flag
 
 __all__ = ["EpisodeOrderer", "vector_rollout"]
 
@@ -41,10 +44,10 @@ def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, needs_fram
     """Runs in each worker: the user's env plus the episode-control transform."""
     from torchrl.envs import TransformedEnv
 
-    from .envs import build_env
+    from ..envs import build_env
 
     if needs_frames:
-        from .gl import ensure_headless_gl
+        from ..gl import ensure_headless_gl
         ensure_headless_gl()
     env = build_env(cfg, payload, render_mode=render_mode)
     return TransformedEnv(env, EpisodeControl(cfg, needs_frames))
@@ -76,25 +79,28 @@ def _episode_control_cls() -> type:
                 probe = probe_backend.capture(self.parent.base_env.reset()) or {}
             finally:
                 probe_backend.close()
-            from .frames import to_uint8_hwc
+            from ..frames import to_uint8_hwc
             self.shapes = {name: to_uint8_hwc(f).shape for name, f in probe.items()}
 
         def _make_backend(self) -> Any:
-            from .backends import BACKENDS
+            from ..backends import BACKENDS
             return BACKENDS.load(self.cfg.render_backend).from_config(self.parent.base_env, self.cfg)
 
         def _reset_env_preprocess(self, tensordict: Any) -> Any:
             if tensordict is not None:
                 seed = tensordict.get(SEED_KEY, None)
                 if seed is not None and int(seed) >= 0:
-                    self.parent.base_env.set_seed(int(seed))
+                    from ..backends.base import underlying_env
+
+                    base = self.parent.base_env
+                    reseed_for_reset(base, underlying_env(base), int(seed))
                 flag = tensordict.get(RENDER_KEY, None)
                 self.render_now = bool(flag) if flag is not None else False
             return tensordict
 
         def _frames(self, td: Any) -> Any:
             import torch
-            from .frames import to_uint8_hwc
+            from ..frames import to_uint8_hwc
             captured = self.backend.capture(td) if self.render_now else None
             for name, shape in self.shapes.items():
                 frame = to_uint8_hwc(captured[name]) if captured else np.zeros(shape, np.uint8)
@@ -157,25 +163,30 @@ def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, needs_fram
     return ParallelEnv(cfg.num_envs, make, mp_start_method=method)
 
 
-def vector_rollout(env: Any, policy: Any, *, num_trajs: int, max_steps: int | None, seed: int | None,
+def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps: int | None, seed: int | None,
                    rendered: range, done_key: Any = "done", reward_key: Any = "reward") -> Iterator[StepRecord]:
-    """Dispatches episodes ``0..num_trajs-1`` over the batched env; yields records as they happen."""
+    """Dispatches the ``episodes`` (indices, in order) over the batched env; yields records as they happen."""
     import torch
 
     k = env.batch_size[0]
-    queue = iter(range(num_trajs))
+    queue = episodes
     episode = [-1] * k
     steps = [0] * k
     mask = torch.ones(k, dtype=torch.bool)
     td = env.reset(_control(env, mask, episode, queue, seed, rendered))
     _begin(policy, mask, episode, seed)
     yield from _records(td, episode, seed, mask)
+    per_env = policy.cfg.policy_batch == "per-env" or policy.stateful or policy.samples
     while any(e >= 0 for e in episode):
-        for i in range(k):
-            if episode[i] >= 0:
-                _merge_row(td, i, _act(policy.for_worker(i), td[i].clone(), episode[i], steps[i] + 1))
-            else:
-                _merge_row(td, i, td[i].clone().set(policy.cfg.action_key, policy.action_spec.zero()))
+        if per_env:
+            for i in range(k):
+                if episode[i] >= 0:
+                    _merge_row(td, i, _act(policy.for_worker(i), td[i].clone(), episode[i], steps[i] + 1))
+                else:
+                    _merge_row(td, i, td[i].clone().set(policy.cfg.action_key, policy.action_spec.zero()))
+        else:  # one call for the batch; rows without an episode get a zero action (they are not stepped on)
+            td = _act(policy, td, min(e for e in episode if e >= 0), max(steps) + 1)
+        td.set("_step", torch.tensor([e >= 0 for e in episode]))  # a slot without an episode is not stepped
         try:
             td = env.step(td)
         except RenderError:
@@ -188,9 +199,9 @@ def vector_rollout(env: Any, policy: Any, *, num_trajs: int, max_steps: int | No
             if episode[i] < 0:
                 continue
             steps[i] += 1
-            record = _record(td, i, episode[i], steps[i], seed, reward_key, done_key)
+            record = _record(td, i, episode[i], steps[i], seed, reward_key, done_key, max_steps)
             yield record
-            ended[i] = record.done or steps[i] == max_steps
+            ended[i] = record.done
         nxt = _step_mdp(td)
         if ended.any():
             steps = [0 if ended[i] else s for i, s in enumerate(steps)]
@@ -248,14 +259,17 @@ def _records(td: Any, episode: list[int], seed: int | None, mask: Any) -> Iterat
                              frames=_frames_of(row))
 
 
-def _record(td: Any, i: int, ep: int, step: int, seed: int | None, reward_key: Any, done_key: Any) -> StepRecord:
+def _record(td: Any, i: int, ep: int, step: int, seed: int | None, reward_key: Any, done_key: Any,
+            max_steps: int | None) -> StepRecord:
     row = td[i]
     nxt = row.get("next")
     reward = nxt.get(reward_key, None)
+    done, cut = _flag(nxt, done_key), step == max_steps
     return StepRecord(ep, step, _clean(nxt), _clean(row), _seed(seed, ep),
                       reward=float(reward.sum()) if reward is not None else 0.0,
-                      done=_flag(nxt, done_key), terminated=_flag(nxt, "terminated"),
-                      truncated=_flag(nxt, "truncated"), wall=time.perf_counter(), frames=_frames_of(nxt))
+                      done=done or cut, terminated=_flag(nxt, "terminated"),
+                      truncated=_flag(nxt, "truncated") or (cut and not done), wall=time.perf_counter(),
+                      frames=_frames_of(nxt))
 
 
 def _seed(seed: int | None, ep: int) -> int | None:

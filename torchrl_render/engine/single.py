@@ -1,49 +1,24 @@
-"""Stepping env(s) with the policy. Yields per-step records; knows nothing of frames.
+"""One torchrl env stepped with the policy, a step record per step; knows nothing of frames.
 
-Trajectory ``i`` is seeded ``seed + i``. Step 0 is the state after reset; step
-``t > 0`` is the state after the ``t``-th action, so a trajectory of ``n`` steps
-yields ``n + 1`` records (and a video of it has ``n + 1`` frames).
+The engine's path for envs that are torchrl envs of the user's, dm_control tasks and
+recurrent TensorDict policies (gymnasium envs take the batched numpy path, ``batch.py``).
+Trajectory ``i`` is seeded ``seed + i`` (see :mod:`.seeding`). Step 0 is the state after reset;
+step ``t > 0`` is the state after the ``t``-th action, so a trajectory of ``n`` steps yields
+``n + 1`` records (and a video of it has ``n + 1`` frames). A step cut by ``max_steps`` is
+marked truncated and done.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from .errors import PolicyError, RenderError, RolloutError
+from ..errors import PolicyError, RenderError, RolloutError
+from .records import StepRecord
+from .seeding import reseed_for_reset
 
-__all__ = ["StepRecord", "rollout"]
-
-
-@dataclass
-class StepRecord:
-    """One step of one trajectory.
-
-    Args:
-        trajectory: Episode index (0-based).
-        step: 0 after reset, ``t`` after the ``t``-th action.
-        td: The state view: the reset TensorDict at step 0, ``transition["next"]`` after.
-        transition: The full transition (observation, action, ``next``); ``None`` at step 0.
-        seed: The seed this trajectory was reset with.
-        reward: Scalar reward of this step (0.0 at step 0).
-        done / terminated / truncated: End flags after this step.
-        wall: ``time.perf_counter()`` when the record was made.
-        frames: Frames already captured (by an env worker), else ``None``.
-    """
-
-    trajectory: int
-    step: int
-    td: Any
-    transition: Any | None
-    seed: int | None
-    reward: float = 0.0
-    done: bool = False
-    terminated: bool = False
-    truncated: bool = False
-    wall: float = 0.0
-    frames: dict[str, Any] | None = None
+__all__ = ["rollout"]
 
 
 def _flag(td: Any, key: Any) -> bool:
@@ -56,11 +31,13 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
     """Rolls ``policy`` out in ``env`` for each trajectory index, one step at a time."""
     from torchrl.envs.utils import step_mdp
 
+    from ..backends.base import underlying_env
+
+    raw = underlying_env(env)
     for traj in trajectories:
         traj_seed = None if seed is None else seed + traj
         try:
-            if traj_seed is not None:
-                env.set_seed(traj_seed)
+            reseed_for_reset(env, raw, traj_seed)
             td = env.reset()
         except RenderError:
             raise
@@ -70,7 +47,7 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
         begin = getattr(policy, "begin_episode", None)
         if begin is not None:
             begin(traj_seed)
-        yield StepRecord(traj, 0, td, None, traj_seed, wall=time.perf_counter())
+        yield StepRecord(traj, 0, td, None, traj_seed, wall=time.perf_counter(), env=env)
         step = 0
         while max_steps is None or step < max_steps:
             step += 1
@@ -84,11 +61,12 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
                                    fix="check the env's step(), or the action the policy produced") from exc
             nxt = td.get("next")
             reward = nxt.get(reward_key, None)
+            done, cut = _flag(nxt, done_key), step == max_steps
             record = StepRecord(
                 traj, step, nxt, td, traj_seed,
                 reward=float(reward.sum()) if reward is not None else 0.0,
-                done=_flag(nxt, done_key), terminated=_flag(nxt, "terminated"),
-                truncated=_flag(nxt, "truncated"), wall=time.perf_counter())
+                done=done or cut, terminated=_flag(nxt, "terminated"),
+                truncated=_flag(nxt, "truncated") or (cut and not done), wall=time.perf_counter(), env=env)
             yield record
             if record.done:
                 break
@@ -96,7 +74,7 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
 
 
 def _act(policy: Any, td: Any, traj: int, step: int) -> Any:
-    from .policies import UserPolicyError
+    from ..policies import UserPolicyError
 
     try:
         out = policy(td)

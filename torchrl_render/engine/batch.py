@@ -1,0 +1,226 @@
+"""The batched loop over numpy slots: one policy call per batch step, bookkeeping per batch.
+
+Per step the loop does a fixed number of numpy operations over the active rows (returns,
+lengths, flags, stored steps), whatever K is; Python work per row is the env's own
+``step`` call and, for an episode that ends, its assembly. Steps are stored into ``[K, T]``
+arrays allocated once (grown by doubling when an episode outlives them); an episode's
+arrays and TensorDict are cut from them when it ends. A rendered episode also yields a
+:class:`StepRecord` per step, for the frames.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from .plan import EpisodePlan
+from .records import Episode, StepRecord
+
+__all__ = ["SlotLoop"]
+
+
+class SlotLoop:
+    """Runs the plan's episodes on ``slots``.
+
+    Args:
+        slots: :class:`~torchrl_render.engine.slots.InProcessSlots` or ``ProcessSlots``.
+        act: ``act(rows) -> actions [K, ...]`` (one batched policy call, or one per row).
+        begin: ``begin(slot, seed)`` at every episode start (stateful policies, RNG streams).
+        plan: The :class:`EpisodePlan` (shared between phases).
+        seed: Base seed (episode ``i`` is reset with ``seed + i``), or None.
+        max_steps: Cut an episode after this many steps (marked truncated).
+        obs_key: The observation entry handed to data writers as ``observations``.
+        keep: Store observations and actions (for trajectories and data writers).
+        trajectories: Build each episode's TensorDict.
+        reward_fn: ``reward_fn(transition TensorDict [n]) -> [n]`` summed into ``sum_reward_fn``.
+        action_dtype: The env's action dtype (numpy).
+    """
+
+    def __init__(self, slots: Any, act: Callable[[np.ndarray], np.ndarray], begin: Callable[[int, int | None], None],
+                 plan: EpisodePlan, *, seed: int | None, max_steps: int | None, obs_key: Any, keep: bool,
+                 trajectories: bool, reward_fn: Callable[[Any], Any] | None = None,
+                 action_shape: tuple[int, ...] = (), action_dtype: Any = np.float32) -> None:
+        self.slots, self.act, self.begin, self.plan = slots, act, begin, plan
+        self.seed, self.max_steps, self.obs_key = seed, max_steps, obs_key
+        self.keep, self.trajectories, self.reward_fn = keep or trajectories, trajectories, reward_fn
+        k = slots.num
+        self.episode = np.full(k, -1, np.int64)
+        self.t = np.zeros(k, np.int64)
+        self.ret = np.zeros(k, np.float64)
+        self.fn_ret = np.zeros(k, np.float64)
+        self.succ = np.full(k, -1, np.int8)
+        self.t0 = np.zeros(k, np.float64)
+        cap = max_steps + 1 if max_steps is not None else 1001
+        self.rew = np.zeros((k, cap), np.float64)
+        self.term = np.zeros((k, cap), bool)
+        self.trunc = np.zeros((k, cap), bool)
+        self.obs = {key: np.zeros((k, cap, *buf.shape[1:]), buf.dtype) for key, buf in slots.obs.items()} \
+            if self.keep else {}
+        self.actions = np.zeros((k, cap, *action_shape), action_dtype) if self.keep else None
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def run(self, rendered: range = range(0), below: int | None = None) -> Iterator[StepRecord | Episode]:
+        """Yields finished episodes (completion order) and the step records of ``rendered`` episodes."""
+        starts = self._assign(range(self.slots.num), below)
+        yield from self._start(starts, rendered)
+        rows = np.flatnonzero(self.episode >= 0)
+        while rows.size:
+            actions = self.act(rows)
+            before = {k: v[rows].copy() for k, v in self.slots.obs.items()} if self.reward_fn else None
+            self.slots.step(rows.tolist(), actions)
+            ended = self._book(rows, actions, before)
+            if rendered:
+                yield from self._records(rows, rendered)
+            if ended.size:
+                freed = ended.tolist()
+                for i in ended.tolist():
+                    episode, discard = self._finish(i)
+                    if episode is not None:
+                        yield episode
+                    for index in discard:  # started past the cut: never stepped again
+                        freed += np.flatnonzero(self.episode == index).tolist()
+                        self.episode[self.episode == index] = -1
+                starts = self._assign(sorted(set(freed)), below)
+                yield from self._start(starts, rendered)
+                rows = np.flatnonzero(self.episode >= 0)
+
+    def _book(self, rows: np.ndarray, actions: np.ndarray, before: dict[str, np.ndarray] | None) -> np.ndarray:
+        """The per-step bookkeeping, vectorised over the active rows; returns the rows that ended."""
+        s = self.slots
+        self.t[rows] += 1
+        t = self.t[rows]
+        if t.max() >= self.rew.shape[1]:
+            self._grow()
+        reward = s.reward[rows]
+        self.ret[rows] += reward
+        self.rew[rows, t - 1] = reward
+        term, trunc = s.terminated[rows], s.truncated[rows]
+        self.term[rows, t - 1] = term
+        self.trunc[rows, t - 1] = trunc
+        if self.keep:
+            for key, store in self.obs.items():
+                store[rows, t] = s.obs[key][rows]
+            self.actions[rows, t - 1] = actions[rows]
+        self.succ[rows] = np.maximum(self.succ[rows], s.success[rows])
+        if self.reward_fn is not None:
+            self.fn_ret[rows] += self._reward_fn(rows, actions, before)
+        ended = term | trunc
+        if self.max_steps is not None:
+            ended |= t >= self.max_steps
+        return rows[ended]
+
+    def _reward_fn(self, rows: np.ndarray, actions: np.ndarray, before: dict[str, np.ndarray]) -> np.ndarray:
+        import torch
+        from tensordict import TensorDict
+
+        n = len(rows)
+        nxt = {k: torch.from_numpy(v[rows].copy()) for k, v in self.slots.obs.items()}
+        nxt["reward"] = torch.from_numpy(self.slots.reward[rows].copy()).unsqueeze(-1)
+        td = TensorDict({**{k: torch.from_numpy(v) for k, v in before.items()},
+                         "action": torch.from_numpy(np.ascontiguousarray(actions[rows])), "next": nxt},
+                        batch_size=[n])
+        with torch.no_grad():
+            out = self.reward_fn(td)
+        return np.asarray(torch.as_tensor(out, dtype=torch.float64).reshape(n, -1).sum(-1))
+
+    def _grow(self) -> None:
+        def grow(a: np.ndarray) -> np.ndarray:
+            return np.concatenate([a, np.zeros_like(a)], axis=1)
+
+        self.rew, self.term, self.trunc = grow(self.rew), grow(self.term), grow(self.trunc)
+        self.obs = {k: grow(v) for k, v in self.obs.items()}
+        if self.actions is not None:
+            self.actions = grow(self.actions)
+
+    def _assign(self, slots: Any, below: int | None) -> list[int]:
+        started = []
+        for i in slots:
+            index = self.plan.next(below)
+            self.episode[i] = -1 if index is None else index
+            if index is not None:
+                started.append(i)
+        return started
+
+    def _start(self, rows: list[int], rendered: range) -> Iterator[StepRecord]:
+        if not rows:
+            return
+        seeds = [None if self.seed is None else self.seed + int(self.episode[i]) for i in rows]
+        self.slots.reset(rows, seeds)
+        now = time.perf_counter()
+        for i, seed in zip(rows, seeds):
+            self.begin(i, seed)
+        idx = np.asarray(rows)
+        self.t[idx], self.ret[idx], self.fn_ret[idx], self.succ[idx], self.t0[idx] = 0, 0.0, 0.0, -1, now
+        for key, store in self.obs.items():
+            store[idx, 0] = self.slots.obs[key][idx]
+        if rendered:
+            yield from self._records(idx, rendered)
+
+    # -- episodes -------------------------------------------------------------------------------
+
+    def _finish(self, i: int) -> tuple[Episode | None, list[int]]:
+        """The episode that ended in slot ``i`` (None if the plan drops it), and the episodes to discard."""
+        index, n = int(self.episode[i]), int(self.t[i])
+        self.episode[i] = -1
+        discard = self.plan.finished(index, n)
+        if not self.plan.keeps(index):
+            return None, discard
+        rewards, term, trunc = self.rew[i, :n].copy(), self.term[i, :n].copy(), self.trunc[i, :n].copy()
+        if n and not (term[-1] or trunc[-1]):  # cut by max_steps: a time limit truncates it
+            trunc[-1] = True
+        succ = int(self.succ[i])
+        ep = Episode(index, None if self.seed is None else self.seed + index, rewards, term | trunc, term, trunc,
+                     sum_reward=float(self.ret[i]), success=None if succ < 0 else bool(succ),
+                     wall_s=time.perf_counter() - float(self.t0[i]))
+        if self.reward_fn is not None:
+            ep.extra["sum_reward_fn"] = float(self.fn_ret[i])
+        if self.keep:
+            obs = {k: v[i, :n + 1].copy() for k, v in self.obs.items()}
+            ep.observations = obs.get(self.obs_key)
+            ep.actions = self.actions[i, :n].copy()
+            if self.trajectories:
+                ep.trajectory = _trajectory(obs, ep.actions, ep)
+        return ep, discard
+
+    def _records(self, rows: np.ndarray, rendered: range) -> Iterator[StepRecord]:
+        for i in np.asarray(rows).tolist():
+            index = int(self.episode[i])
+            if index < 0 or index not in rendered:
+                continue
+            step = int(self.t[i])
+            td = _state_td(self.slots, i)
+            seed = None if self.seed is None else self.seed + index
+            term, trunc = bool(self.slots.terminated[i]), bool(self.slots.truncated[i])
+            cut = self.max_steps is not None and step >= self.max_steps
+            yield StepRecord(index, step, td, None, seed, reward=float(self.slots.reward[i]) if step else 0.0,
+                             done=(term or trunc or cut) if step else False, terminated=term and step > 0,
+                             truncated=(trunc or (cut and not term)) and step > 0, wall=time.perf_counter(),
+                             env=self.slots.env(i))
+
+
+def _state_td(slots: Any, i: int) -> Any:
+    import torch
+    from tensordict import TensorDict
+
+    return TensorDict({k: torch.from_numpy(v[i].copy()) for k, v in slots.obs.items()}, batch_size=[])
+
+
+def _trajectory(obs: dict[str, np.ndarray], actions: np.ndarray, ep: Episode) -> Any:
+    """The episode as torchrl lays a rollout out: ``[T]`` transitions with a ``next`` entry."""
+    import torch
+    from tensordict import TensorDict
+
+    n = ep.length
+    col = (lambda a: torch.from_numpy(np.ascontiguousarray(a)).reshape(n, 1))  # noqa: E731
+    zeros = torch.zeros(n, 1, dtype=torch.bool)
+    nxt = {k: torch.from_numpy(v[1:]) for k, v in obs.items()}
+    nxt.update(reward=col(ep.rewards), done=col(ep.dones), terminated=col(ep.terminated),
+               truncated=col(ep.truncated))
+    root = {k: torch.from_numpy(v[:-1]) for k, v in obs.items()}
+    root.update(action=torch.from_numpy(actions), done=zeros, terminated=zeros.clone(), truncated=zeros.clone(),
+                next=nxt)
+    return TensorDict(root, batch_size=[n])

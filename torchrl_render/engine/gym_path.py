@@ -1,0 +1,120 @@
+"""The gymnasium path: the env stepped directly, in numpy; K slots in-process or in workers.
+
+Rendered episodes come first, on the run's own env (the render backends were built on it), with
+one policy call per step exactly as a one-env run makes; the other episodes are dispatched over
+K slots. ``env_batch_mode="auto"`` times a few steps of the env and uses worker processes only
+when a step costs more than :data:`~torchrl_render.engine.PARALLEL_STEP_S` and there is more
+than one core (the choice and the timing go to the metadata).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .batch import SlotLoop
+from .records import Episode, StepRecord
+from .slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
+
+__all__ = ["run_gymnasium"]
+
+
+def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
+    """All the run's episodes (see the module docstring)."""
+    cfg, raw = engine.cfg, engine.raw
+    plan = engine.plan()
+    space = raw.action_space
+    common = dict(seed=cfg.seed, max_steps=cfg.max_steps, obs_key=cfg.obs_key, keep=engine.keep,
+                  trajectories=cfg.trajectories, reward_fn=engine.reward_fn, action_shape=tuple(space.shape),
+                  action_dtype=np.dtype(space.dtype))
+    rendered = engine.rendered
+    if rendered:
+        slots = InProcessSlots([raw])
+        act, begin = actor(engine.policy, slots, per_env=True)
+        yield from SlotLoop(slots, act, begin, plan, **common).run(rendered, below=rendered.stop)
+    if not plan.more():
+        return
+    slots, owned = _slots(engine)
+    try:
+        per_env = cfg.policy_batch == "per-env" or engine.policy.stateful or slots.num == 1
+        act, begin = actor(engine.policy, slots, per_env=per_env)
+        if not per_env and engine.policy.samples:
+            engine.notes.append("stochastic policy with policy_batch='batched': the batch draws from one RNG "
+                                "stream (seeded with --seed), so per-episode numbers depend on --num-envs; "
+                                "--policy-batch per-env gives each episode its own stream")
+        yield from SlotLoop(slots, act, begin, plan, **common).run()
+    finally:
+        if isinstance(slots, ProcessSlots):
+            slots.close()
+        for env in owned:
+            env.close()
+
+
+def _slots(engine: Any) -> tuple[Any, list[Any]]:
+    """K slots: this process's envs (the run's own first) or worker processes."""
+    from ..envs import make_raw_env
+
+    cfg, raw = engine.cfg, engine.raw
+    k, mode = cfg.num_envs, cfg.env_batch_mode
+    if mode == "auto":
+        mode = "serial"
+        if k > 1 and cpu_count() > 1:
+            seconds = step_seconds(raw)
+            engine.info["step_ms"] = round(seconds * 1e3, 4)
+            mode = "parallel" if seconds > _threshold() else "serial"
+    engine.info["batch_mode"] = mode
+    if mode == "serial" or k == 1:
+        owned = [make_raw_env(cfg, engine.payload, render_mode=engine.render_mode) for _ in range(k - 1)]
+        return InProcessSlots([raw, *owned]), owned
+    make = partial(make_raw_env, cfg, engine.payload, engine.render_mode)
+    try:
+        pickle.dumps(make)
+        method = "spawn"
+    except (pickle.PicklingError, AttributeError, TypeError):  # lambdas, local factories
+        method = "fork"
+        engine.notes.append("env factory is not picklable: env workers are forked instead of spawned")
+    workers = min(k, cpu_count())
+    engine.info["workers"] = workers
+    return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method), []
+
+
+def _threshold() -> float:
+    from . import PARALLEL_STEP_S
+
+    return PARALLEL_STEP_S
+
+
+def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
+    """``act(rows) -> actions [K, ...]`` and ``begin(slot, seed)`` for the policy over ``slots``."""
+    import torch
+
+    views = {key: torch.from_numpy(buf) for key, buf in slots.obs.items()}  # share the slots' memory
+    shape = tuple(policy.action_spec.shape)
+    out = np.zeros((slots.num, *shape), np.dtype(str(policy.action_spec.dtype).replace("torch.", "")))
+    if per_env:
+        rows = [(policy.for_worker(i), {k: v[i] for k, v in views.items()}) for i in range(slots.num)]
+
+        def act(active: np.ndarray) -> np.ndarray:
+            for i in active.tolist():
+                runner, obs = rows[i]
+                out[i] = runner.act(obs).numpy()
+            return out
+
+        def begin(i: int, seed: int | None) -> None:
+            rows[i][0].begin_episode(seed)
+
+        return act, begin
+
+    batch = (slots.num,)
+    if policy.samples and policy.cfg.seed is not None:
+        policy._rng_state = torch.Generator().manual_seed(policy.cfg.seed).get_state()
+
+    def act_batch(active: np.ndarray) -> np.ndarray:
+        out[:] = policy.act(views, batch).numpy()
+        return out
+
+    return act_batch, (lambda i, seed: None)

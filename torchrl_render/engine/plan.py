@@ -1,0 +1,60 @@
+"""Which episodes run: exactly ``num_trajs``, or whole episodes until ``min_timesteps`` steps.
+
+Episodes are dispatched in index order (a freed slot takes the next index), so the episodes
+reported never depend on the number of envs. With ``min_timesteps`` (imitation's
+``eval_n_timesteps``) the reported episodes are ``0..n-1`` for the smallest ``n`` whose lengths sum
+to at least ``min_timesteps``; episodes started past ``n`` are discarded, and their slots stop.
+
+Example:
+    >>> plan = EpisodePlan(min_timesteps=10)
+    >>> [plan.next(), plan.next()]
+    [0, 1]
+    >>> plan.finished(1, 6), plan.finished(0, 5), plan.next(), plan.keeps(1)
+    ([], [], None, True)
+"""
+
+from __future__ import annotations
+
+__all__ = ["EpisodePlan"]
+
+
+class EpisodePlan:
+    """Dispatches episode indices (see the module docstring)."""
+
+    def __init__(self, num_trajs: int | None = None, min_timesteps: int | None = None) -> None:
+        if (num_trajs is None) == (min_timesteps is None):
+            raise ValueError("exactly one of num_trajs and min_timesteps")
+        self.num_trajs, self.min_timesteps = num_trajs, min_timesteps
+        self.issued = 0
+        self.lengths: dict[int, int] = {}
+        self.prefix, self.total = 0, 0
+        self.cutoff: int | None = num_trajs
+
+    def next(self, below: int | None = None) -> int | None:
+        """The next episode to start (``None``: no more; ``below`` caps the index, for a first phase)."""
+        limit = self.cutoff if below is None else min(below, self.cutoff if self.cutoff is not None else below)
+        if limit is not None and self.issued >= limit:
+            return None
+        self.issued += 1
+        return self.issued - 1
+
+    def more(self) -> bool:
+        """Whether :meth:`next` would issue another episode."""
+        return self.cutoff is None or self.issued < self.cutoff
+
+    def finished(self, index: int, length: int) -> list[int]:
+        """Notes a finished episode; returns the started episodes that are no longer needed."""
+        self.lengths[index] = length
+        if self.min_timesteps is None or self.cutoff is not None:
+            return []
+        while self.prefix in self.lengths:
+            self.total += self.lengths[self.prefix]
+            self.prefix += 1
+            if self.total >= self.min_timesteps:
+                self.cutoff = self.prefix
+                return [i for i in range(self.cutoff, self.issued) if i not in self.lengths]
+        return []
+
+    def keeps(self, index: int) -> bool:
+        """Whether a finished episode is reported."""
+        return self.cutoff is None or index < self.cutoff

@@ -1,0 +1,133 @@
+"""The torchrl path: one torchrl env (``single.py``) or K of them (``workers.py``), records per step.
+
+Each episode's step records are gathered into an :class:`Episode` when it ends (its
+transitions stacked into one TensorDict): this path keeps a TensorDict per step, which is what
+torchrl's own envs produce; the gymnasium path avoids them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .records import Episode, StepRecord
+
+__all__ = ["run_torchrl"]
+
+#: Our own entries in a step TensorDict: never handed out in trajectories.
+INTERNAL_KEYS = ("success_reported",)
+
+
+def run_torchrl(engine: Any) -> Iterator[StepRecord | Episode]:
+    cfg = engine.cfg
+    plan = engine.plan()
+    episodes = iter(plan.next, None)
+    if cfg.num_envs == 1:
+        from .single import rollout
+
+        records = rollout(engine.env, engine.policy, trajectories=episodes, max_steps=cfg.max_steps, seed=cfg.seed,
+                          done_key=cfg.done_key, reward_key=cfg.reward_key)
+        yield from _gather(engine, plan, records)
+        return
+    from .workers import EpisodeOrderer, vector_rollout
+
+    orderer = EpisodeOrderer(cfg.max_steps)
+    try:
+        records = (r for record in vector_rollout(engine.batched, engine.policy, episodes=episodes,
+                                                  max_steps=cfg.max_steps, seed=cfg.seed, rendered=engine.rendered,
+                                                  done_key=cfg.done_key, reward_key=cfg.reward_key)
+                   for r in orderer.push(record))
+        yield from _gather(engine, plan, records)
+    finally:
+        orderer.close()
+
+
+class _Gathered:
+    """The steps of one episode so far."""
+
+    def __init__(self, record: StepRecord) -> None:
+        self.index, self.seed, self.t0 = record.trajectory, record.seed, record.wall
+        self.first = record.td
+        self.steps: list[Any] = []
+        self.rewards: list[float] = []
+        self.flags: list[tuple[bool, bool, bool]] = []
+        self.total = 0.0
+        self.fn_total = 0.0
+        self.success: bool | None = None
+
+
+def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[StepRecord | Episode]:
+    from ..metrics import read_success
+
+    current: dict[int, _Gathered] = {}
+    for record in records:
+        yield record
+        if record.step == 0:
+            current[record.trajectory] = _Gathered(record)
+            continue
+        g = current[record.trajectory]
+        g.total += record.reward
+        g.rewards.append(record.reward)
+        g.flags.append((record.done, record.terminated, record.truncated))
+        success = read_success(record.td)
+        if success is not None:
+            g.success = bool(g.success) or success
+        step = _strip(engine.cfg, record.transition)
+        if engine.reward_fn is not None:
+            g.fn_total += _reward_fn(engine.reward_fn, step)
+        g.steps.append(step)
+        if record.done:
+            del current[record.trajectory]
+            plan.finished(g.index, len(g.rewards))
+            if plan.keeps(g.index):
+                yield _episode(engine, g, record.wall)
+
+
+def _episode(engine: Any, g: _Gathered, wall: float) -> Episode:
+    import torch
+
+    cfg = engine.cfg
+    flags = np.asarray(g.flags, dtype=bool).reshape(-1, 3)
+    traj = _without_internal(torch.stack(g.steps)) if g.steps else None
+    ep = Episode(g.index, g.seed, np.asarray(g.rewards, np.float64), flags[:, 0], flags[:, 1], flags[:, 2],
+                 sum_reward=g.total, success=g.success, wall_s=wall - g.t0)
+    if engine.reward_fn is not None:
+        ep.extra["sum_reward_fn"] = g.fn_total
+    if traj is not None and engine.keep:
+        obs = traj.get(cfg.obs_key, None)
+        if obs is not None:
+            last = traj.get(("next", *_tuple(cfg.obs_key)))[-1:]
+            ep.observations = torch.cat([obs, last]).detach().cpu().numpy()
+        action = traj.get(cfg.action_key, None)
+        ep.actions = action.detach().cpu().numpy() if action is not None else None
+    if cfg.trajectories:
+        ep.trajectory = traj
+    return ep
+
+
+def _tuple(key: Any) -> tuple[str, ...]:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _strip(cfg: Any, transition: Any) -> Any:
+    """The transition as handed out: no pixels unless asked."""
+    if cfg.keep_pixels:
+        return transition
+    return transition.exclude(cfg.pixel_key, ("next", *_tuple(cfg.pixel_key)))
+
+
+def _without_internal(traj: Any) -> Any:
+    """Drops our success bookkeeping: ``success`` stays only where the env reported it."""
+    reported = traj.get(("next", "success_reported"), None)
+    if reported is not None and not bool(reported.any()):
+        traj = traj.exclude("success", ("next", "success"))
+    return traj.exclude(*INTERNAL_KEYS, *[("next", k) for k in INTERNAL_KEYS])
+
+
+def _reward_fn(fn: Any, transition: Any) -> float:
+    import torch
+
+    with torch.no_grad():
+        return float(torch.as_tensor(fn(transition), dtype=torch.float64).sum())
