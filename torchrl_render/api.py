@@ -169,7 +169,8 @@ class _Run:
         from .sink import rendered_range
 
         cfg = self.cfg
-        data_format = not WRITERS.entry(cfg.format).needs_frames
+        entry = WRITERS.entry(cfg.format)
+        data_format = not entry.needs_frames and entry.needs_steps
         reward_fn = None
         if cfg.reward_fn is not None:
             from .resolve import resolve

@@ -36,6 +36,7 @@ class Entry:
         target: ``"module:Class"`` imported on first use.
         suffixes: File suffixes that select this entry (writers).
         needs_frames: Whether the writer consumes rendered frames.
+        needs_steps: Whether a data writer reads each episode's stored steps (observations, actions).
         directory: Whether the artifact is a folder rather than a file.
         extra: Package to ``pip install`` if the import fails.
         description: One line for ``--list-formats`` / ``--list-backends``.
@@ -44,6 +45,7 @@ class Entry:
     target: str
     suffixes: tuple[str, ...] = ()
     needs_frames: bool = True
+    needs_steps: bool = True
     directory: bool = False
     extra: str | None = None
     description: str = ""

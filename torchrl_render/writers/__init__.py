@@ -20,6 +20,9 @@ WRITERS = Registry("format", {
                  description="numpy arrays per trajectory: observations, actions, rewards, dones (+ frames)"),
     "jsonl": Entry("torchrl_render.writers.jsonl:JsonlWriter", suffixes=(".jsonl",), needs_frames=False,
                    description="streamed event log: metadata, step, episode and summary lines"),
+    "json": Entry("torchrl_render.writers.json:JsonWriter", suffixes=(".json",), needs_frames=False,
+                  needs_steps=False, description="metrics only (lerobot-eval's eval_info.json layout): per "
+                                                 "episode and aggregated"),
     "ipynb": Entry("torchrl_render.writers.ipynb:IpynbWriter", suffixes=(".ipynb",), extra="av==18.1.0 pillow",
                    description="report notebook: config, metrics, return plot, embedded videos, re-run cell"),
 }, group="torchrl_render.writers")

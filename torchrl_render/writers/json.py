@@ -1,0 +1,82 @@
+"""``eval_info.json``: the evaluation's metrics only, in lerobot-eval's layout.
+
+One JSON object, written when the run ends (atomically, like every artifact)::
+
+    {"per_episode": [{"episode_ix", "seed", "sum_reward", "max_reward", "length", "success",
+                      "terminated", "truncated", "wall_s", "num_frames", ...}, ...],
+     "aggregated": {"avg_sum_reward", "avg_max_reward", "pc_success", "n_episodes", "eval_s",
+                    "eval_ep_s", "std_sum_reward", "ci95_sum_reward", "ci95_success", ...},
+     "overall": <the same as aggregated, lerobot-eval's top-level name>}
+
+Nothing is rendered and no step is stored: the leanest output, for evaluations of thousands of
+episodes (with ``--no-trajectories``).
+
+Example:
+    >>> import tempfile, pathlib, json
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "eval_info.json"
+    >>> with JsonWriter(out) as w:
+    ...     w.on_episode({"episode_ix": 0, "seed": 0, "sum_reward": 2.0, "max_reward": 1.0, "length": 2,
+    ...                   "success": True, "terminated": True, "truncated": False, "wall_s": 0.5, "num_frames": 0})
+    >>> data = json.loads(out.read_text())
+    >>> data["aggregated"]["avg_sum_reward"], data["overall"]["pc_success"]
+    (2.0, 100.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ..data import FrameBundle
+from ..metrics import aggregate
+from .base import Writer
+
+__all__ = ["JsonWriter"]
+
+
+class JsonWriter(Writer):
+    """Collects the per-episode metrics and writes them with their aggregates at the end.
+
+    Args:
+        path: Target file; written under a temporary name and renamed on close.
+    """
+
+    format = "json"
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path)
+        self._episodes: list[dict[str, Any]] = []
+        self._t0 = time.perf_counter()
+
+    def write(self, bundle: FrameBundle) -> None:
+        """A data format: frames are not written."""
+
+    def on_episode(self, metrics: dict[str, Any]) -> None:
+        self._episodes.append(dict(metrics))
+
+    def _finish(self) -> dict[str, Any]:
+        agg = aggregate(self._episodes, time.perf_counter() - self._t0)
+        data = {"per_episode": self._episodes, "aggregated": agg, "overall": agg}
+        text = json.dumps(_finite(data), indent=2, allow_nan=False, default=str)
+        with open(self.tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return {"episodes": len(self._episodes)}
+
+    def _release(self) -> None:
+        self._episodes = []
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
