@@ -314,3 +314,53 @@ class _DmSpec:
         from torchrl.envs import DMControlWrapper
         from dm_control import suite
         self.env_specs = DMControlWrapper(suite.load("cartpole", "swingup")).specs
+
+
+def test_internal_success_keys_never_reach_the_user(tmp_path):
+    """Issue 11 item 5: no ``success``/``success_reported`` for an env that never reports success."""
+    from torchrl_render.errors import PolicyError
+
+    result = render_policy(RenderConfig(policy="zoo:linear_policy", env="test_vector:torchrl_pendulum", num_trajs=1,
+                                        max_steps=3, out=tmp_path / "a.jsonl"))
+    fast = render_policy(RenderConfig(policy="zoo:linear_policy", env="InvertedPendulum-v5", num_trajs=1,
+                                      max_steps=3, out=tmp_path / "b.jsonl"))
+    for traj in (result.trajectories[0], fast.trajectories[0]):
+        names = {k if isinstance(k, str) else k[-1] for k in traj.keys(True, True)}
+        assert not names & {"success", "success_reported"}
+    assert fast.metrics["per_episode"][0]["success"] is None
+    with pytest.raises(PolicyError) as err:
+        render_policy(RenderConfig(policy="zoo:linear_policy", env="test_vector:torchrl_pendulum", num_trajs=1,
+                                   max_steps=2, obs_key="obs", out=tmp_path / "c.jsonl"))
+    assert "success" not in str(err.value) and "'observation'" in str(err.value)
+
+
+def dict_policy():
+    net = torch.nn.Linear(4, 1)
+    return lambda obs: {"action": torch.tanh(net(obs.float()))}
+
+
+def sac_like_policy():
+    net = torch.nn.Linear(4, 1)
+    return lambda obs: (torch.tanh(net(obs.float())), torch.zeros(()))
+
+
+@pytest.mark.parametrize("env", ["InvertedPendulum-v5", "test_vector:torchrl_pendulum"])
+def test_a_policy_returning_a_mapping_with_the_action_just_works(tmp_path, env):
+    """Issue 11 item 6."""
+    result = render_policy(RenderConfig(policy="test_engine:dict_policy", env=env, num_trajs=2, max_steps=3,
+                                        num_envs=2, out=tmp_path / "d.jsonl"))
+    assert [e["length"] for e in result.metrics["per_episode"]] == [3, 3]
+
+
+@pytest.mark.parametrize("env", ["InvertedPendulum-v5", "test_vector:torchrl_pendulum"])
+def test_a_policy_returning_a_tuple_is_told_how_to_select_the_action(tmp_path, env):
+    """Issue 11 item 6: SAC actors return (action, log_prob); say so, not 'wrong shape (2,)'."""
+    from torchrl_render.cli import main
+
+    code = main(["--policy", "test_engine:sac_like_policy", "--env", env, "--max-steps", "2",
+                 "--out", str(tmp_path / "t.jsonl"), "--quiet"])
+    assert code == 2 and not (tmp_path / "t.jsonl").exists()
+    with pytest.raises(Exception, match=r"returned a tuple \(Tensor, Tensor\), not an action.*lambda obs: "
+                                        r"actor\(obs\)\[0\]"):
+        render_policy(RenderConfig(policy="test_engine:sac_like_policy", env=env, max_steps=2,
+                                   out=tmp_path / "u.jsonl"))

@@ -102,6 +102,10 @@ def test_keyboard_interrupt_in_process_exits_130(tmp_path, capsys):
     assert "KeyboardInterrupt" in partial(out)["error"]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_sigint_mid_run_in_a_real_process(tmp_path):
     """``python -m torchrl_render`` gets SIGINT once an episode has finished: 130, no artifact, partial metrics."""
@@ -110,7 +114,11 @@ def test_sigint_mid_run_in_a_real_process(tmp_path):
     argv = [sys.executable, "-m", "torchrl_render", *tiny(out, "--env", "badfactories:slow_env", "--env-kwargs",
                                                           json.dumps({"delay": 0.05, "marker": str(marker)}),
                                                           "--num-trajs", "200")]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    # The child must not inherit an ignored SIGINT: a non-interactive shell starts background jobs with
+    # SIGINT ignored (POSIX), a test run launched that way passes SIG_IGN on, and Python then leaves
+    # SIGINT ignored, so the Ctrl-C below was lost (the flaky failure: exit 0 after the whole run).
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                            preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 240
         while not Path(f"{marker}.1").exists():  # episode 1 ended in the env, so episode 0 is recorded

@@ -60,6 +60,13 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
     return PolicyRunner(policy, cfg, env, notes)
 
 
+def visible_keys(td: Any) -> list[str]:
+    """The keys of a step TensorDict as the user knows them: without our success bookkeeping."""
+    reported = td.get("success_reported", None)
+    hidden = {"success_reported"} | ({"success"} if reported is not None and not bool(reported.any()) else set())
+    return [key_to_string(k) for k in td.keys(True, True) if key_to_string(k) not in hidden]
+
+
 def factory_specs(env: Any) -> Any:
     """The single env's specs as the user's env has them: without the success entries that our
     gymnasium info reader adds (they are bookkeeping, not observations)."""
@@ -230,7 +237,7 @@ class PolicyRunner:
         obs = td.get(self.cfg.obs_key, None)
         if obs is None:
             raise PolicyError(f"the step TensorDict has no observation key {key_to_string(self.cfg.obs_key)!r}",
-                              expected=f"one of {[key_to_string(k) for k in td.keys(True, True)]}",
+                              expected=f"one of {visible_keys(td)}",
                               got=key_to_string(self.cfg.obs_key), fix="pass --obs-key with the right name")
         return self._action_of(self._user(self._to_policy(obs)))
 
@@ -269,7 +276,7 @@ class PolicyRunner:
         if action is None:
             raise PolicyError(f"the policy output has no action key {key_to_string(self.cfg.action_key)!r}",
                               expected=f"the policy to write {key_to_string(self.cfg.action_key)!r}",
-                              got=f"keys {[key_to_string(k) for k in out.keys(True, True)]}",
+                              got=f"keys {visible_keys(out)}",
                               fix="pass --action-key with the key the policy writes")
         if out is not td:  # observations were cast: carry what the policy wrote (recurrent state too)
             written = set(getattr(self.policy, "out_keys", ()) or ())

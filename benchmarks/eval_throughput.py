@@ -1,0 +1,343 @@
+"""Evaluation throughput: torchrl_render's engine against plain gymnasium loops, in one run (issue 10).
+
+    MUJOCO_GL=egl .venv/bin/python benchmarks/eval_throughput.py --quick     # ~1 min, indicative only
+    MUJOCO_GL=egl .venv/bin/python benchmarks/eval_throughput.py --full      # HalfCheetah 32 x 1000 steps
+    MUJOCO_GL=egl .venv/bin/python benchmarks/eval_throughput.py --profile   # where a step's time goes
+
+Every case is a fresh process (imports and start-up included), run at two episode counts so that
+steady state (the extra steps over the extra time) separates from fixed cost (the rest). Cases are
+interleaved (all cases at the small count, then all at the large one) so that a noisy neighbour on
+this shared machine hurts every case alike. Same policy (the shipped ARS HalfCheetah policy), same
+seeds (episode i: reset(seed=i)). Tasks: HalfCheetah-v5, and "slow": HalfCheetah-v5 whose step
+also burns 2 ms of CPU, standing for an expensive simulator (where worker processes should pay).
+
+Reported: steps/s of the whole process and in steady state, episodes/s, fixed cost, peak RSS, and
+whether the per-episode returns match the plain loop's (exactly, or within the 95% CI for batched
+policy calls, which differ in the last bits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHEETAH = ROOT / "examples" / "half_cheetah"
+THIS = Path(__file__).resolve()
+
+#: case name -> (kind, K, extra CLI flags)
+CASES = {
+    "plain gymnasium loop, K=1": ("plain", 1, []),
+    "gymnasium SyncVectorEnv K=8, batched policy": ("sync", 8, []),
+    "gymnasium AsyncVectorEnv K=2, batched policy": ("async", 2, []),
+    "ours K=1": ("ours", 1, []),
+    "ours K=8 batched": ("ours", 8, ["--env-batch-mode", "serial"]),
+    "ours K=8 per-env": ("ours", 8, ["--env-batch-mode", "serial", "--policy-batch", "per-env"]),
+    "ours K=2 parallel": ("ours", 2, ["--env-batch-mode", "parallel"]),
+    "ours K=8 auto": ("ours", 8, []),
+    "ours K=1 jsonl (step lines)": ("ours-jsonl", 1, []),
+}
+SLOW_CASES = ["plain gymnasium loop, K=1", "gymnasium AsyncVectorEnv K=2, batched policy", "ours K=1",
+              "ours K=2 parallel", "ours K=8 batched", "ours K=8 auto"]
+
+
+# -- the child: one case, one process -----------------------------------------------------------------
+
+def load_policy():
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.spec_from_file_location("hc_policy", CHEETAH / "policy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    policy = module.make_policy()
+    policy.load_state_dict(torch.load(CHEETAH / "policy.pt", weights_only=True)["model_state_dict"])
+    return policy.eval()
+
+
+def make_env(task: str):
+    import gymnasium
+
+    env = gymnasium.make("HalfCheetah-v5")
+    return SlowStep(env) if task == "slow" else env
+
+
+def slow_env():
+    """Env factory for ``--env benchmarks/eval_throughput.py:slow_env``."""
+    return make_env("slow")
+
+
+def _slow_wrapper():
+    import gymnasium
+
+    class _SlowStep(gymnasium.Wrapper):
+        def step(self, action):
+            out = self.env.step(action)
+            end = time.perf_counter() + 0.002
+            while time.perf_counter() < end:  # CPU, like physics: a sleep would overlap for free
+                pass
+            return out
+
+    return _SlowStep
+
+
+def SlowStep(env):  # noqa: N802 - a wrapper class made lazily (gymnasium imported in the child only)
+    return _slow_wrapper()(env)
+
+
+def run_plain(task: str, episodes: int, steps: int) -> list[float]:
+    import torch
+
+    policy, env, out = load_policy(), make_env(task), []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=i)
+        total = 0.0
+        for _ in range(steps):
+            with torch.no_grad():
+                action = policy(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            obs, reward, term, trunc, _ = env.step(action)
+            total += reward
+            if term or trunc:
+                break
+        out.append(total)
+    return out
+
+
+def run_vector(task: str, episodes: int, steps: int, k: int, sync: bool) -> list[float]:
+    """lerobot-eval's way: K envs in lockstep, one batched policy call a step, rounds of K episodes."""
+    import gymnasium
+    import numpy as np
+    import torch
+    from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+
+    policy = load_policy()
+    fns = [lambda: make_env(task)] * k
+    cls = SyncVectorEnv if sync else AsyncVectorEnv
+    envs = cls(fns, autoreset_mode=AutoresetMode.DISABLED)
+    out: list[float] = []
+    for start in range(0, episodes, k):
+        n = min(k, episodes - start)
+        obs, _ = envs.reset(seed=[start + j for j in range(k)])
+        totals, alive = np.zeros(k), np.arange(k) < n
+        for _ in range(steps):
+            with torch.no_grad():
+                action = policy(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            obs, reward, term, trunc, _ = envs.step(action)
+            totals += reward * alive
+            alive &= ~(term | trunc)
+            if not alive.any():
+                break
+        out += totals[:n].tolist()
+    envs.close()
+    del gymnasium
+    return out
+
+
+def run_ours(task: str, episodes: int, steps: int, k: int, flags: list[str], fmt: str) -> list[float]:
+    from torchrl_render.cli import main
+
+    folder = Path(tempfile.mkdtemp(prefix="eval_bench_"))
+    out = folder / ("eval_info.json" if fmt == "json" else "run.jsonl")
+    env = f"{THIS}:slow_env" if task == "slow" else f"{CHEETAH / 'policy.py'}:make_env"
+    argv = ["--ckpt", str(CHEETAH / "policy.pt"), "--policy", f"{CHEETAH / 'policy.py'}:make_policy",
+            "--env", env, "--num-trajs", str(episodes), "--max-steps", str(steps), "--num-envs", str(k),
+            "--out", str(out), "--no-progress", "--quiet", *flags]
+    if fmt == "json":
+        argv.append("--no-trajectories")
+    code = main(argv)
+    if code != 0:
+        raise SystemExit(code)
+    meta = json.loads(Path(f"{out}.metadata.json").read_text())
+    print(json.dumps({"engine": meta.get("engine")}), file=sys.stderr)
+    return [e["sum_reward"] for e in meta["metrics"]["per_episode"]]
+
+
+def child(args: argparse.Namespace) -> None:
+    kind, k, flags = CASES[args.case]
+    if kind == "plain":
+        rets = run_plain(args.task, args.episodes, args.steps)
+    elif kind in ("sync", "async"):
+        rets = run_vector(args.task, args.episodes, args.steps, k, kind == "sync")
+    else:
+        rets = run_ours(args.task, args.episodes, args.steps, k, flags, "jsonl" if kind == "ours-jsonl" else "json")
+    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    print("RESULT " + json.dumps({"returns": rets, "rss_mb": rss / 1024}))
+
+
+# -- the parent ----------------------------------------------------------------------------------------
+
+def run_case(case: str, task: str, episodes: int, steps: int) -> dict:
+    env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"), PYTHONPATH=str(ROOT))
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(THIS), "--child", "--case", case, "--task", task,
+                           "--episodes", str(episodes), "--steps", str(steps)], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+    wall = time.perf_counter() - start
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(f"{case} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    data = json.loads(line[len("RESULT "):])
+    engine = [json.loads(x)["engine"] for x in proc.stderr.splitlines() if x.startswith('{"engine"')]
+    return {"wall": wall, "returns": data["returns"], "rss_mb": data["rss_mb"], "engine": engine[0] if engine else None}
+
+
+def ci95(values: list[float]) -> tuple[float, float]:
+    mean = statistics.fmean(values)
+    half = 1.96 * statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
+    return mean - half, mean + half
+
+
+def verdict(returns: list[float], ref: list[float]) -> str:
+    if returns == ref:
+        return "exact"
+    lo, hi = ci95(ref)
+    lo2, hi2 = ci95(returns)
+    mean, mean_ref = statistics.fmean(returns), statistics.fmean(ref)
+    return "within CI" if lo <= mean <= hi and lo2 <= mean_ref <= hi2 else "DIFFERS"
+
+
+def bench(task: str, cases: list[str], counts: tuple[int, int], steps: int) -> list[dict]:
+    results = {c: {} for c in cases}
+    for n in counts:
+        for case in cases:
+            results[case][n] = run_case(case, task, n, steps)
+            print(f"  {task} {case} {n} episodes: {results[case][n]['wall']:.2f} s", file=sys.stderr)
+    small, large = counts
+    ref = results[cases[0]][large]["returns"]
+    rows = []
+    for case in cases:
+        a, b = results[case][small], results[case][large]
+        extra_steps = (large - small) * steps
+        steady = extra_steps / (b["wall"] - a["wall"]) if b["wall"] > a["wall"] else float("inf")
+        fixed = a["wall"] - small * steps / steady
+        rows.append({"task": task, "case": case, "steady_steps_s": steady, "fixed_s": fixed,
+                     "steps_s_whole": large * steps / b["wall"], "episodes_s": large / b["wall"],
+                     "rss_mb": b["rss_mb"], "returns": verdict(b["returns"], ref), "engine": b["engine"],
+                     "wall_s": b["wall"]})
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| task | case | steady steps/s | fixed cost (s) | whole-process steps/s | episodes/s | peak RSS (MB) "
+             "| returns vs plain loop | engine |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        eng = r["engine"] or {}
+        desc = f"{eng.get('path', '')} {eng.get('batch_mode', '')}".strip()
+        lines.append(f"| {r['task']} | {r['case']} | {r['steady_steps_s']:,.0f} | {r['fixed_s']:.2f} | "
+                     f"{r['steps_s_whole']:,.0f} | {r['episodes_s']:.2f} | {r['rss_mb']:.0f} | {r['returns']} | {desc} |")
+    return "\n".join(lines)
+
+
+def targets(rows: list[dict]) -> list[str]:
+    by = {(r["task"], r["case"]): r for r in rows}
+    g = lambda case, task="cheetah": by[(task, case)]  # noqa: E731
+    k1, k8, sync8, plain = g("ours K=1"), g("ours K=8 batched"), g("gymnasium SyncVectorEnv K=8, batched policy"), \
+        g("plain gymnasium loop, K=1")
+    out = [
+        ("ours K=1 >= 0.5x plain loop (steady)", k1["steady_steps_s"] / plain["steady_steps_s"], 0.5),
+        ("ours K=8 batched >= 0.7x SyncVectorEnv K=8 (steady)", k8["steady_steps_s"] / sync8["steady_steps_s"], 0.7),
+        ("ours K=8 >= 1.5x ours K=1 (steady)", k8["steady_steps_s"] / k1["steady_steps_s"], 1.5),
+    ]
+    lines = [f"- {name}: {ratio:.2f}x ({'met' if ratio >= goal else 'NOT met'})" for name, ratio, goal in out]
+    fixed = k8["fixed_s"] - k1["fixed_s"]
+    lines.append(f"- fixed cost of K=8 within 1 s of K=1's: {fixed:+.2f} s ({'met' if fixed <= 1 else 'NOT met'})")
+    if ("slow", "ours K=2 parallel") in by:
+        par, ser = g("ours K=2 parallel", "slow"), g("ours K=1", "slow")
+        ratio = par["steady_steps_s"] / ser["steady_steps_s"]
+        lines.append(f"- slow env: ours with worker processes faster than in-process: {ratio:.2f}x "
+                     f"({'met' if ratio > 1 else 'NOT met'})")
+    lines.append(f"- ours K=1 reproduces the plain loop's returns exactly: {k1['returns']} "
+                 f"({'met' if k1['returns'] == 'exact' else 'NOT met'})")
+    return lines
+
+
+def profile(steps: int) -> str:
+    """Per-step time of the engine's parts: policy, env, bookkeeping (in-process slots, K=1 and K=8)."""
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    from torchrl_render import RenderConfig
+    from torchrl_render.engine import EpisodePlan
+    from torchrl_render.engine.batch import SlotLoop
+    from torchrl_render.engine.gym_path import actor
+    from torchrl_render.engine.slots import InProcessSlots
+    from torchrl_render.envs import build_env
+    from torchrl_render.policies import PolicyRunner
+
+    rows = ["| K | policy call (µs/step) | env step (µs/step) | bookkeeping + records (µs/step) | total (µs/step) |",
+            "|---|---|---|---|---|"]
+    for k in (1, 8):
+        cfg = RenderConfig(policy="p:m", env="HalfCheetah-v5", num_trajs=k, num_envs=k, max_steps=steps,
+                           trajectories=False)
+        env = build_env(cfg)
+        runner = PolicyRunner(load_policy(), cfg, env, [])
+        slots = InProcessSlots([make_env("cheetah") for _ in range(k)])
+        act, begin = actor(runner, slots, per_env=(k == 1))
+        timers = {"policy": 0.0, "env": 0.0}
+
+        def timed(name, fn):
+            def wrapped(*a):
+                t0 = time.perf_counter()
+                out = fn(*a)
+                timers[name] += time.perf_counter() - t0
+                return out
+            return wrapped
+
+        slots.step = timed("env", slots.step)
+        loop = SlotLoop(slots, timed("policy", act), begin, EpisodePlan(num_trajs=k), seed=0, max_steps=steps,
+                        obs_key="observation", keep=False, trajectories=False, action_shape=(6,),
+                        action_dtype=np.float32)
+        t0 = time.perf_counter()
+        for _ in loop.run():
+            pass
+        total = time.perf_counter() - t0
+        n = k * steps
+        per = {name: 1e6 * v / n for name, v in timers.items()}
+        rest = 1e6 * total / n - per["policy"] - per["env"]
+        rows.append(f"| {k} | {per['policy']:.1f} | {per['env']:.1f} | {rest:.1f} | {1e6 * total / n:.1f} |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--full", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--task", default="cheetah", help=argparse.SUPPRESS)
+    parser.add_argument("--episodes", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    if args.profile:
+        print(profile(1000 if args.full else 300))
+        return
+    if args.full:
+        plan = [("cheetah", list(CASES), (8, 32), 1000), ("slow", SLOW_CASES, (8, 24), 100)]
+    else:
+        plan = [("cheetah", list(CASES), (8, 16), 100), ("slow", SLOW_CASES, (8, 16), 25)]
+    rows = [row for task, cases, counts, steps in plan for row in bench(task, cases, counts, steps)]
+    print(table(rows))
+    print()
+    print("\n".join(targets(rows)))
+    if not args.full:
+        print("\n(--quick: short runs, indicative only; judge the targets on --full)")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
