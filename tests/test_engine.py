@@ -364,3 +364,41 @@ def test_a_policy_returning_a_tuple_is_told_how_to_select_the_action(tmp_path, e
                                         r"actor\(obs\)\[0\]"):
         render_policy(RenderConfig(policy="test_engine:sac_like_policy", env=env, max_steps=2,
                                    out=tmp_path / "u.jsonl"))
+
+
+def nan_policy():
+    return lambda obs: torch.full((*obs.shape[:-1], 1), float("nan"))
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_a_nan_action_is_refused_on_the_gymnasium_path(tmp_path, k):
+    from torchrl_render.errors import PolicyError
+
+    with pytest.raises(PolicyError, match="the policy produced a NaN or infinite action. Got: \\[nan\\]"):
+        render_policy(RenderConfig(policy="test_engine:nan_policy", env="InvertedPendulum-v5", num_trajs=2,
+                                   num_envs=k, max_steps=3, out=tmp_path / "n.jsonl"))
+    assert not (tmp_path / "n.jsonl").exists()
+
+
+class StepCounting:
+    """A stateful tensor policy (``reset()``): its action depends on its own step count."""
+
+    def __init__(self):
+        self.t = 0
+
+    def reset(self):
+        self.t = 0
+
+    def __call__(self, obs):
+        self.t += 1
+        return torch.full((1,), 0.05 * self.t).tanh()
+
+
+def test_a_stateful_policy_keeps_one_state_per_slot_on_the_gymnasium_path(tmp_path):
+    common = dict(policy="test_engine:StepCounting", env="InvertedPendulum-v5", num_trajs=5, seed=2, max_steps=8)
+    one = render_policy(RenderConfig(out=tmp_path / "one.jsonl", **common))
+    three = render_policy(RenderConfig(out=tmp_path / "three.jsonl", num_envs=3, env_batch_mode="serial", **common))
+    assert returns(one) == returns(three) and three.metadata["engine"]["path"] == "gymnasium"
+    for a, b in zip(one.trajectories, three.trajectories):
+        assert (a["action"] == b["action"]).all()
+        assert a["action"][0].item() == pytest.approx(math.tanh(0.05))        # reset at every episode

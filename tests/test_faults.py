@@ -182,7 +182,7 @@ def fill_disk(fmt: str, monkeypatch) -> None:
         import av
         real_av_open = av.open
         monkeypatch.setattr(av, "open", lambda *a, **k: _FullDiskContainer(real_av_open(*a, **k)))
-    elif fmt in ("gif", "jsonl"):
+    elif fmt in ("gif", "jsonl", "json"):
         import importlib
         module = importlib.import_module(f"torchrl_render.writers.{fmt}")
         monkeypatch.setattr(module, "open", lambda *a, **k: _FullDiskFile(open(*a, **k), budget=3000), raising=False)

@@ -60,6 +60,13 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
     return PolicyRunner(policy, cfg, env, notes)
 
 
+def non_finite_action(action: Any) -> PolicyError:
+    """The error for a NaN or infinite action."""
+    values = action.tolist() if hasattr(action, "tolist") else action
+    return PolicyError("the policy produced a NaN or infinite action", got=str(values)[:200],
+                       fix="check the checkpoint's weights and the observation normalisation")
+
+
 def visible_keys(td: Any) -> list[str]:
     """The keys of a step TensorDict as the user knows them: without our success bookkeeping."""
     reported = td.get("success_reported", None)
@@ -215,7 +222,7 @@ class PolicyRunner:
                                       expected=f"one of {[key_to_string(k) for k in obs]}",
                                       got=key_to_string(self.cfg.obs_key), fix="pass --obs-key with the right name")
                 action = self._action_of(self._user(self._to_policy(tensor)))
-        return self._check(action, batch)
+        return self._check(action, batch, finite=False)
 
     @contextmanager
     def _own_rng(self) -> Iterator[None]:
@@ -243,6 +250,10 @@ class PolicyRunner:
 
     def _action_of(self, out: Any) -> Any:
         """The action in what a tensor policy returned: a tensor, or a mapping holding the action key."""
+        import torch
+
+        if isinstance(out, torch.Tensor):
+            return out
         from collections.abc import Mapping
 
         from tensordict import is_tensor_collection
@@ -311,7 +322,9 @@ class PolicyRunner:
             self.note(f"observations moved from {tensor.device} to the policy's {self.device}")
         return tensor.to(self.device, dtype or tensor.dtype)
 
-    def _check(self, action: Any, batch: tuple[int, ...] = ()) -> Any:
+    def _check(self, action: Any, batch: tuple[int, ...] = (), finite: bool = True) -> Any:
+        """The action, checked against the spec (shape, dtype, finite unless ``finite=False``: the engine
+        checks a whole batch in numpy instead) and cast to it."""
         import torch
 
         if not isinstance(action, torch.Tensor):
@@ -328,10 +341,11 @@ class PolicyRunner:
                                       + (" and per row of a batch (or pass --policy-batch per-env)" if batch else ""))
             self.note(f"actions reshaped from {tuple(action.shape)} to {tuple(shape)}")
             action = action.reshape(shape)
-        if action.is_floating_point() and not bool(torch.isfinite(action).all()):
-            raise PolicyError("the policy produced a NaN or infinite action", got=str(action.tolist())[:200],
-                              fix="check the checkpoint's weights and the observation normalisation")
+        if finite and action.is_floating_point() and not bool(torch.isfinite(action).all()):
+            raise non_finite_action(action)
         self._check_dtype(action, spec.dtype)
+        if action.dtype == spec.dtype and (spec.device is None or action.device == spec.device):
+            return action
         if action.dtype != spec.dtype:
             self.note(f"actions cast from {action.dtype} to the action spec's {spec.dtype}")
         return action.to(spec.device or action.device, spec.dtype)

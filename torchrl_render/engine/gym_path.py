@@ -82,6 +82,17 @@ def _slots(engine: Any) -> tuple[Any, list[Any]]:
     return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method), []
 
 
+def _finite(out: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Refuses a NaN or infinite action (one numpy check for the batch)."""
+    if out.dtype.kind == "f" and not np.isfinite(out).all():
+        bad = out[rows]
+        if not np.isfinite(bad).all():
+            from ..policies import non_finite_action
+
+            raise non_finite_action(bad[~np.isfinite(bad).all(axis=tuple(range(1, bad.ndim)))][0])
+    return out
+
+
 def _threshold() -> float:
     from . import PARALLEL_STEP_S
 
@@ -102,7 +113,7 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
             for i in active.tolist():
                 runner, obs = rows[i]
                 out[i] = runner.act(obs).numpy()
-            return out
+            return _finite(out, active)
 
         def begin(i: int, seed: int | None) -> None:
             rows[i][0].begin_episode(seed)
@@ -115,6 +126,6 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
 
     def act_batch(active: np.ndarray) -> np.ndarray:
         out[:] = policy.act(views, batch).numpy()
-        return out
+        return _finite(out, active)
 
     return act_batch, (lambda i, seed: None)
