@@ -34,11 +34,13 @@ test: $(STAMP)
 bench-quick: $(STAMP)
 	bash benchmarks/setup.sh $(VPY)
 	$(VPY) benchmarks/run.py --quick
+	$(VPY) benchmarks/eval_throughput.py --quick
 
 bench: $(STAMP)
 	bash benchmarks/setup.sh $(VPY)
 	$(VPY) benchmarks/run.py --full
-	$(VPY) benchmarks/eval_scaling.py
+	$(VPY) benchmarks/eval_throughput.py --full
+	$(VPY) benchmarks/eval_throughput.py --profile --full
 
 clean:
 	rm -rf $(VENV) demo build *.egg-info
