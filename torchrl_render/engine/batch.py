@@ -21,6 +21,8 @@ from .records import Episode, StepRecord
 
 __all__ = ["SlotLoop"]
 
+_NONE = np.zeros(0, np.int64)
+
 
 class SlotLoop:
     """Runs the plan's episodes on ``slots``.
@@ -90,6 +92,8 @@ class SlotLoop:
 
     def _book(self, rows: np.ndarray, actions: np.ndarray, before: dict[str, np.ndarray] | None) -> np.ndarray:
         """The per-step bookkeeping, vectorised over the active rows; returns the rows that ended."""
+        if len(rows) == 1 and self.reward_fn is None:
+            return self._book_one(int(rows[0]), actions)
         s = self.slots
         self.t[rows] += 1
         t = self.t[rows]
@@ -112,6 +116,27 @@ class SlotLoop:
         if self.max_steps is not None:
             ended |= t >= self.max_steps
         return rows[ended]
+
+    def _book_one(self, i: int, actions: np.ndarray) -> np.ndarray:
+        """:meth:`_book` for a single active slot (one env): scalar stores, no fancy indexing."""
+        s = self.slots
+        t = int(self.t[i]) + 1
+        self.t[i] = t
+        if t >= self.rew.shape[1]:
+            self._grow()
+        reward, term, trunc = s.reward[i], s.terminated[i], s.truncated[i]
+        self.ret[i] += reward
+        self.rew[i, t - 1] = reward
+        self.term[i, t - 1] = term
+        self.trunc[i, t - 1] = trunc
+        if self.keep:
+            for key, store in self.obs.items():
+                store[i, t] = s.obs[key][i]
+            self.actions[i, t - 1] = actions[i]
+        if s.success[i] > self.succ[i]:
+            self.succ[i] = s.success[i]
+        ended = term or trunc or (self.max_steps is not None and t >= self.max_steps)
+        return np.array([i]) if ended else _NONE
 
     def _reward_fn(self, rows: np.ndarray, actions: np.ndarray, before: dict[str, np.ndarray]) -> np.ndarray:
         import torch
