@@ -8,14 +8,15 @@ dm_control imported, dm_control's handler logs it through absl (``WARNING:absl:.
 
 :func:`captured_mujoco_warnings` installs our handler (``mujoco.set_mju_user_warning``),
 turns MuJoCo's console and file logging off, and catches dm_control's absl record, for
-the duration of a run; each message becomes one note (``MuJoCo warned: ...``) and a debug
-log line. :func:`quiet_mujoco_log` does the same, without notes, in env worker processes.
+the duration of a run; each message becomes a debug log line (``--debug`` shows it) and, unless it
+is a deprecation in a model file (not the user's to fix), one note (``MuJoCo warned: ...``).
+:func:`quiet_mujoco_log` does the same, without notes, in env worker processes.
 
 Example:
     >>> with captured_mujoco_warnings() as notes:  # doctest: +SKIP
-    ...     mujoco.MjModel.from_xml_path("half_cheetah.xml")
+    ...     mujoco.mj_step(model, data)  # with a NaN in data.qpos
     >>> notes  # doctest: +SKIP
-    ["MuJoCo warned: compiler attribute 'settotalmass' is deprecated ..."]
+    ['MuJoCo warned: Nan, Inf or huge value in QPOS at DOF 0. The simulation is unstable. Time = 0.0000.']
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ class _DmControlFilter(logging.Filter):
             self.sink(record.getMessage())
             return False
         return True
+
+
+def _absl_logger() -> logging.Logger:
+    """absl's logger, as absl makes it (asking logging for it first would make a plain Logger of another class)."""
+    if importlib.util.find_spec("absl") is not None:
+        from absl import logging as absl_logging
+
+        return absl_logging.get_absl_logger()
+    return logging.getLogger("absl")
 
 
 def _import_mujoco() -> Any:
@@ -83,13 +93,13 @@ def captured_mujoco_warnings(notes: list[str] | None = None) -> Iterator[list[st
     def sink(message: Any) -> None:
         text = f"MuJoCo warned: {message.decode() if isinstance(message, bytes) else message}"
         log.debug("%s", text)
-        if text not in messages:
+        if "deprecated" not in text and text not in messages:  # a model file's deprecation is not the user's to fix
             messages.append(text)
 
     previous = mujoco.get_mju_user_warning()
     to_file, to_console = _mute_log_file(mujoco)
     mujoco.set_mju_user_warning(sink)
-    absl = logging.getLogger("absl")
+    absl = _absl_logger()
     dm_filter = _DmControlFilter(sink)
     absl.addFilter(dm_filter)
     try:
@@ -109,4 +119,4 @@ def quiet_mujoco_log() -> None:
         return
     _mute_log_file(mujoco)
     mujoco.set_mju_user_warning(lambda message: log.debug("MuJoCo warned: %s", message))
-    logging.getLogger("absl").addFilter(_DmControlFilter(lambda message: log.debug("MuJoCo warned: %s", message)))
+    _absl_logger().addFilter(_DmControlFilter(lambda message: log.debug("MuJoCo warned: %s", message)))

@@ -346,7 +346,7 @@ def _portable_config(cfg: Any) -> dict[str, Any]:
         spec = data.get(name)
         if isinstance(spec, str) and ":" in spec:
             target, _, attr = spec.rpartition(":")
-            if target.endswith(".py") and not Path(target).is_absolute():
+            if target.endswith(".py"):
                 data[name] = f"{os.path.abspath(target)}:{attr}"
     return data
 
