@@ -318,7 +318,7 @@ def test_user_guide_halfcheetah_video_follows_the_cheetah():
 def test_metrics_semantics_and_the_video_library_choice_are_documented():
     """Item 20: which std and CI, what truncated means at max_steps, and why PyAV rather than imageio."""
     guide = (ROOT / "docs" / "user_guide.md").read_text()
-    section = guide.split("## What the metrics mean", 1)[1].split("\n## ", 1)[0]
+    section = guide.split("### What the metrics mean", 1)[1].split("\n## ", 1)[0]
     assert "std_sum_reward" in section and "truncated" in section and "max_steps" in section
     formats = (ROOT / "docs" / "formats.md").read_text()
     why = formats.split("## Why PyAV, not imageio", 1)[1].split("\n## ", 1)[0]
