@@ -88,7 +88,7 @@ class RenderConfig:
     progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
     fps: float = _f(30.0, help="Frames per second of videos.")
     camera: list[str] = _f(["default"], help="Comma-separated camera names ('default' = the env's own view).")
-    camera_layout: str = _f("single", help="How several cameras are combined.",
+    camera_layout: str = _f("single", help="How several cameras are combined (single with several cameras: grid, with a note).",
                             choices=("single", "grid", "horizontal", "vertical", "separate"))
     deterministic: bool = _f(True, help="Act deterministically (--stochastic samples actions).", negative="stochastic")
     exploration_mode: str | None = _f(None, help="TorchRL exploration type; overrides --deterministic.",

@@ -13,9 +13,14 @@ is a deprecation in a model file (not the user's to fix), one note (``MuJoCo war
 :func:`quiet_mujoco_log` does the same, without notes, in env worker processes.
 
 Example:
-    >>> with captured_mujoco_warnings() as notes:  # doctest: +SKIP
-    ...     mujoco.mj_step(model, data)  # with a NaN in data.qpos
-    >>> notes  # doctest: +SKIP
+    >>> import mujoco
+    >>> model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><body><joint/><geom size='.1'/></body>"
+    ...                                        "</worldbody></mujoco>")
+    >>> data = mujoco.MjData(model)
+    >>> data.qpos[0] = float("nan")  # MuJoCo warns, and resets the simulation
+    >>> with captured_mujoco_warnings() as notes:
+    ...     mujoco.mj_step(model, data)
+    >>> notes
     ['MuJoCo warned: Nan, Inf or huge value in QPOS at DOF 0. The simulation is unstable. Time = 0.0000.']
 """
 
