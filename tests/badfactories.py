@@ -192,3 +192,52 @@ def pendulum_policy():
     """A float32 tensor policy for InvertedPendulum-v5 (float64 observations of size 4)."""
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Tanh())
+
+
+# -- issue 11: what a new user hits --------------------------------------------------------------------------------
+
+
+def tanh_normal_policy(spec=None):
+    """A SAC-style actor: TanhNormal has no analytic mode (and no closed-form mean)."""
+    from tensordict.nn import NormalParamExtractor
+    from torchrl.modules import ProbabilisticActor, TanhNormal
+
+    torch.manual_seed(0)
+    net = TensorDictModule(torch.nn.Sequential(torch.nn.Linear(3, 2), NormalParamExtractor()),
+                           in_keys=["observation"], out_keys=["loc", "scale"])
+    return ProbabilisticActor(net, in_keys=["loc", "scale"], distribution_class=TanhNormal,
+                              distribution_kwargs={"low": -1.0, "high": 1.0})
+
+
+def no_render_mode_env():
+    """Ignores --render-mode: nothing can forward it."""
+    return TinyEnv()
+
+
+def render_mode_env(render_mode=None):
+    """Forwards --render-mode to gymnasium."""
+    import gymnasium
+
+    return gymnasium.make("InvertedPendulum-v5", render_mode=render_mode, width=64, height=64)
+
+
+def one_arg_env(env_name):
+    """A one-argument factory that expects an id, not the spec."""
+    import gymnasium
+
+    return gymnasium.make(env_name)
+
+
+def cartpole_policy():
+    """Always pushes left (CartPole's Discrete(2) action, one-hot in torchrl)."""
+    return lambda obs: torch.tensor([1, 0])
+
+
+def zero_policy():
+    """Zero torques for the 6-actuator cheetahs (gymnasium and dm_control)."""
+    return lambda obs: torch.zeros(6)
+
+
+def zero_action_policy():
+    """A zero action of shape (1,) for any observation (InvertedPendulum)."""
+    return lambda obs: torch.zeros(1)

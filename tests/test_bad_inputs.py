@@ -303,6 +303,36 @@ CASES = [
     Case("device-malformed", [*TINY, "--policy-device", "gpu"], ("policy_device is not a device", "cuda:N")),
     Case("flag-not-a-number", [*TINY, "--num-trajs", "three"], ("argument --num-trajs: invalid int value: 'three'",)),
     Case("flag-unknown", [*TINY, "--nmu-trajs", "3"], ("unrecognized arguments: --nmu-trajs",)),
+    # issue 11: what a new user hits
+    Case("ckpt-non-strict-loads-nothing", ["--ckpt", "{inp}/p.pt", "--no-strict-load", *TINY],
+         ("no key of the checkpoint's state dict fits the policy", "missing keys ['0.bias', '0.weight']",
+          "unexpected keys ['bias', 'weight']", "drop --ckpt"), setup=lambda ctx: tiny_ckpt(ctx, net=torch.nn.Linear(3, 1))),
+    Case("render-mode-not-forwarded", ["--policy", "tinyenv:make_policy", "--env", "badfactories:no_render_mode_env",
+                                       "--render-mode", "rgb_array", *OUT],
+         ("takes no render_mode parameter (nor a spec), so --render-mode rgb_array cannot reach it",
+          "def make_env(render_mode=None)")),
+    Case("classic-control-without-pygame", ["--policy", "tinyenv:make_policy", "--env", "CartPole-v1", "--dry-run",
+                                            *OUT],
+         ("'CartPole-v1' needs pygame to render its frames", "pip install 'gymnasium[classic-control]'"),
+         setup=lambda ctx: ctx.monkeypatch.setitem(sys.modules, "pygame", None)),  # import pygame -> ImportError
+    Case("out-windows-path", [*TINY, "--out", "C:\\Users\\me\\run.mp4"],
+         ("is a Windows path, and this machine is linux", "a path on this machine")),
+    Case("out-backslash", [*TINY, "--out", "videos\\run.mp4"],
+         ("holds a backslash", "write it with forward slashes: 'videos/run.mp4'")),
+    Case("max-episodes-rendered-zero-video", [*TINY, "--max-episodes-rendered", "0"],
+         ("max_episodes_rendered=0 renders no episode, and format 'mp4' needs frames", "--format jsonl")),
+    Case("max-episodes-rendered-zero-dry-run", [*TINY, "--max-episodes-rendered", "0", "--dry-run"],
+         ("max_episodes_rendered=0 renders no episode, and format 'mp4' needs frames",)),
+    Case("factory-one-arg-not-spec", ["--policy", "tinyenv:make_policy", "--env", "badfactories:one_arg_env", *OUT],
+         ("has one parameter 'env_name', which no spec field or env_kwargs key names, so it received the "
+          "RenderEnvSpec", "--env-kwargs '{\"env_name\": ...}'")),
+    Case("exploration-mode-without-analytic-mode", ["--policy", "badfactories:tanh_normal_policy", "--env",
+                                                    "tinyenv:make_env", "--exploration-mode", "mode", *OUT[:1],
+                                                    "{out}/run.jsonl"],
+         ("the policy's TanhNormal distribution has no 'mode'", "has not analytical mode",
+          "--exploration-mode deterministic")),
+    Case("flag-unknown-did-you-mean", [*TINY, "--stocastic"],
+         ("unrecognized arguments: --stocastic", "Did you mean '--stochastic'?")),
 ]
 
 

@@ -98,7 +98,7 @@ def test_render_config_succeeds_or_raises_a_render_error(kwargs):
     assert again.to_dict() == cfg.to_dict()
 
 
-@pytest.mark.parametrize("camera", [5, [1, 2], None])
+@pytest.mark.parametrize("camera", [1.5, [0.5, 2], None, True])  # whole numbers are camera indices (issue 11)
 def test_camera_of_the_wrong_type_is_a_config_error(camera):
     with pytest.raises(RenderError, match="camera"):
         RenderConfig(policy="a:b", env="c:d", camera=camera)

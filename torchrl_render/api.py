@@ -63,10 +63,10 @@ class _Run:
     """One run's state: what it opened, what it noted, what it measured."""
 
     def __init__(self, cfg: RenderConfig, command: list[str] | None, on_episode: Any = None) -> None:
-        self.cfg = cfg
         self.command = command
         self.on_episode = on_episode
         self.notes: list[str] = _Notes()
+        self.cfg = cfg = _one_layout_per_camera_set(cfg, self.notes)  # issue 11, item 2
         self.needs_frames = _wants_frames(cfg) or cfg.save_frames
         self.groups = [WriterGroup(cfg, cfg.out)]
         if cfg.save_frames:
@@ -93,6 +93,9 @@ class _Run:
         self.notes.extend(gl_notes())
         payload, digest = self._checkpoint()
         with ExitStack() as stack:
+            from .mjlog import captured_mujoco_warnings
+
+            stack.enter_context(captured_mujoco_warnings(self.notes))  # issue 11, item 17: not stderr, no log file
             env = self._env(payload, stack)
             from .policies import build_policy
 
@@ -277,6 +280,16 @@ class _Notes(list):
     def extend(self, texts: Any) -> None:
         for text in texts:
             self.append(text)
+
+
+def _one_layout_per_camera_set(cfg: RenderConfig, notes: list[str]) -> RenderConfig:
+    """Several cameras with the ``single`` layout (the default) would show only the first: tile them."""
+    if len(cfg.camera) < 2 or cfg.camera_layout != "single":
+        return cfg
+    notes.append(f"camera_layout 'single' shows one camera, but {len(cfg.camera)} were asked for "
+                 f"({', '.join(cfg.camera)}): tiled them with camera_layout 'grid' (--camera-layout horizontal, "
+                 "vertical or separate chooses another layout)")
+    return dataclasses.replace(cfg, camera_layout="grid")
 
 
 def _wants_frames(cfg: RenderConfig) -> bool:

@@ -207,7 +207,9 @@ def _pick(payload: Any, key: str, flag: str) -> Any:
 def load_into_policy(policy: Any, state_dict: Mapping[str, Any], strict: bool = True) -> str:
     """Loads ``state_dict`` into ``policy`` unless it already holds those weights.
 
-    Returns ``"loaded"`` or ``"already loaded"`` (the factory loaded them itself).
+    Returns ``"loaded"``, ``"already loaded"`` (the factory loaded them itself) or, with
+    ``strict=False``, ``"partially loaded (missing keys [...], unexpected keys [...])"``.
+    A non-strict load that would load nothing at all is refused.
     """
     import torch
 
@@ -227,8 +229,23 @@ def load_into_policy(policy: Any, state_dict: Mapping[str, Any], strict: bool = 
             got=f"missing keys {missing[:10]}, unexpected keys {unexpected[:10]}, shape mismatches {shapes[:5]}",
             fix=("build the policy with the architecture it was trained with (--policy-kwargs), pick the right "
                  "entry (--state-dict-key / --checkpoint-key), or load partially with --no-strict-load"))
+    if not strict and missing and len(missing) == len(current):
+        raise CheckpointError(
+            "no key of the checkpoint's state dict fits the policy, so --no-strict-load would load nothing and "
+            "evaluate the factory's own weights",
+            expected=f"at least one of the policy's {len(current)} parameter/buffer names",
+            got=f"missing keys {_few(missing)}, unexpected keys {_few(unexpected)}",
+            fix=("build the policy with the architecture it was trained with (--policy-kwargs), pick the right "
+                 "entry (--state-dict-key / --checkpoint-key), or drop --ckpt to evaluate the factory's weights"))
     policy.load_state_dict(state_dict, strict=strict)
+    if missing or unexpected:
+        return f"partially loaded (missing keys {_few(missing)}, unexpected keys {_few(unexpected)})"
     return "loaded"
+
+
+def _few(keys: list[str], limit: int = 10) -> str:
+    """``['a', 'b']``, or the first ``limit`` keys and how many more."""
+    return str(keys[:limit]) + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
 def save_render_checkpoint(path: str | Path, model: Any, *, env_metadata: Mapping[str, Any] | None = None,

@@ -46,19 +46,23 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one paragraph (not the whole usage) and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{PROG}: error: {message}.{_suggestion(message)} Fix: correct the flag; python -m torchrl_render "
-              "--help lists them all.", file=sys.stderr)
+        print(f"{PROG}: error: {message}.{_suggestion(message, list(self._option_string_actions))} Fix: correct "
+              "the flag; python -m torchrl_render --help lists them all.", file=sys.stderr)
         sys.exit(2)
 
 
-def _suggestion(message: str) -> str:
-    """A did-you-mean for argparse's "invalid choice: 'x' (choose from 'a', 'b')"."""
+def _suggestion(message: str, flags: list[str] = ()) -> str:  # type: ignore[assignment]
+    """A did-you-mean for argparse's "invalid choice: 'x' (choose from 'a', 'b')" and "unrecognized arguments"."""
     import re
 
     from .errors import did_you_mean
 
     found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-    return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2))) if found else ""
+    if found:
+        return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
+    unknown = re.search(r"unrecognized arguments: (.*)", message)
+    first = next((a for a in unknown.group(1).split() if a.startswith("--")), None) if unknown else None
+    return did_you_mean(first.split("=")[0], flags) if first else ""
 
 
 def build_parser() -> argparse.ArgumentParser:

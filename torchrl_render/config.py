@@ -21,7 +21,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +100,7 @@ class RenderConfig:
     progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
     fps: float = _f(30.0, help="Frames per second of videos.")
     camera: list[str] = _f(["default"], help="Comma-separated camera names ('default' = the env's own view).")
-    camera_layout: str = _f("single", help="How several cameras are combined.",
+    camera_layout: str = _f("single", help="How several cameras are combined (single with several cameras: grid, with a note).",
                             choices=("single", "grid", "horizontal", "vertical", "separate"))
     deterministic: bool = _f(True, help="Act deterministically (--stochastic samples actions).", negative="stochastic")
     exploration_mode: str | None = _f(None, help="TorchRL exploration type; overrides --deterministic.",
@@ -201,8 +203,14 @@ def _normalise(cfg: RenderConfig) -> None:
         if value is not None and not isinstance(value, Path):
             _check_type(name, value, (str, Path), "a path")
             setattr(cfg, name, Path(value))
+        if value is not None and name != "ckpt":
+            _check_output_path(name, str(value))
     for name in _KEY_FIELDS:
         setattr(cfg, name, parse_nested_key(getattr(cfg, name), name))
+    if isinstance(cfg.camera, int) and not isinstance(cfg.camera, bool):  # YAML/TOML read `camera: 0` as a number
+        cfg.camera = [str(cfg.camera)]
+    if isinstance(cfg.camera, (list, tuple)):
+        cfg.camera = [str(c) if isinstance(c, int) and not isinstance(c, bool) else c for c in cfg.camera]
     if isinstance(cfg.camera, str):
         cfg.camera = [c.strip() for c in cfg.camera.split(",") if c.strip()]
     if not isinstance(cfg.camera, (list, tuple)) or not all(isinstance(c, str) for c in cfg.camera):
@@ -218,6 +226,23 @@ def _normalise(cfg: RenderConfig) -> None:
     if isinstance(cfg.fps, int) and not isinstance(cfg.fps, bool):
         cfg.fps = float(cfg.fps)
     _infer_format(cfg)
+
+
+_WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+def _check_output_path(name: str, text: str) -> None:
+    """A Windows path or a backslash on POSIX would become a file named with backslashes, not a folder."""
+    if os.name == "nt" or "\\" not in text and not _WINDOWS_PATH.match(text):
+        return
+    posix = text.replace("\\", "/")
+    if _WINDOWS_PATH.match(text):
+        raise ConfigError(f"{name} {text!r} is a Windows path, and this machine is {sys.platform}",
+                          expected="a path on this machine, with '/' between folders", got=text,
+                          fix="pass a path on this machine, e.g. videos/run.mp4")
+    raise ConfigError(f"{name} {text!r} holds a backslash, which {sys.platform} keeps as a character of the file name "
+                      "(it does not separate folders)", expected="'/' between folders", got=text,
+                      fix=f"write it with forward slashes: {posix!r}")
 
 
 def _infer_format(cfg: RenderConfig) -> None:
@@ -265,9 +290,14 @@ def _validate(cfg: RenderConfig) -> None:
         raise ConfigError("save_rollout needs the trajectories, and trajectories=False drops them",
                           got="--save-rollout with --no-trajectories",
                           fix="drop --no-trajectories, or drop --save-rollout")
-    if not (isinstance(cfg.env, str) or callable(cfg.env)):
+    if not (isinstance(cfg.env, str) or callable(cfg.env) or _is_env_object(cfg.env)):
         raise ConfigError("env must be a factory or an env id", expected="'module:object', a gymnasium id or a callable",
                           got=type(cfg.env).__name__, fix="pass e.g. env='HalfCheetah-v5'")
+    if cfg.num_envs > 1 and _is_env_object(cfg.env):
+        raise ConfigError(f"an env object cannot be copied into {cfg.num_envs} env workers: each one builds its own "
+                          "env", expected="with num_envs > 1, a factory: 'module:object', a gymnasium id, or a callable",
+                          got=f"a {type(cfg.env).__qualname__} object",
+                          fix="pass a function that builds a new env (env=lambda: MyEnv()), or num_envs=1")
     _episode_count(cfg)
     _positive_int(cfg, "num_envs", "num_envs=4 (--num-envs 4)")
     if cfg.num_trajs is not None and cfg.num_envs > cfg.num_trajs:
@@ -279,6 +309,11 @@ def _validate(cfg: RenderConfig) -> None:
         if cfg.max_episodes_rendered < 0:
             raise ConfigError("max_episodes_rendered must not be negative", expected="0 or more",
                               got=cfg.max_episodes_rendered, fix="pass e.g. --max-episodes-rendered 5")
+    if cfg.max_episodes_rendered == 0 and _format_needs_frames(cfg):
+        raise ConfigError(f"max_episodes_rendered=0 renders no episode, and format {cfg.format!r} needs frames",
+                          expected="--max-episodes-rendered 1 or more (or none: all) for this format", got=0,
+                          fix="pass --max-episodes-rendered 1 or more, or a format that needs no frames "
+                              "(--format jsonl or npz)")
     if cfg.max_steps is not None:
         _positive_int(cfg, "max_steps", "max_steps=200 (--max-steps 200), or None to run until done")
     if cfg.seed is not None:
@@ -323,6 +358,19 @@ def _episode_count(cfg: RenderConfig) -> None:
                           got=f"num_trajs={cfg.num_trajs}, eval_n_timesteps={cfg.eval_n_timesteps}",
                           fix="drop --num-trajs (episodes run until --eval-n-timesteps steps) or drop "
                               "--eval-n-timesteps")
+
+
+def _format_needs_frames(cfg: RenderConfig) -> bool:
+    from .writers import WRITERS
+
+    hook = getattr(WRITERS.load(cfg.format), "wants_frames", None)
+    return bool(hook(cfg)) if hook is not None else WRITERS.entry(cfg.format).needs_frames or cfg.save_frames
+
+
+def _is_env_object(obj: Any) -> bool:
+    """An env instance (it has reset and step), as opposed to a factory function or class."""
+    return not isinstance(obj, (str, type)) and callable(getattr(obj, "reset", None)) and \
+        callable(getattr(obj, "step", None))
 
 
 def _validate_field(cfg: RenderConfig, f: dataclasses.Field) -> None:
@@ -395,7 +443,9 @@ def key_to_string(key: NestedKey) -> str:
 def callable_name(obj: Any) -> str:
     """``module:qualname`` of a callable, for metadata."""
     module = getattr(obj, "__module__", None)
-    qualname = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    qualname = getattr(obj, "__qualname__", None)
+    if qualname is None:  # an object (a module, an env), not a function or class: not a "module:object" spec
+        return f"<{type(obj).__qualname__} instance from {module}>"
     return f"{module}:{qualname}" if module else repr(obj)
 
 

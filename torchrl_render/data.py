@@ -106,6 +106,33 @@ class RenderResult:
     artifacts: list[Artifact] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """A few lines: the paths, the metrics summary and counts (not every trajectory and all metadata).
+
+        Example:
+            >>> RenderResult(None, [], [], {}, ["a note"])
+            RenderResult(
+                artifact_path=None,
+                trajectories=0, warnings=1)
+        """
+        agg = (self.metrics or {}).get("aggregated") or {}
+        lines = [f"artifact_path={str(self.artifact_path) if self.artifact_path is not None else None!r}"]
+        others = [str(a.path) for a in self.artifacts[1:]] or [str(p) for p in self.frame_paths[1:]]
+        if others:
+            shown = ", ".join(repr(p) for p in others[:3]) + (f", ... ({len(others) - 3} more)" if len(others) > 3 else "")
+            lines.append(f"other_paths=[{shown}]")
+        if agg.get("n_episodes"):
+            summary = f"episodes={agg['n_episodes']}, return={agg['avg_sum_reward']:.3g}"
+            if agg.get("std_sum_reward") is not None:
+                summary += f" +- {agg['std_sum_reward']:.3g} (std)"
+            if agg.get("avg_length") is not None:
+                summary += f", length={agg['avg_length']:.3g}"
+            if agg.get("pc_success") is not None:
+                summary += f", success={agg['pc_success']:.3g}%"
+            lines.append(summary)
+        lines.append(f"trajectories={len(self.trajectories)}, warnings={len(self.warnings)}")
+        return "RenderResult(\n    " + ",\n    ".join(lines) + ")"
+
     def _repr_html_(self) -> str:
         """Jupyter: the video(s) and the metrics table (see :mod:`torchrl_render.notebook`)."""
         from .notebook import result_html

@@ -8,17 +8,19 @@ Strings without a colon are shortcuts: a registered gymnasium id
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any
 
 from .config import RenderConfig, RenderEnvSpec
 from .errors import EnvError, did_you_mean
-from .resolve import call_factory, resolve
+from .resolve import call_factory, receives, resolve
 
-__all__ = ["build_env", "describe_env", "make_raw_env", "plain_gymnasium", "to_torchrl_env"]
+__all__ = ["build_env", "describe_env", "is_env_object", "make_raw_env", "plain_gymnasium", "to_torchrl_env"]
 
 log = logging.getLogger("torchrl_render")
 DM_PREFIX = "dm_control/"
+_PYGAME_ENVS = ("gymnasium.envs.classic_control", "gymnasium.envs.toy_text", "gymnasium.envs.box2d")
 
 
 def build_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
@@ -31,9 +33,15 @@ def build_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None
 def make_raw_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
     """What the env factory (or the id shortcut) returns, before any wrapping."""
     spec = RenderEnvSpec.from_config(cfg, checkpoint=checkpoint, render_mode=render_mode)
-    if isinstance(cfg.env, str) and ":" not in cfg.env:
-        return _from_shortcut(cfg.env, spec)
-    return call_factory(resolve(cfg.env, "env"), spec, cfg.env_kwargs, "env")
+    try:
+        return _raw_env(cfg, spec)
+    except Exception as exc:
+        from .gl import missing_gl_library
+
+        gl_error = missing_gl_library()  # MuJoCo envs fail obscurely when MUJOCO_GL's library is missing
+        if gl_error is not None:
+            raise gl_error from exc
+        raise
 
 
 def plain_gymnasium(env: Any) -> Any:
@@ -44,6 +52,31 @@ def plain_gymnasium(env: Any) -> Any:
     if type(env) is not GymWrapper or not getattr(env, "_torchrl_render_wrapped", False):
         return None
     return env._env if _is_gymnasium(env._env) else None
+
+
+def _raw_env(cfg: RenderConfig, spec: RenderEnvSpec) -> Any:
+    if is_env_object(cfg.env):
+        return cfg.env  # an env instance: used as it is
+    if isinstance(cfg.env, str) and ":" not in cfg.env:
+        return _from_shortcut(cfg.env, spec)
+    factory = resolve(cfg.env, "env")
+    if cfg.render_mode is not None and not receives(factory, spec, cfg.env_kwargs, "render_mode", "env"):
+        raise EnvError(f"the env factory {cfg.env!r} takes no render_mode parameter (nor a spec), so "
+                       f"--render-mode {cfg.render_mode} cannot reach it",
+                       expected="a factory that takes render_mode (or spec, and reads spec.render_mode)",
+                       got=f"parameters {list(inspect.signature(factory).parameters)}",
+                       fix="add the parameter and forward it, e.g. def make_env(render_mode=None): return "
+                           "gymnasium.make(..., render_mode=render_mode); or drop --render-mode")
+    return call_factory(factory, spec, cfg.env_kwargs, "env")
+
+
+def is_env_object(obj: Any) -> bool:
+    """An env instance (torchrl, gymnasium, dm_control) rather than a factory or an id."""
+    if isinstance(obj, (str, type)) or obj is None:
+        return False
+    from torchrl.envs import EnvBase
+
+    return isinstance(obj, EnvBase) or _is_gymnasium(obj) or _is_dm_env(obj)
 
 
 def _from_shortcut(name: str, spec: RenderEnvSpec) -> Any:
@@ -65,6 +98,8 @@ def _gymnasium(env_id: str, spec: RenderEnvSpec) -> Any:
     if spec.render_mode is not None:
         kwargs.setdefault("render_mode", spec.render_mode)
     entry = str(gymnasium.spec(env_id).entry_point)
+    if spec.render_mode is not None and entry.startswith(_PYGAME_ENVS):
+        _check_pygame(env_id)
     if "mujoco" in entry:
         kwargs.setdefault("width", spec.width)
         kwargs.setdefault("height", spec.height)
@@ -73,6 +108,22 @@ def _gymnasium(env_id: str, spec: RenderEnvSpec) -> Any:
     except Exception as exc:
         raise EnvError(f"gymnasium.make({env_id!r}) raised {type(exc).__name__}: {exc}",
                        fix="check --env-kwargs, or install the env's extra (e.g. pip install 'gymnasium[mujoco]')") from exc
+
+
+def _check_pygame(env_id: str) -> None:
+    """gymnasium draws its classic-control (and toy-text, box2d) envs with pygame, imported at the first render."""
+    import os
+
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # pygame prints a banner on stdout otherwise
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")   # off-screen surfaces only; no display warnings
+    try:
+        import pygame  # noqa: F401
+    except ImportError as exc:
+        raise EnvError(f"{env_id!r} needs pygame to render its frames (gymnasium draws it with pygame), and pygame "
+                       "cannot be imported", expected="pygame installed", got=f"ImportError: {exc}",
+                       fix="install it, or pick a format that needs no frames (--format jsonl)",
+                       extra="'gymnasium[classic-control]'") from exc
 
 
 def _dm_control(name: str, spec: RenderEnvSpec) -> Any:

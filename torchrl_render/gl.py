@@ -36,7 +36,7 @@ import sys
 
 from .errors import BackendUnavailable
 
-__all__ = ["GL_LIBRARIES", "KNOWN_MUJOCO_GL", "ensure_headless_gl", "gl_notes"]
+__all__ = ["GL_LIBRARIES", "KNOWN_MUJOCO_GL", "ensure_headless_gl", "gl_notes", "missing_gl_library"]
 
 #: Headless backends in the order they are tried, with the shared libraries that provide them.
 GL_LIBRARIES: dict[str, tuple[str, ...]] = {
@@ -119,3 +119,26 @@ def ensure_headless_gl() -> str | None:
     os.environ["MUJOCO_GL"] = choice
     os.environ["PYOPENGL_PLATFORM"] = choice
     return choice
+
+
+_INSTALL = {"egl": "apt-get install libegl1", "osmesa": "apt-get install libosmesa6"}
+
+
+def missing_gl_library() -> BackendUnavailable | None:
+    """The error to raise when ``MUJOCO_GL`` names a headless backend whose library does not load, else ``None``.
+
+    MuJoCo envs then fail far from the cause (PyOpenGL's ``'NoneType' object has no attribute 'glGetError'``
+    inside ``gymnasium.make``), also for formats that need no frames: callers that caught such a
+    failure ask this first.
+    """
+    current = os.environ.get("MUJOCO_GL", "").strip().lower()
+    if current not in GL_LIBRARIES or _loads(current):
+        return None
+    library = GL_LIBRARIES[current][0].split(".so")[0]
+    others = [b for b in GL_LIBRARIES if b != current and _loads(b)]
+    instead = f", or set MUJOCO_GL={others[0]} ({GL_LIBRARIES[others[0]][0]} loads on this machine)" if others else ""
+    return BackendUnavailable(
+        f"MUJOCO_GL={current}, but {library} cannot be loaded, so MuJoCo cannot start (its envs set up "
+        "rendering when they are built, whatever the output format)",
+        expected=f"{library} installed for MUJOCO_GL={current}", got=f"no loadable {' or '.join(GL_LIBRARIES[current][:3])}",
+        fix=f"install it ({_INSTALL[current]}){instead}")

@@ -21,6 +21,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from .notebook import EMBED_LIMIT_BYTES, _fmt, _mb, metrics_markdown, video_html
@@ -41,6 +42,7 @@ class ReportVideo:
         metrics: The episode's metrics, for the caption.
         limit_bytes: The embedding limit (quoted when the video is linked).
         width: Display width in CSS pixels.
+        budget_left: What was left of the embedding limit when this video came (the limit is for all videos).
     """
 
     episode: int
@@ -51,6 +53,7 @@ class ReportVideo:
     metrics: dict[str, Any] | None = None
     limit_bytes: int | None = EMBED_LIMIT_BYTES
     width: int | None = None
+    budget_left: int | None = None
 
 
 LIVE_OVERRIDES = {"format": "mp4", "overwrite": True, "metadata": None, "progress": False,
@@ -114,7 +117,7 @@ def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, co
     from . import __version__
 
     n = (metrics.get("aggregated") or {}).get("n_episodes", len(metrics.get("per_episode") or []))
-    heading = title or f"Policy report: {config.get('policy')} in {config.get('env')}"
+    heading = title or f"Policy report: {_short_spec(config.get('policy'))} in {_short_spec(config.get('env'))}"
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     what = {"saved": f"{n} saved episode(s)", "live": "rolled out live in this notebook",
             "both": f"{n} saved episode(s), then rolled out live in this notebook"}[mode]
@@ -194,9 +197,23 @@ def _linked_html(video: ReportVideo, caption: str) -> str:
             f"<figcaption>{html.escape(caption)}</figcaption>{_linked_note(video)}</figure>")
 
 
+def _short_spec(spec: Any) -> Any:
+    """``/a/long/path/policy.py:make`` -> ``policy.py:make`` (a heading must fit the page; the config cell has all)."""
+    if not isinstance(spec, str) or ":" not in spec:
+        return spec
+    target, _, attr = spec.rpartition(":")
+    return f"{Path(target).name}:{attr}" if target.endswith(".py") else spec
+
+
 def _linked_note(video: ReportVideo) -> str:
-    return (f'<p style="font-size:90%">Not embedded: this video is {_mb(video.size)}, over the '
-            f"{_mb(video.limit_bytes)} embedding limit of this report, so it is linked: "
+    left, limit = video.budget_left, video.limit_bytes
+    if left is not None and limit is not None and video.size <= limit:  # it alone fits: the earlier ones used it
+        why = (f"this video is {_mb(video.size)}, and the videos embedded before it already use "
+               f"{_mb(limit - left)} of the {_mb(limit)} embedding limit of this report (the limit is for all "
+               "videos together)")
+    else:
+        why = f"this video is {_mb(video.size)}, over the {_mb(limit)} embedding limit of this report"
+    return (f'<p style="font-size:90%">Not embedded: {html.escape(why)}, so it is linked: '
             f'<a href="{html.escape(video.name)}">{html.escape(video.name)}</a> beside the notebook. It plays in '
             "Jupyter while that file stays beside the notebook; GitHub and nbviewer cannot play it.</p>")
 
@@ -251,7 +268,7 @@ def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> 
     args = [prog]
     for name, value in config.items():
         f = fields.get(name)
-        if f is None or value == _default_of(f) or (name == "format" and value == implied):
+        if f is None or value == _default_of(f) or (name == "format" and value == implied) or name in _UNRECORDED:
             continue
         flag = "--" + f.metadata.get("flag", name).replace("_", "-")
         if isinstance(value, bool):
@@ -265,6 +282,9 @@ def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> 
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+#: Fields that change how a run is shown, not what it computes (--quiet sets progress=False: not typed, not shown).
+_UNRECORDED = ("progress",)
 
 def _default_of(f: Any) -> Any:
     import dataclasses

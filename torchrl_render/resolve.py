@@ -37,7 +37,7 @@ from typing import Any
 
 from .errors import RenderError, ResolveError, did_you_mean
 
-__all__ = ["call_factory", "resolve"]
+__all__ = ["call_factory", "receives", "resolve"]
 
 
 def resolve(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
@@ -110,23 +110,53 @@ def _import_file(target: str, kind: str) -> Any:
     return module
 
 
+#: Names of a lone parameter that clearly asks for the spec (any other lone name gets it too, with a warning
+#: in the error message if the factory then fails: ``def make_env(env_name)`` did not mean the spec).
+SPEC_LIKE = ("spec", "cfg", "config", "conf", "settings", "options", "opts", "args", "params")
+
+
 def call_factory(factory: Callable[..., Any], spec: Any, user_kwargs: Mapping[str, Any], kind: str) -> Any:
     """Calls ``factory`` following the protocol above; its own errors are wrapped with its name."""
-    args, kwargs = _bind(factory, spec, dict(user_kwargs), kind)
+    args, kwargs, blind = _bind(factory, spec, dict(user_kwargs), kind)
     try:
         return factory(*args, **kwargs)
     except RenderError:
         raise
     except Exception as exc:
+        if blind is not None:
+            raise _blind_error(factory, spec, kind, blind, exc) from exc
         raise ResolveError(f"the {kind} factory {_name(factory)} raised {type(exc).__name__}: {exc}",
                            fix=f"fix the {kind} factory or the {kind}_kwargs passed to it") from exc
 
 
-def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: str) -> tuple[list, dict]:
+def receives(factory: Callable[..., Any], spec: Any, user_kwargs: Mapping[str, Any], field: str, kind: str) -> bool:
+    """Whether calling ``factory`` hands it the spec field ``field`` (by name or inside the spec)."""
+    try:
+        args, kwargs, _ = _bind(factory, spec, dict(user_kwargs), kind)
+    except ResolveError:
+        return True  # the call itself will say what is wrong
+    return field in kwargs or any(value is spec for value in [*args, *kwargs.values()])
+
+
+def _blind_error(factory: Callable[..., Any], spec: Any, kind: str, name: str, exc: Exception) -> ResolveError:
+    """A lone parameter that no field names got the spec, and the factory failed: say so, as for two."""
+    fields = ", ".join(sorted(f.name for f in dataclasses.fields(spec)))
+    return ResolveError(
+        f"the {kind} factory {_name(factory)} has one parameter {name!r}, which no spec field or {kind}_kwargs key "
+        f"names, so it received the {type(spec).__name__} (a lone parameter gets the spec), and it raised "
+        f"{type(exc).__name__}: {exc}",
+        expected=f"a parameter named spec (or cfg/config) for the {type(spec).__name__}, or parameters named like its "
+                 f"fields ({fields}) or {kind}_kwargs keys", got=f"parameters [{name!r}]",
+        fix=f"pass it with --{kind}-kwargs '{{\"{name}\": ...}}', give it a default, or rename it to spec "
+            f"and read the fields you need from it")
+
+
+def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: str) -> tuple[list, dict, str | None]:
+    """``(args, kwargs, blind)``: ``blind`` names a lone parameter that got the spec without asking for it."""
     try:
         params = list(inspect.signature(factory).parameters.values())
     except (TypeError, ValueError):  # builtins without a signature
-        return [spec], {}
+        return [spec], {}, None
     fields = {f.name for f in dataclasses.fields(spec)}
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -146,9 +176,12 @@ def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: st
                 unmatched.append(p)
             continue
         (args.append(value) if p.kind == p.POSITIONAL_ONLY else kwargs.__setitem__(p.name, value))
+    blind = None
     if len(unmatched) == 1 and unmatched[0].kind != unmatched[0].KEYWORD_ONLY and not spec_given:
         p, spec_given = unmatched.pop(), True
         (args.append(spec) if p.kind == p.POSITIONAL_ONLY else kwargs.__setitem__(p.name, spec))
+        if not any(word in p.name.lower() for word in SPEC_LIKE):
+            blind = p.name
     if unmatched:
         names = ", ".join(p.name for p in unmatched)
         raise ResolveError(f"the {kind} factory {_name(factory)} needs argument(s) {names} that nothing provides",
@@ -164,11 +197,12 @@ def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: st
             raise ResolveError(f"the {kind} factory {_name(factory)} does not accept {kind}_kwargs "
                                f"key {first!r}.{did_you_mean(first, accepted)}", expected=f"one of {accepted}",
                                got=sorted(user), fix="rename or drop it, or add **kwargs to the factory")
-    return args, kwargs
+    return args, kwargs, blind
 
 
 def _name(factory: Callable[..., Any]) -> str:
     module = getattr(factory, "__module__", "") or ""
     if module.startswith("_torchrl_render_user_"):
         module = Path(inspect.getsourcefile(factory) or module).name
-    return f"'{module}:{getattr(factory, '__qualname__', repr(factory))}'"
+    qualname = getattr(factory, "__qualname__", None) or f"<{type(factory).__qualname__} instance>"
+    return f"'{module}:{qualname}'"

@@ -113,6 +113,9 @@ class InProcessSlots(_Buffers):
 def _worker(conn: Any, make: Callable[[], Any], count: int) -> None:
     """A worker process: ``count`` envs built here, stepped on the parent's orders."""
     try:
+        from ..mjlog import quiet_mujoco_log
+
+        quiet_mujoco_log()  # MuJoCo's warnings: debug log lines, not stderr nor a MUJOCO_LOG.TXT
         envs = [make() for _ in range(count)]
         conn.send(("ok", None))
     except BaseException as exc:  # the parent raises it with the worker's traceback

@@ -173,6 +173,15 @@ def _os_errors(writer: Writer) -> Iterator[None]:
                                "check that the folder is writable and has room")) from exc
 
 
+def _rendered(cfg: Any, writers: Any) -> int:
+    """How many episodes get a file of their own: all, or the first ``max_episodes_rendered`` for frame formats."""
+    limit = getattr(cfg, "max_episodes_rendered", None)
+    total = cfg.num_trajs if cfg.num_trajs is not None else (limit or 0)  # eval_n_timesteps: not known ahead
+    if limit is None or not writers.entry(cfg.format).needs_frames:
+        return total
+    return min(total, limit)
+
+
 class WriterGroup:
     """Routes bundles to one writer per (trajectory if split) x (camera if separate).
 
@@ -188,7 +197,7 @@ class WriterGroup:
         self.cls = WRITERS.load(cfg.format)
         self.split = bool(cfg.split_trajectories)
         self.cameras = list(cfg.camera) if cfg.camera_layout == "separate" and len(cfg.camera) > 1 else [None]
-        self.trajectories = trajectories if trajectories is not None else list(range(cfg.num_trajs or 0))
+        self.trajectories = trajectories if trajectories is not None else list(range(_rendered(cfg, WRITERS)))
         self._writers: dict[tuple[int | None, str | None], Writer] = {}
 
     def path_for(self, traj: int | None, camera: str | None) -> Path:
@@ -221,13 +230,21 @@ class WriterGroup:
             with _os_errors(writer):
                 writer.write(single)
 
+    def _skips(self, traj: int) -> bool:
+        """A split file for an episode that is not rendered is never opened (it would get no frame)."""
+        return self.split and traj not in self.trajectories
+
     def on_trajectory(self, episode: Any) -> None:
+        if self._skips(episode.index):
+            return
         for camera in self.cameras:
             writer = self._writer(episode.index, camera)
             with _os_errors(writer):
                 writer.on_trajectory(episode)
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
+        if self._skips(metrics["episode_ix"]):
+            return
         for camera in self.cameras:
             writer = self._writer(metrics["episode_ix"], camera)
             with _os_errors(writer):
@@ -245,6 +262,8 @@ class WriterGroup:
                     artifacts.append(self._writers[key].close())
         except BaseException:
             self.abort()
+            for artifact in artifacts:  # all of the group or none of it: no split file without its siblings
+                remove(artifact.path)
             raise
         return artifacts
 

@@ -243,7 +243,8 @@ class IpynbWriter(Writer):
             if not fits:
                 linked.append(path)
             videos.append(ReportVideo(traj, path.name, size, path.read_bytes() if fits else None, preview,
-                                      by_episode.get(traj), self.limit, display_width(info)))
+                                      by_episode.get(traj), self.limit, display_width(info),
+                                      budget_left=None if fits else budget))
         return videos, linked
 
     def _run(self, nb: Any) -> None:
@@ -340,13 +341,13 @@ def _portable_config(cfg: Any) -> dict[str, Any]:
     data = cfg.to_dict()
     for name in ("ckpt", "out", "frame_dir", "artifact_dir", "metadata"):
         if data.get(name):
-            data[name] = str(Path(data[name]).absolute())
+            data[name] = os.path.abspath(data[name])  # normalised too: no "w4/../w1" in the notebook
     for name in ("env", "policy"):
         spec = data.get(name)
         if isinstance(spec, str) and ":" in spec:
             target, _, attr = spec.rpartition(":")
-            if target.endswith(".py") and not Path(target).is_absolute():
-                data[name] = f"{Path(target).absolute()}:{attr}"
+            if target.endswith(".py"):
+                data[name] = f"{os.path.abspath(target)}:{attr}"
     return data
 
 

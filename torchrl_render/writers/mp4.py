@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,9 @@ class Mp4Writer(Writer):
         even_h, even_w = height + height % 2, width + width % 2
         if (even_h, even_w) != (height, width):
             self._pad = np.zeros((even_h, even_w, 3), np.uint8)  # black border stays black
-        self._container = av.open(str(self.tmp), "w", format="mp4", container_options={"movflags": "+faststart"})
+        # an explicit file: URL, so that FFmpeg never reads a name such as "seed0:best.mp4" as a protocol
+        self._container = av.open(f"file:{os.path.abspath(self.tmp)}", "w", format="mp4",
+                                  container_options={"movflags": "+faststart"})
         stream = self._container.add_stream(self.codec, rate=self.rate)
         stream.width, stream.height, stream.pix_fmt = even_w, even_h, PIX_FMT
         if self.codec.startswith(("libx264", "libx265")):
