@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -35,12 +35,14 @@ _VERSIONED = ("torchrl_render", "torch", "torchrl", "tensordict", "gymnasium", "
 
 
 def render_policy(config: RenderConfig | None = None, /, *, command: list[str] | None = None,
-                  **fields: Any) -> RenderResult:
+                  on_episode: Callable[[dict[str, Any]], None] | None = None, **fields: Any) -> RenderResult:
     """Rolls a policy out, streams its frames to the format writer, returns paths, metrics, rollouts.
 
     Args:
         config: A :class:`RenderConfig`; or pass its fields as keyword arguments.
         command: The command line to record in the metadata (the CLI passes it).
+        on_episode: Called with each episode's metrics dict as soon as the episode ends (sweeps record
+            episodes one by one with it); an exception it raises ends the run.
 
     Example:
         >>> from torchrl_render import RenderConfig, render_policy
@@ -50,7 +52,9 @@ def render_policy(config: RenderConfig | None = None, /, *, command: list[str] |
     cfg = _config(config, fields)
     if cfg.validate_only:
         return RenderResult(None, [], [], {"config": cfg.to_dict(), "validate_only": True}, [])
-    return _Run(cfg, command).execute()
+    run = _Run(cfg, command)
+    run.on_episode = on_episode  # issue 15: the Sink calls it after each finished episode
+    return run.execute()
 
 
 def _config(config: RenderConfig | None, fields: dict[str, Any]) -> RenderConfig:

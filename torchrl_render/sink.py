@@ -58,6 +58,9 @@ class Sink:
         ep.terminated, ep.truncated = record.terminated, record.truncated or not record.done
         ep.wall_s = record.wall - self.t0
         self.episodes.append(ep.to_dict())
+        on_episode = getattr(self.run, "on_episode", None)  # issue 15: sweeps record each episode as it ends
+        if on_episode is not None:
+            on_episode(dict(self.episodes[-1]))
         self.trajectories.append(stack_steps(self.steps))
         self.run.writers.on_episode(self.episodes[-1])
         return True
