@@ -50,7 +50,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         command = self.prog.replace(PROG, "python -m torchrl_render", 1)
-        print(f"{self.prog}: error: {message}.{_suggestion(message)} Fix: correct the flag; {command} "
+        print(f"{PROG}: error: {message}.{_suggestion(message)} Fix: correct the flag; {command} "
               "--help lists them all.", file=sys.stderr)
         sys.exit(2)
 

@@ -64,7 +64,7 @@ def sweep_main(argv: list[str]) -> int:
 
     args = build_sweep_parser().parse_args(argv)
     _configure_logging(args.debug, args.quiet)
-    prog = f"{PROG} sweep"
+    prog = PROG
     echo = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
     cfg = None
     try:
@@ -106,7 +106,7 @@ def status_main(argv: list[str]) -> int:
     try:
         status = sweep_status(Path(args.folder))
     except RenderError as exc:
-        print(f"{PROG} sweep-status: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     print(json.dumps(status, indent=2) if args.json else status_text(status))
     return 0

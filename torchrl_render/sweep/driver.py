@@ -77,6 +77,10 @@ def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = N
     cfg = config if config is not None else SweepConfig.from_dict(fields)
     if config is not None and fields:
         cfg = SweepConfig.from_dict({**cfg.to_dict(), **fields})
+    if cfg.executor == "ray":  # before anything is written: the error names the extra
+        from .ray_exec import import_ray
+
+        import_ray()
     cells = expand_cells(cfg)
     store, records = _open(cfg, cells, command)
     return _Driver(cfg, cells, store, records, echo or (lambda text: None)).run()
