@@ -205,3 +205,12 @@ def test_a_real_mujoco_cell_renders_and_equals_a_single_run(tmp_path):
     import av
     with av.open(str(tmp_path / "sw" / videos[0])) as container:
         assert sum(1 for _ in container.decode(video=0)) == 41
+
+
+def test_docs_list_the_generated_sweep_flags(capsys, tmp_path):
+    from torchrl_render.sweep.cli import flags_markdown
+    text = (ROOT / "docs" / "sweeps.md").read_text()
+    begin, end = text.index("<!-- sweep-flags:begin"), text.index("<!-- sweep-flags:end -->")
+    assert text[begin:end].split("\n", 1)[1].strip() == flags_markdown()
+    assert main(["sweep-status", str(tmp_path)]) == 2  # not a sweep folder
+    assert "is not a sweep folder (no manifest.json)" in capsys.readouterr().err

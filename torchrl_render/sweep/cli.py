@@ -163,3 +163,24 @@ def status_text(s: dict[str, Any]) -> str:
         lines.append(f"last episode recorded {s['last_episode_s_ago']:.0f} s ago")
     lines += [f"failed: {cell}: {error}" for cell, error in s["failures"].items()]
     return "\n".join(lines)
+
+
+def flags_markdown() -> str:
+    """The table of the sweep's own flags, for docs/sweeps.md (a test keeps the doc equal to this)."""
+    from ..cli import _default_text
+    from .grid import SweepConfig
+
+    fields = {f.name: f for f in __import__("dataclasses").fields(SweepConfig)}
+    group = next(g for g in build_sweep_parser()._action_groups if g.title.startswith("sweep"))
+    lines = ["| flag | default | choices | meaning |", "|---|---|---|---|"]
+    for action in group._group_actions:
+        if action.help == argparse.SUPPRESS:
+            continue
+        flags = ", ".join(f"`{o}`" for o in action.option_strings)
+        if isinstance(action, argparse._StoreTrueAction):
+            negative = next((o.option_strings[0] for o in group._group_actions
+                             if o.dest == action.dest and isinstance(o, argparse._StoreFalseAction)), None)
+            flags += f" / `{negative}`" if negative else ""
+        choices = ", ".join(map(str, action.choices)) if action.choices else ""
+        lines.append(f"| {flags} | {_default_text(fields[action.dest])} | {choices} | {action.help or ''} |")
+    return "\n".join(lines)
