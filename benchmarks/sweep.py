@@ -66,12 +66,13 @@ def run_loop(ckpts: list[Path], folder: Path, episodes: int, steps: int) -> tupl
     start = time.perf_counter()
     subprocess.run(["bash", "-c", script], check=True, cwd=ROOT)
     wall = time.perf_counter() - start
-    returns = {}
+    returns, rollout = {}, 0.0
     for ckpt in ckpts:
         for task in TASKS:
             meta = json.loads((folder / f"{ckpt.stem}__{task}.jsonl.metadata.json").read_text())
             returns[(ckpt.stem, task)] = [round(e["sum_reward"], 6) for e in meta["metrics"]["per_episode"]]
-    return wall, returns
+            rollout += sum(e["wall_s"] for e in meta["metrics"]["per_episode"])
+    return wall, returns, rollout, 1
 
 
 def run_sweep(executor: str, ckpts: list[Path], folder: Path, episodes: int, steps: int) -> tuple[float, dict]:
@@ -84,12 +85,15 @@ def run_sweep(executor: str, ckpts: list[Path], folder: Path, episodes: int, ste
     subprocess.run(argv, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     returns: dict = {}
+    rollout = 0.0
     for line in (out / "episodes.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r["kind"] == "episode":
+            rollout += r["metrics"]["wall_s"]
             returns.setdefault((Path(r["checkpoint"]).stem, r["task"]), []).append((r["episode_ix"],
                                                                                    round(r["metrics"]["sum_reward"], 6)))
-    return wall, {k: [v for _, v in sorted(eps)] for k, eps in returns.items()}
+    slots = os.cpu_count() or 1  # local: one worker per CPU; ray: a local instance with one task per CPU
+    return wall, {k: [v for _, v in sorted(eps)] for k, eps in returns.items()}, rollout, slots
 
 
 def main() -> int:
@@ -108,11 +112,14 @@ def main() -> int:
         reference = None
         for name in args.executors.split(","):
             run = run_loop if name == "loop" else lambda *a, n=name: run_sweep(n, *a)
-            wall, returns = run(ckpts, folder, args.episodes, args.max_steps)
+            wall, returns, rollout, slots = run(ckpts, folder, args.episodes, args.max_steps)
             same = reference is None or returns == reference
             reference = reference or returns
-            rows[name] = {"wall_s": round(wall, 2), "per_cell_s": round(wall / cells, 2), "same_returns": same}
-            print(f"{name:<6} {wall:7.1f} s  {wall / cells:6.2f} s/cell  same returns: {same}", flush=True)
+            overhead = (wall * slots - rollout) / cells  # process-slot seconds per cell not spent stepping episodes
+            rows[name] = {"wall_s": round(wall, 2), "per_cell_s": round(wall / cells, 2), "rollout_s": round(rollout, 2),
+                          "slots": slots, "overhead_per_cell_s": round(overhead, 2), "same_returns": same}
+            print(f"{name:<6} {wall:7.1f} s  {wall / cells:6.2f} s/cell  rollouts {rollout:6.1f} s  overhead "
+                  f"{overhead:5.2f} slot-s/cell  same returns: {same}", flush=True)
     if "loop" in rows:
         for name, row in rows.items():
             row["speedup_vs_loop"] = round(rows["loop"]["wall_s"] / row["wall_s"], 2)

@@ -23,11 +23,11 @@ import glob
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import RenderConfig, load_mapping
+from ..config import RenderConfig, _f, load_mapping
 from ..errors import ConfigError, did_you_mean
 
 __all__ = ["BASE_OWNED", "Cell", "SweepConfig", "expand_cells"]
@@ -38,15 +38,6 @@ BASE_OWNED = ("ckpt", "env", "out", "overwrite", "metadata", "frame_dir", "artif
               "progress")
 _STEP_KEYS = ("step", "global_step", "train_step", "train_steps", "training_step", "iteration", "epoch")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def _f(default: Any = dataclasses.MISSING, help: str = "", **meta: Any) -> Any:
-    kwargs: dict[str, Any] = {"metadata": {"help": help, **meta}}
-    if isinstance(default, (list, dict)):
-        kwargs["default_factory"] = (lambda d=default: type(d)(d))
-    elif default is not dataclasses.MISSING:
-        kwargs["default"] = default
-    return field(**kwargs)
 
 
 @dataclass
@@ -89,7 +80,7 @@ class SweepConfig:
     ray_address: str | None = _f(None, help="Ray cluster to join (auto, HOST:PORT); default: a local instance.")
     ray_num_cpus: float = _f(1.0, help="CPUs each Ray task declares.")
     ray_num_gpus: float = _f(0.0, help="GPUs each Ray task declares.")
-    base: dict[str, Any] = _f({}, help="RenderConfig fields shared by every cell.", cli=False)
+    base: dict[str, Any] = _f({}, help="RenderConfig fields shared by every cell (the CLI: their own flags).")
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)

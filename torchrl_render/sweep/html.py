@@ -17,7 +17,8 @@ __all__ = ["plot_curve", "write_html"]
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}"
-          ".failed{color:#b00}.pending{color:#888}video{margin:4px}figure{display:inline-block;margin:0 1em 1em 0}")
+          ".failed{color:#b00}.pending{color:#888}figure{display:inline-block;margin:0 1em 1em 0;vertical-align:top}"
+          "figcaption{font-size:90%;color:#444}")
 
 
 def plot_curve(task: str, runs: dict[str, list[dict[str, Any]]], path: Path) -> Path:
@@ -54,8 +55,8 @@ def write_html(folder: Path, info: dict[str, Any]) -> Path:
     figures = []
     for task, runs in info["curves"].items():
         png = plot_curve(task, runs, files / f"curve_{re.sub(r'[^A-Za-z0-9_.-]+', '_', task)}.png")
-        figures.append(f'<figure><img src="report_files/{png.name}" alt="return vs step: {html.escape(task)}">'
-                       f"<figcaption>{html.escape(task)}</figcaption></figure>")
+        figures.append(f'<figure><img width=540 src="report_files/{png.name}" alt="return vs step: '
+                       f'{html.escape(task)}"></figure>')
     p = info["progress"]
     body = [f"<h1>Sweep report</h1><p>{p['done']}/{p['cells']} cells done, {p['failed']} failed, "
             f"{p['episodes']}/{p['episodes_total']} episodes; overall mean return "
@@ -103,8 +104,9 @@ def _videos(info: dict[str, Any]) -> str:
         for task, c in entry["per_task"].items():
             if not c["video_paths"]:
                 continue
-            items = "".join(f'<video controls muted width=320 src="{html.escape(v)}"></video>' if v.endswith(".mp4")
-                            else f'<img width=320 src="{html.escape(v)}">' if v.endswith(".gif")
+            items = "".join(f'<video controls muted width=240 src="{html.escape(v)}"></video>' if v.endswith(".mp4")
+                            else f'<img width=240 src="{html.escape(v)}">' if v.endswith(".gif")
                             else f'<a href="{html.escape(v)}">{html.escape(v)}</a>' for v in c["video_paths"])
-            parts.append(f"<h3>{html.escape(Path(entry['checkpoint']).name)} &times; {html.escape(task)}</h3>{items}")
+            caption = f"{html.escape(Path(entry['checkpoint']).name)} &times; {html.escape(task)}"
+            parts.append(f"<figure>{items}<figcaption>{caption}</figcaption></figure>")
     return "".join(parts) or "<p>No rendered episodes (metrics only).</p>"
