@@ -88,6 +88,8 @@ def test_killed_worker_sigint_sigkill_torn_line_then_resume(tmp_path, monkeypatc
     # 3. --resume in a new driver, killed with SIGKILL (its worker is left orphaned: end it too)
     driver = start_driver(tmp_path, "--resume")
     wait_for(lambda: len(episodes(tmp_path)) > after_sigint, driver)
+    running = sweep_status(tmp_path / "sw")
+    assert running["running"] and running["driver_pid"] == driver.pid and running["episodes_per_s"] > 0
     children = psutil.Process(driver.pid).children(recursive=True)
     driver.kill()
     driver.wait(30)
