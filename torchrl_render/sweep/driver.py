@@ -45,6 +45,12 @@ class SweepResult:
         episodes_run: Episodes recorded by this call.
         report_paths: ``report.html`` and ``report.ipynb`` when written.
         failures: ``{cell: error}`` of the failed cells.
+
+    Example:
+        >>> r = SweepResult(Path("sweeps/run1"), {"overall": {}}, cells=4, cells_done=3, cells_failed=1, episodes=60,
+        ...                 episodes_run=20)
+        >>> r.cells - r.cells_done - r.cells_failed  # cells still pending
+        0
     """
 
     out: Path
@@ -199,7 +205,9 @@ class _Driver:
         return unit
 
     def _handle(self, message: dict[str, Any], executor: Any) -> None:
-        unit = self.units[message["unit"]]
+        unit = self.units.get(message["unit"])
+        if unit is None:  # a unit already settled (e.g. a cancelled task's last word): nothing to record
+            return
         cell = self.cells[unit["cell"]["id"]]
         kind = message["type"]
         if kind == "episode":

@@ -60,6 +60,12 @@ class SweepConfig:
         ray_num_cpus: CPUs each Ray task declares.
         ray_num_gpus: GPUs each Ray task declares.
         base: RenderConfig fields shared by every cell (``policy``, ``num_trajs``, ``format``...).
+
+    Example:
+        >>> cfg = SweepConfig.from_dict({"ckpt": ["runs/s0/*.pt"], "env": ["HalfCheetah-v5", "Hopper-v5"],
+        ...                              "policy": "mypkg.policy:make", "num_trajs": 20})
+        >>> cfg.base, list(cfg.tasks), cfg.run
+        ({'policy': 'mypkg.policy:make', 'num_trajs': 20}, ['HalfCheetah-v5', 'Hopper-v5'], {'default': ['runs/s0/*.pt']})
     """
 
     ckpt: list[str] = _f([], help="Checkpoint paths or globs (repeatable); training step from the file name "
