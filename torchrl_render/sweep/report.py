@@ -1,7 +1,7 @@
 """Derived outputs of a sweep, rebuilt from ``manifest.json`` and ``episodes.jsonl`` alone.
 
-``eval_info.json`` has lerobot-eval's keys: ``per_task`` (a list of ``{task_group, task,
-metrics}``), ``per_group``, ``overall`` (each with ``avg_sum_reward``, ``avg_max_reward``,
+``eval_info.json`` has lerobot-eval's keys: ``per_task`` (a list of ``{task_group, task_id,
+task, metrics}``), ``per_group``, ``overall`` (each with ``avg_sum_reward``, ``avg_max_reward``,
 ``pc_success``, ``n_episodes``, ``eval_s``, ``eval_ep_s``, ``video_paths``), plus
 ``per_checkpoint`` (each checkpoint's cells) and ``curves`` (per task and run: mean return
 and its 95% confidence interval against the training step). ``eval_s`` adds up the
@@ -85,9 +85,10 @@ def derive(folder: Path) -> dict[str, Any]:
               "failed" if c["id"] in errors else "pending" for c in cells}
     by = _grouped(cells, episodes, videos)
     info = {
-        "per_task": [{"task_group": group, "task": task, "task_spec": (manifest.get("tasks") or {}).get(task, task),
+        "per_task": [{"task_group": group, "task_id": i, "task": task,
+                      "task_spec": (manifest.get("tasks") or {}).get(task, task),
                       "metrics": {**_agg(*by["task"][task]), **_lists(by["task"][task][0])}}
-                     for group, tasks in manifest.get("groups", {}).items() for task in tasks],
+                     for group, tasks in manifest.get("groups", {}).items() for i, task in enumerate(tasks)],
         "per_group": {group: _agg(*by["group"][group]) for group in manifest.get("groups", {})},
         "overall": _agg(*by["all"][None]),
         "per_checkpoint": _per_checkpoint(cells, episodes, videos, status, errors),
