@@ -253,7 +253,7 @@ class _Driver:
             self.echo(f"cell {cell.id}: {n}/{cell.num_trajs} episodes")
         from .report import write_derived
 
-        write_derived(self.cfg.out, html=time.monotonic() - self.last_report > 10)
+        write_derived(self.cfg.out, html=self.cfg.report and time.monotonic() - self.last_report > 10)
         self.last_report = time.monotonic()
 
     def _finish(self, executor: Any, final: bool) -> None:
@@ -262,7 +262,7 @@ class _Driver:
         if executor is not None:
             executor.close()
         self.store.close()
-        self.report_paths = write_derived(self.cfg.out, html=True, notebook=final and self.cfg.report)
+        self.report_paths = write_derived(self.cfg.out, html=self.cfg.report, notebook=final and self.cfg.report)
         (self.cfg.out / DRIVER).unlink(missing_ok=True)
 
     def _result(self) -> SweepResult:

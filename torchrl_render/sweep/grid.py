@@ -55,7 +55,8 @@ class SweepConfig:
         block_size: Episodes per work unit (default: a whole cell); smaller blocks spread a cell over workers.
         resume: Go on with the sweep in ``out``: run only the episodes not yet in episodes.jsonl.
         max_attempts: Runs of a block whose worker died before it counts as failed.
-        report: Write report.html and an executed report.ipynb at the end.
+        report: Write report.html (rewritten as cells finish) and an executed report.ipynb at the end;
+            ``eval_info.json`` is always written.
         ray_address: Ray cluster to join (``auto``, ``HOST:PORT``); default a local Ray instance.
         ray_num_cpus: CPUs each Ray task declares.
         ray_num_gpus: GPUs each Ray task declares.

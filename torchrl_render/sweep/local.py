@@ -14,6 +14,7 @@ import collections
 import multiprocessing
 import os
 import signal
+import sys
 from multiprocessing.connection import wait
 from typing import Any
 
@@ -78,6 +79,8 @@ class LocalExecutor:
 
     def close(self) -> None:
         """Stops every worker (a unit in flight is abandoned; its recorded episodes stay)."""
+        for worker in self.workers:  # all asked to stop first, then waited for: they exit in parallel
+            worker.stop()
         for worker in self.workers:
             worker.close()
         self.workers.clear()
@@ -119,11 +122,15 @@ class _Worker:
             self.unit = None
         return out
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Asks the process to end after its unit (it is idle at the end of a sweep)."""
         try:
             self.conn.send(None)
         except (OSError, ValueError):
             pass
+
+    def close(self) -> None:
+        self.stop()
         self.proc.join(2)
         if self.proc.is_alive():
             self.proc.kill()
@@ -147,7 +154,11 @@ def worker_main(conn: Any, cwd: str, threads: int) -> None:
         try:
             unit = conn.recv()
         except EOFError:
-            return
+            break
         if unit is None:
-            return
+            break
         run_unit(unit, conn.send)
+    conn.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # everything is sent and every file closed; skip interpreter teardown (GL, torch: seconds)
