@@ -119,6 +119,23 @@ def read_only_out(ctx: Ctx) -> None:
         ctx.monkeypatch.setattr(os, "access", lambda p, m, *a, **k: False if Path(p) == target else real(p, m, *a, **k))
 
 
+SWEEP = ["--env", "tiny=tinyenv:make_env", "--policy", "tinyenv:make_policy", "--out", "{out}/sw"]
+
+
+def sweep_folder(name: str) -> Callable[[Ctx], None]:
+    """A checkpoint, and an --out folder holding ``name`` (a stray file, or another sweep's manifest)."""
+    def setup(ctx: Ctx) -> None:
+        tiny_ckpt(ctx)
+        (ctx.out / "sw").mkdir()
+        (ctx.out / "sw" / name).write_text('{"grid": {"cells": []}}')
+    return setup
+
+
+def without_ray(ctx: Ctx) -> None:
+    tiny_ckpt(ctx)
+    ctx.monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as where the extra is not installed
+
+
 # -- the catalogue ----------------------------------------------------------------------------------------------
 
 CASES = [
@@ -333,6 +350,23 @@ CASES = [
           "--exploration-mode deterministic")),
     Case("flag-unknown-did-you-mean", [*TINY, "--stocastic"],
          ("unrecognized arguments: --stocastic", "Did you mean '--stochastic'?")),
+    # sweeps (issue 15): refused before anything is written
+    Case("sweep-no-checkpoints", ["sweep", *SWEEP], ("the sweep has no checkpoints", "--ckpt 'runs/ckpt_*.pt'")),
+    Case("sweep-glob-matches-nothing", ["sweep", "--ckpt", "{inp}/ckpt_*.pt", *SWEEP],
+         ("checkpoint pattern", "ckpt_*.pt' (run 'default') matches no file", "quote a glob")),
+    Case("sweep-group-unknown-task", ["sweep", "--ckpt", "{inp}/p.pt", *SWEEP, "--group", "g=tiny2"],
+         ("group 'g' names the unknown task 'tiny2'", "--env NAME=SPEC"), setup=tiny_ckpt),
+    Case("sweep-out-not-a-sweep", ["sweep", "--ckpt", "{inp}/p.pt", *SWEEP],
+         ("exists and is not a sweep folder (it has no manifest.json)",), setup=sweep_folder("notes.txt")),
+    Case("sweep-out-holds-a-sweep", ["sweep", "--ckpt", "{inp}/p.pt", *SWEEP],
+         ("already holds a sweep", "pass --resume to run only its missing episodes"),
+         setup=sweep_folder("manifest.json")),
+    Case("sweep-resume-other-grid", ["sweep", "--ckpt", "{inp}/p.pt", *SWEEP, "--resume"],
+         ("has another grid than this config", "resume with the original config"),
+         setup=sweep_folder("manifest.json")),
+    Case("sweep-ray-not-installed", ["sweep", "--ckpt", "{inp}/p.pt", *SWEEP, "--executor", "ray"],
+         ("the ray executor needs Ray, which is not installed", "pip install 'torchrl_render[ray]'"),
+         setup=without_ray),
 ]
 
 

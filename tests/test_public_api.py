@@ -10,8 +10,9 @@ import torchrl_render
 EXPECTED = [
     "Artifact", "BackendUnavailable", "CheckpointError", "ConfigError", "EnvError", "FrameBundle", "NoFramesError",
     "OutputExistsError", "PolicyError", "RenderConfig", "RenderEnvSpec", "RenderError", "RenderPolicySpec",
-    "RenderResult", "ResolveError", "RolloutError", "UnsafeCheckpointError", "WriterError", "__version__",
-    "load_checkpoint", "load_rollouts", "render_policy", "save_render_checkpoint", "show",
+    "RenderResult", "ResolveError", "RolloutError", "SweepConfig", "SweepResult", "UnsafeCheckpointError",
+    "WriterError", "__version__", "load_checkpoint", "load_rollouts", "render_policy", "save_render_checkpoint",
+    "show", "sweep",
 ]
 
 

@@ -3,3 +3,6 @@
 # Each part is idempotent and quick when already installed. Usage: bash tools/test_setup.sh .venv/bin/python
 set -euo pipefail
 PY=${1:-.venv/bin/python}
+
+# issue 15: the sweep tests start a real local Ray cluster (the `ray` extra of pyproject.toml).
+"$PY" -c 'import ray, sys; sys.exit(ray.__version__ != "2.60.0")' 2>/dev/null || "$PY" -m pip install -q 'ray==2.60.0'

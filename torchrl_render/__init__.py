@@ -22,6 +22,7 @@ from .errors import (BackendUnavailable, CheckpointError, ConfigError, EnvError,
                      PolicyError, RenderError, ResolveError, RolloutError, UnsafeCheckpointError, WriterError)
 from .notebook import show
 from .storage import load_rollouts
+from .sweep import SweepConfig, SweepResult, sweep
 
 __version__ = "0.1.0"
 
@@ -42,6 +43,8 @@ __all__ = [
     "RenderResult",
     "ResolveError",
     "RolloutError",
+    "SweepConfig",
+    "SweepResult",
     "UnsafeCheckpointError",
     "WriterError",
     "__version__",
@@ -50,4 +53,5 @@ __all__ = [
     "render_policy",
     "save_render_checkpoint",
     "show",
+    "sweep",
 ]

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -34,13 +35,14 @@ _VERSIONED = ("torchrl_render", "torch", "torchrl", "tensordict", "gymnasium", "
 
 
 def render_policy(config: RenderConfig | None = None, /, *, command: list[str] | None = None,
-                  on_episode: Any = None, **fields: Any) -> RenderResult:
+                  on_episode: Callable[[dict[str, Any]], None] | None = None, **fields: Any) -> RenderResult:
     """Rolls a policy out, streams its frames to the format writer, returns paths, metrics, rollouts.
 
     Args:
         config: A :class:`RenderConfig`; or pass its fields as keyword arguments.
         command: The command line to record in the metadata (the CLI passes it).
-        on_episode: Called with each finished episode's metrics dict, in episode order, as it ends.
+        on_episode: Called with each episode's metrics dict as soon as the episode ends (sweeps record
+            episodes one by one with it); an exception it raises ends the run.
 
     Example:
         >>> from torchrl_render import RenderConfig, render_policy

@@ -19,12 +19,15 @@ from typing import Any
 from .config import RenderConfig, load_mapping
 from .errors import RenderError
 
-__all__ = ["build_parser", "config_from_args", "main"]
+__all__ = ["add_config_fields", "build_parser", "config_from_args", "fields_from_args", "main"]
 
 PROG = "torchrl-render"
 #: Subcommands, as lazy "module:function" strings; each function takes the remaining argv and returns
 #: the exit code. A first argument that is not one of these is the plain render/evaluate command.
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "sweep": "torchrl_render.sweep.cli:sweep_main",                # issue 15
+    "sweep-status": "torchrl_render.sweep.cli:status_main",        # issue 15
+}
 _EXAMPLE = ("example:\n  python -m torchrl_render --ckpt policy.pt --policy mypkg.policy:make "
             "--env mypkg.env:make --out run.mp4")
 
@@ -46,8 +49,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one paragraph (not the whole usage) and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog.replace(PROG, "python -m torchrl_render", 1)
         print(f"{PROG}: error: {message}.{_suggestion(message, list(self._option_string_actions))} Fix: correct "
-              "the flag; python -m torchrl_render --help lists them all.", file=sys.stderr)
+              f"the flag; {command} --help lists them all.", file=sys.stderr)
         sys.exit(2)
 
 
@@ -76,10 +80,25 @@ def build_parser() -> argparse.ArgumentParser:
     cli.add_argument("--list-backends", action="store_true", help="List the render backends and exit.")
     cli.add_argument("--debug", action="store_true", help="Show tracebacks and debug logs.")
     cli.add_argument("--quiet", action="store_true", help="Print only errors and the artifact path.")
-    group = parser.add_argument_group("config (RenderConfig fields)")
-    for f in dataclasses.fields(RenderConfig):
-        _add_field(group, f)
+    add_config_fields(parser.add_argument_group("config (RenderConfig fields)"), RenderConfig)
     return parser
+
+
+def add_config_fields(group: argparse._ArgumentGroup, cls: type, skip: tuple[str, ...] = ()) -> None:
+    """One flag per field of the dataclass ``cls`` (help, choices, negatives from the field metadata).
+
+    A field whose metadata says ``multiple=True`` takes several values and may be repeated
+    (``--ckpt a.pt b.pt --ckpt c.pt``). Used for RenderConfig here and for SweepConfig by ``sweep``.
+    """
+    for f in dataclasses.fields(cls):
+        if f.name not in skip:
+            _add_field(group, f)
+
+
+def fields_from_args(args: argparse.Namespace, cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields of ``cls`` that were given as flags (those left at ``None`` were not)."""
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in skip]
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 
 def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
@@ -89,6 +108,10 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
         negative = "--" + meta.get("negative", "no-" + meta.get("flag", f.name)).replace("_", "-")
         group.add_argument(flag, dest=f.name, action="store_true", default=None, help=meta.get("help"))
         group.add_argument(negative, dest=f.name, action="store_false", default=None, help=argparse.SUPPRESS)
+        return
+    if meta.get("multiple"):
+        group.add_argument(flag, dest=f.name, action="extend", nargs="+", default=None, metavar=meta.get("metavar"),
+                           help=meta.get("help"))
         return
     choices = meta.get("choices")
     if isinstance(choices, str):
@@ -145,10 +168,7 @@ def _default_text(f: dataclasses.Field) -> str:
 def config_from_args(args: argparse.Namespace) -> RenderConfig:
     """Merges ``--config FILE`` (if any) with the flags given; flags win."""
     data: dict[str, Any] = load_mapping(args.config) if args.config else {}
-    for f in dataclasses.fields(RenderConfig):
-        value = getattr(args, f.name)
-        if value is not None:
-            data[f.name] = value
+    data.update(fields_from_args(args, RenderConfig))
     return RenderConfig.from_dict(data)
 
 

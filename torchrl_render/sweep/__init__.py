@@ -1,0 +1,16 @@
+"""Sweeps: many checkpoints x many tasks, resumable episode by episode, on one machine or a Ray cluster.
+
+- :mod:`.grid`: :class:`SweepConfig` (validated once) and its cells.
+- :mod:`.store`: ``manifest.json`` and the append-only ``episodes.jsonl``.
+- :mod:`.driver`: :func:`sweep` and :class:`SweepResult`.
+- :mod:`.local`, :mod:`.ray_exec`: the executors; :mod:`.work`: one work unit.
+- :mod:`.report`, :mod:`.html`, :mod:`.notebook`: ``eval_info.json`` and the report.
+- :mod:`.cli`: the ``sweep`` and ``sweep-status`` subcommands.
+"""
+
+from __future__ import annotations
+
+from .driver import SweepResult, sweep
+from .grid import SweepConfig
+
+__all__ = ["SweepConfig", "SweepResult", "sweep"]

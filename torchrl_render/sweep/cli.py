@@ -1,0 +1,186 @@
+"""``python -m torchrl_render sweep ...`` and ``... sweep-status FOLDER``.
+
+The sweep's flags are generated from the SweepConfig fields and, for the cells' shared
+config, from the RenderConfig fields (the same machinery as the main command,
+:func:`torchrl_render.cli.add_config_fields`). A user error prints one paragraph and exits
+with 2; Ctrl-C stops scheduling, keeps what finished and exits with 130 (``--resume`` goes
+on); a sweep in which some cells failed exits with 3 after finishing the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from ..cli import PROG, _configure_logging, _Parser, add_config_fields, fields_from_args
+from ..config import RenderConfig, load_mapping
+from ..errors import ConfigError, RenderError
+
+__all__ = ["build_sweep_parser", "status_main", "sweep_main"]
+
+EXIT_FAILED_CELLS = 3
+_EXAMPLE = ("examples:\n  python -m torchrl_render sweep --ckpt 'runs/ckpt_*.pt' --env HalfCheetah-v5 --env Hopper-v5 "
+            "\\\n      --policy m:make --num-trajs 20 --max-episodes-rendered 2 --out sweeps/run1\n"
+            "  python -m torchrl_render sweep --config sweep.yaml --resume\n"
+            "  python -m torchrl_render sweep-status sweeps/run1")
+
+
+def build_sweep_parser() -> argparse.ArgumentParser:
+    """The ``sweep`` parser: SweepConfig fields, then the RenderConfig fields every cell shares."""
+    from .grid import BASE_OWNED, SweepConfig
+
+    parser = _Parser(prog=f"{PROG} sweep", description="Evaluate many checkpoints on many tasks, resumably.",
+                     epilog=_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = parser.add_argument_group("actions")
+    actions.add_argument("--config", metavar="FILE", help="JSON/YAML/TOML file of sweep and RenderConfig fields; "
+                         "flags override it.")
+    actions.add_argument("--print-config", action="store_true", help="Print the resolved sweep config and exit.")
+    actions.add_argument("--debug", action="store_true", help="Show tracebacks and debug logs.")
+    actions.add_argument("--quiet", action="store_true", help="Print only errors and the eval_info.json path.")
+    add_config_fields(parser.add_argument_group("sweep (SweepConfig fields)"), SweepConfig, skip=("base",))
+    add_config_fields(parser.add_argument_group("every cell (RenderConfig fields)"), RenderConfig, skip=BASE_OWNED)
+    return parser
+
+
+def sweep_config_from_args(args: argparse.Namespace) -> Any:
+    from .grid import BASE_OWNED, SweepConfig
+
+    data: dict[str, Any] = load_mapping(args.config) if args.config else {}
+    data.update(fields_from_args(args, SweepConfig, skip=("base",)))
+    data.update(fields_from_args(args, RenderConfig, skip=BASE_OWNED))
+    return SweepConfig.from_dict(data)
+
+
+def sweep_main(argv: list[str]) -> int:
+    """``sweep``: runs the grid; returns the exit code."""
+    from .driver import sweep
+
+    args = build_sweep_parser().parse_args(argv)
+    _configure_logging(args.debug, args.quiet)
+    prog = PROG
+    echo = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+    cfg = None
+    try:
+        cfg = sweep_config_from_args(args)
+        if args.print_config:
+            print(json.dumps(cfg.to_dict(), indent=2))
+            return 0
+        result = sweep(cfg, command=[PROG, "sweep", *argv], echo=echo)
+    except RenderError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        where = f" in {cfg.out / 'episodes.jsonl'}" if cfg is not None else ""
+        print(f"{prog}: interrupted; the finished episodes are kept{where}: run the same command with --resume "
+              "to go on", file=sys.stderr)
+        return 130
+    overall = result.eval_info["overall"]
+    echo(f"{result.cells_done}/{result.cells} cells done ({result.cells_failed} failed), {result.episodes} episodes "
+         f"({result.episodes_run} run now); mean return {_fmt(overall['avg_sum_reward'])}, success "
+         f"{_fmt(overall['pc_success'])}%")
+    for path in result.report_paths:
+        echo(f"report: {path}")
+    print(result.out / "eval_info.json")
+    return EXIT_FAILED_CELLS if result.cells_failed else 0
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def status_main(argv: list[str]) -> int:
+    """``sweep-status FOLDER``: cells and episodes done, failures, rate, time left."""
+    parser = _Parser(prog=f"{PROG} sweep-status", description="Progress of a sweep (running or not).")
+    parser.add_argument("folder", help="The sweep's --out folder.")
+    parser.add_argument("--json", action="store_true", help="Print the status as JSON.")
+    args = parser.parse_args(argv)
+    try:
+        status = sweep_status(Path(args.folder))
+    except RenderError as exc:
+        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    print(json.dumps(status, indent=2) if args.json else status_text(status))
+    return 0
+
+
+def sweep_status(folder: Path) -> dict[str, Any]:
+    """The progress of the sweep in ``folder``, from its files alone."""
+    from .report import derive
+    from .store import MANIFEST, read_records
+
+    if not (folder / MANIFEST).is_file():
+        raise ConfigError(f"{str(folder)!r} is not a sweep folder (no {MANIFEST})", got=str(folder),
+                          fix="pass the --out folder of a sweep")
+    info = derive(folder)
+    progress = dict(info["progress"])
+    driver = _driver(folder)
+    times = [r["time"] for r in read_records(folder) if r.get("kind") == "episode" and "time" in r]
+    rate = None
+    if driver is not None:
+        recent = [t for t in times if t >= driver["started"]]
+        elapsed = time.time() - driver["started"]
+        rate = len(recent) / elapsed if recent and elapsed > 0 else None
+    left = progress["episodes_total"] - progress["episodes"]
+    progress.update({"running": driver is not None, "driver_pid": driver and driver["pid"],
+                     "episodes_per_s": rate, "time_left_s": left / rate if rate else None,
+                     "last_episode_s_ago": time.time() - max(times) if times else None,
+                     "failures": info["failures"]})
+    return progress
+
+
+def _driver(folder: Path) -> dict[str, Any] | None:
+    """The running driver, if ``driver.json`` names a live process on this host (or another host)."""
+    from .driver import DRIVER
+
+    path = folder / DRIVER
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("host") == socket.gethostname():
+        try:
+            os.kill(int(data["pid"]), 0)
+        except (ProcessLookupError, PermissionError, ValueError):
+            return None  # it died without cleaning up (SIGKILL): --resume goes on
+    return data
+
+
+def status_text(s: dict[str, Any]) -> str:
+    state = f"running (driver pid {s['driver_pid']})" if s["running"] else "not running"
+    lines = [f"{state}: {s['done']}/{s['cells']} cells done, {s['failed']} failed, {s['pending']} pending; "
+             f"{s['episodes']}/{s['episodes_total']} episodes"]
+    if s["episodes_per_s"]:
+        lines.append(f"rate {s['episodes_per_s']:.2f} episodes/s, about {s['time_left_s']:.0f} s left")
+    if s["last_episode_s_ago"] is not None:
+        lines.append(f"last episode recorded {s['last_episode_s_ago']:.0f} s ago")
+    lines += [f"failed: {cell}: {error}" for cell, error in s["failures"].items()]
+    return "\n".join(lines)
+
+
+def flags_markdown() -> str:
+    """The table of the sweep's own flags, for docs/sweeps.md (a test keeps the doc equal to this)."""
+    from ..cli import _default_text
+    from .grid import SweepConfig
+
+    fields = {f.name: f for f in __import__("dataclasses").fields(SweepConfig)}
+    group = next(g for g in build_sweep_parser()._action_groups if g.title.startswith("sweep"))
+    lines = ["| flag | default | choices | meaning |", "|---|---|---|---|"]
+    for action in group._group_actions:
+        if action.help == argparse.SUPPRESS:
+            continue
+        flags = ", ".join(f"`{o}`" for o in action.option_strings)
+        if isinstance(action, argparse._StoreTrueAction):
+            negative = next((o.option_strings[0] for o in group._group_actions
+                             if o.dest == action.dest and isinstance(o, argparse._StoreFalseAction)), None)
+            flags += f" / `{negative}`" if negative else ""
+        choices = ", ".join(map(str, action.choices)) if action.choices else ""
+        lines.append(f"| {flags} | {_default_text(fields[action.dest])} | {choices} | {action.help or ''} |")
+    return "\n".join(lines)

@@ -1,0 +1,282 @@
+"""``sweep(SweepConfig) -> SweepResult``: plan the missing episodes, run them, record them.
+
+The driver alone writes the sweep folder. It writes ``manifest.json`` before anything runs,
+plans the episodes not yet in ``episodes.jsonl`` as work units (contiguous blocks of a
+cell's episodes), hands them to the executor and appends each episode the moment a worker
+reports it. A unit whose worker died is resubmitted for its unrecorded episodes only, so
+nothing is counted twice; a unit that raised is recorded as failed and the others go on.
+Ctrl-C stops scheduling, keeps what finished, rewrites the derived outputs and re-raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, OutputExistsError
+from .grid import Cell, SweepConfig, expand_cells
+from .store import MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
+
+__all__ = ["SweepResult", "plan_units", "sweep"]
+
+log = logging.getLogger("torchrl_render")
+DRIVER = "driver.json"
+_HOW = ("executor", "workers", "block_size", "resume", "max_attempts", "report", "ray_address", "ray_num_cpus",
+        "ray_num_gpus", "out")
+
+
+@dataclass
+class SweepResult:
+    """What a sweep left in its folder.
+
+    Args:
+        out: The sweep folder.
+        eval_info: The content of ``eval_info.json`` (``per_task``, ``per_group``, ``overall``, ``per_checkpoint``).
+        cells: Cells in the grid.
+        cells_done: Cells with every episode recorded.
+        cells_failed: Cells with a failed block and episodes missing.
+        episodes: Episodes recorded in ``episodes.jsonl`` (all sessions).
+        episodes_run: Episodes recorded by this call.
+        report_paths: ``report.html`` and ``report.ipynb`` when written.
+        failures: ``{cell: error}`` of the failed cells.
+
+    Example:
+        >>> r = SweepResult(Path("sweeps/run1"), {"overall": {}}, cells=4, cells_done=3, cells_failed=1, episodes=60,
+        ...                 episodes_run=20)
+        >>> r.cells - r.cells_done - r.cells_failed  # cells still pending
+        0
+    """
+
+    out: Path
+    eval_info: dict[str, Any]
+    cells: int
+    cells_done: int
+    cells_failed: int
+    episodes: int
+    episodes_run: int
+    report_paths: list[Path] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = None,
+          echo: Callable[[str], None] | None = None, **fields: Any) -> SweepResult:
+    """Runs every (checkpoint, task) cell of the grid; resumable episode by episode.
+
+    Args:
+        config: A :class:`SweepConfig`; or pass its fields (and RenderConfig fields) as keyword arguments.
+        command: The command line to record in the manifest.
+        echo: Called with one line of text per finished cell (the CLI prints them).
+
+    Example:
+        >>> from torchrl_render import SweepConfig, sweep
+        >>> cfg = SweepConfig(ckpt=["examples/inverted_pendulum/policy.pt"], env=["InvertedPendulum-v5"],
+        ...                   base={"policy": "examples/inverted_pendulum/policy.py:make_policy"})
+        >>> len(cfg.tasks)  # sweep(cfg) would run it into cfg.out
+        1
+    """
+    cfg = config if config is not None else SweepConfig.from_dict(fields)
+    if config is not None and fields:
+        cfg = SweepConfig.from_dict({**cfg.to_dict(), **fields})
+    if cfg.executor == "ray":  # before anything is written: the error names the extra
+        from .ray_exec import import_ray
+
+        import_ray()
+    cells = expand_cells(cfg)
+    store, records = _open(cfg, cells, command)
+    return _Driver(cfg, cells, store, records, echo or (lambda text: None)).run()
+
+
+def _grid(cfg: SweepConfig, cells: list[Cell]) -> dict[str, Any]:
+    """What a resumed sweep must share with the original: the cells and what each cell runs."""
+    what = {k: v for k, v in cfg.to_dict().items() if k not in _HOW}
+    return {"what": what, "cells": [[c.id, c.sha256] for c in cells]}
+
+
+def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tuple[Store, list[dict[str, Any]]]:
+    from ..api import _versions
+
+    manifest = read_manifest(cfg.out)
+    if manifest is None:
+        if cfg.out.exists() and any(cfg.out.iterdir()):
+            raise OutputExistsError(f"{str(cfg.out)!r} exists and is not a sweep folder (it has no {MANIFEST})",
+                                    got=str(cfg.out), fix="choose another --out (a new or empty folder)")
+        manifest = {"torchrl_render_sweep": 1, "created": time.time(), "command": command, "grid": _grid(cfg, cells),
+                    "config": cfg.to_dict(), "cells": [c.to_dict() for c in cells], "tasks": cfg.tasks,
+                    "groups": cfg.groups, "versions": _versions()}
+        return Store.create(cfg.out, manifest), []
+    if not cfg.resume:
+        raise OutputExistsError(f"{str(cfg.out)!r} already holds a sweep", got=str(cfg.out),
+                                fix="pass --resume to run only its missing episodes, or choose another --out")
+    if manifest.get("grid") != _grid(cfg, cells):
+        raise ConfigError(f"the sweep in {str(cfg.out)!r} has another grid than this config (other checkpoints, "
+                          "checkpoint contents, tasks or RenderConfig fields)", expected="the config it was started with",
+                          got=_first_difference(manifest.get("grid", {}), _grid(cfg, cells)),
+                          fix="resume with the original config (its manifest.json has it), or choose another --out")
+    store = Store.reopen(cfg.out)
+    return store, read_records(cfg.out)
+
+
+def _first_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
+    for key in ("cells", "what"):
+        if old.get(key) != new.get(key):
+            if key == "what":
+                keys = sorted(k for k in set(old.get(key, {})) | set(new[key])
+                              if old.get(key, {}).get(k) != new[key].get(k))
+                return f"different {', '.join(keys)}"
+            return f"{len(old.get(key) or [])} cells recorded, {len(new[key])} in this config (or other checkpoints)"
+    return "a different manifest"
+
+
+def plan_units(cells: list[Cell], done: set[tuple[str, int]], block_size: int | None) -> list[tuple[Cell, int, int]]:
+    """``(cell, start, count)`` blocks covering every episode not in ``done``.
+
+    Example:
+        >>> cell = Cell("c", "r", "a.pt", "0" * 64, None, "t", "E", "all", 6, 0)
+        >>> [(s, n) for _, s, n in plan_units([cell], {("c", 1), ("c", 2)}, 2)]
+        [(0, 1), (3, 2), (5, 1)]
+    """
+    units = []
+    for cell in cells:
+        missing = [i for i in range(cell.num_trajs) if (cell.id, i) not in done]
+        runs: list[list[int]] = []
+        for i in missing:
+            if runs and runs[-1][-1] == i - 1:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        size = block_size or cell.num_trajs
+        for run in runs:
+            for j in range(0, len(run), size):
+                units.append((cell, run[j], len(run[j:j + size])))
+    return units
+
+
+class _Driver:
+    """One session of a sweep: its store, executor, units in flight and counters."""
+
+    def __init__(self, cfg: SweepConfig, cells: list[Cell], store: Store, records: list[dict[str, Any]],
+                 echo: Callable[[str], None]) -> None:
+        self.cfg, self.cells, self.store, self.echo = cfg, {c.id: c for c in cells}, store, echo
+        self.done = done_episodes(records)
+        self.units: dict[str, dict[str, Any]] = {}
+        self.failed: dict[str, str] = {}
+        self.run_count = 0
+        self.last_report = 0.0
+
+    def run(self) -> SweepResult:
+        units = plan_units(list(self.cells.values()), self.done, self.cfg.block_size)
+        write_json_atomic(self.cfg.out / DRIVER, {"pid": os.getpid(), "host": socket.gethostname(),
+                                                  "started": time.time(), "executor": self.cfg.executor})
+        executor = None
+        try:
+            executor = self._executor(len(units))
+            for cell, start, count in units:
+                executor.submit(self._unit(cell, start, count, 1))
+            while executor.busy():
+                for message in executor.poll(0.5):
+                    self._handle(message, executor)
+        except KeyboardInterrupt:
+            if executor is not None:
+                executor.cancel_pending()
+            self._finish(executor, final=False)
+            raise
+        self._finish(executor, final=True)
+        return self._result()
+
+    def _executor(self, n_units: int) -> Any:
+        if self.cfg.executor == "ray":
+            from .ray_exec import RayExecutor
+
+            return RayExecutor(self.cfg.ray_address, self.cfg.ray_num_cpus, self.cfg.ray_num_gpus)
+        from .local import LocalExecutor, machine_cpus
+
+        return LocalExecutor(min(self.cfg.workers or machine_cpus(), max(1, n_units)))
+
+    def _unit(self, cell: Cell, start: int, count: int, attempt: int) -> dict[str, Any]:
+        unit = {"id": f"{cell.id}#{start}+{count}@{attempt}", "cell": cell.to_dict(), "start": start, "count": count,
+                "attempt": attempt, "base": self.cfg.base, "out": str(self.cfg.out.resolve())}
+        self.units[unit["id"]] = unit
+        return unit
+
+    def _handle(self, message: dict[str, Any], executor: Any) -> None:
+        unit = self.units.get(message["unit"])
+        if unit is None:  # a unit already settled (e.g. a cancelled task's last word): nothing to record
+            return
+        cell = self.cells[unit["cell"]["id"]]
+        kind = message["type"]
+        if kind == "episode":
+            key = (cell.id, message["episode_ix"])
+            if key not in self.done:  # a retried block may report an episode again: count it once
+                self.store.append({"kind": "episode", **_identity(cell, self.cfg), "episode_ix": message["episode_ix"],
+                                   "seed": message["seed"], "metrics": message["metrics"], "status": "ok",
+                                   "error": None, "attempt": unit["attempt"], "worker": message.get("worker")})
+                self.done.add(key)
+                self.run_count += 1
+            return
+        self.units.pop(message["unit"])
+        if kind == "done":
+            self.store.append({"kind": "artifacts", "cell": cell.id, "episodes": [unit["start"],
+                               unit["start"] + unit["count"]], "paths": message["paths"]})
+        elif kind == "error" or unit["attempt"] >= self.cfg.max_attempts:
+            error = message["error"] if kind == "error" else f"gave up after {unit['attempt']} attempts: " \
+                                                              f"{message['error']}"
+            self._fail(cell, unit, error)
+        else:  # lost: its worker died; run again what it had not reported
+            log.warning("%s; retrying the episodes of %s it had not finished", message["error"], cell.id)
+            for c, start, count in plan_units([cell], self.done | self._others(cell, unit), None):
+                executor.submit(self._unit(c, start, count, unit["attempt"] + 1))
+        self._cell_progress(cell)
+
+    def _others(self, cell: Cell, unit: dict[str, Any]) -> set[tuple[str, int]]:
+        """Episodes of ``cell`` outside ``unit`` (other units own them): not to be planned again."""
+        own = range(unit["start"], unit["start"] + unit["count"])
+        return {(cell.id, i) for i in range(cell.num_trajs) if i not in own}
+
+    def _fail(self, cell: Cell, unit: dict[str, Any], error: str) -> None:
+        self.store.append({"kind": "failed", **_identity(cell, self.cfg), "episodes": [unit["start"],
+                           unit["start"] + unit["count"]], "status": "failed", "error": error,
+                           "attempt": unit["attempt"]})
+        self.failed[cell.id] = error
+        self.echo(f"cell {cell.id} failed: {error}")
+
+    def _cell_progress(self, cell: Cell) -> None:
+        if any(u["cell"]["id"] == cell.id for u in self.units.values()):
+            return
+        n = sum(1 for i in range(cell.num_trajs) if (cell.id, i) in self.done)
+        if cell.id not in self.failed:
+            self.echo(f"cell {cell.id}: {n}/{cell.num_trajs} episodes")
+        from .report import write_derived
+
+        write_derived(self.cfg.out, html=self.cfg.report and time.monotonic() - self.last_report > 10)
+        self.last_report = time.monotonic()
+
+    def _finish(self, executor: Any, final: bool) -> None:
+        from .report import write_derived
+
+        if executor is not None:
+            executor.close()
+        self.store.close()
+        self.report_paths = write_derived(self.cfg.out, html=self.cfg.report, notebook=final and self.cfg.report)
+        (self.cfg.out / DRIVER).unlink(missing_ok=True)
+
+    def _result(self) -> SweepResult:
+        import json
+
+        info = json.loads((self.cfg.out / "eval_info.json").read_text(encoding="utf-8"))
+        cells = list(self.cells.values())
+        full = [c for c in cells if all((c.id, i) in self.done for i in range(c.num_trajs))]
+        return SweepResult(self.cfg.out, info, len(cells), len(full), len(self.failed), len(self.done),
+                           self.run_count, self.report_paths, dict(self.failed))
+
+
+def _identity(cell: Cell, cfg: SweepConfig) -> dict[str, Any]:
+    """What makes a line self-describing: the checkpoint, the task, the cell."""
+    return {"cell": cell.id, "run": cell.run, "checkpoint": cell.ckpt, "checkpoint_sha256": cell.sha256,
+            "step": cell.step, "task": cell.task, "task_spec": cfg.tasks[cell.task], "group": cell.group}
+

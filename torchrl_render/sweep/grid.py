@@ -1,0 +1,322 @@
+"""The grid of a sweep: :class:`SweepConfig`, validated once, and its cells (checkpoint x task).
+
+A sweep is checkpoints (paths and globs, optionally grouped into named training runs) times
+tasks (env specs, optionally named and grouped), with every :class:`~torchrl_render.RenderConfig`
+field as the shared ``base`` of its cells. Cell (checkpoint, task) is one ``render_policy`` run:
+its episode ``i`` is seeded ``seed + i`` as a single run would be.
+
+Example:
+    >>> cfg = SweepConfig(ckpt=["examples/*/policy.pt"], env=["pend=InvertedPendulum-v5"],
+    ...                   base={"policy": "examples/inverted_pendulum/policy.py:make_policy", "num_trajs": 3})
+    >>> cfg.tasks, cfg.groups
+    ({'pend': 'InvertedPendulum-v5'}, {'all': ['pend']})
+    >>> SweepConfig(ckpt=["a.pt"], env=["E"], base={"policy": "m:p"}, executor="slurm")
+    Traceback (most recent call last):
+    ...
+    torchrl_render.errors.ConfigError: executor must be one of local, ray. Expected: local, ray. Got: slurm. Fix: pass --executor local (the default) or --executor ray.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import RenderConfig, _f, load_mapping
+from ..errors import ConfigError, did_you_mean
+
+__all__ = ["BASE_OWNED", "Cell", "SweepConfig", "expand_cells"]
+
+EXECUTORS = ("local", "ray")
+#: RenderConfig fields a sweep sets itself for each cell (not part of the shared base).
+BASE_OWNED = ("ckpt", "env", "out", "overwrite", "metadata", "frame_dir", "artifact_dir", "dry_run", "validate_only",
+              "progress")
+_STEP_KEYS = ("step", "global_step", "train_step", "train_steps", "training_step", "iteration", "epoch")
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass
+class SweepConfig:
+    """A sweep: checkpoints x tasks, where and how to run it; ``base`` holds the RenderConfig fields.
+
+    Args:
+        ckpt: Checkpoint paths or globs (run ``"default"``), sorted by training step.
+        env: Tasks: env specs as ``--env`` takes them, optionally named ``NAME=SPEC``.
+        run: Named training runs (e.g. training seeds): ``{name: [paths or globs]}``; CLI ``NAME=GLOB``.
+        group: Task groups: ``{group: [task names]}``; CLI ``GROUP=TASK,TASK``; default one group ``all``.
+        out: The sweep's folder (manifest.json, episodes.jsonl, eval_info.json, report, cells/).
+        executor: ``local`` (worker processes on this machine) or ``ray``.
+        workers: Local worker processes (default: the CPUs this process may use, at most one per block).
+        block_size: Episodes per work unit (default: a whole cell); smaller blocks spread a cell over workers.
+        resume: Go on with the sweep in ``out``: run only the episodes not yet in episodes.jsonl.
+        max_attempts: Runs of a block whose worker died before it counts as failed.
+        report: Write report.html (rewritten as cells finish) and an executed report.ipynb at the end;
+            ``eval_info.json`` is always written.
+        ray_address: Ray cluster to join (``auto``, ``HOST:PORT``); default a local Ray instance.
+        ray_num_cpus: CPUs each Ray task declares.
+        ray_num_gpus: GPUs each Ray task declares.
+        base: RenderConfig fields shared by every cell (``policy``, ``num_trajs``, ``format``...).
+
+    Example:
+        >>> cfg = SweepConfig.from_dict({"ckpt": ["runs/s0/*.pt"], "env": ["HalfCheetah-v5", "Hopper-v5"],
+        ...                              "policy": "mypkg.policy:make", "num_trajs": 20})
+        >>> cfg.base, list(cfg.tasks), cfg.run
+        ({'policy': 'mypkg.policy:make', 'num_trajs': 20}, ['HalfCheetah-v5', 'Hopper-v5'], {'default': ['runs/s0/*.pt']})
+    """
+
+    ckpt: list[str] = _f([], help="Checkpoint paths or globs (repeatable); training step from the file name "
+                         "or the checkpoint's step entry.", multiple=True, metavar="CKPT")
+    env: list[str] = _f([], help="Tasks: env specs, optionally NAME=SPEC (repeatable).", multiple=True,
+                        metavar="TASK")
+    run: dict[str, list[str]] = _f({}, help="A named training run: NAME=GLOB (repeatable).", multiple=True,
+                                   metavar="NAME=GLOB")
+    group: dict[str, list[str]] = _f({}, help="A task group: GROUP=TASK,TASK (repeatable; default: one group "
+                                     "'all').", multiple=True, metavar="GROUP=TASKS")
+    out: str | Path = _f("sweep", help="The sweep's folder.")
+    executor: str = _f("local", help="Where cells run.", choices=EXECUTORS)
+    workers: int | None = _f(None, help="Local worker processes (default: one per CPU, at most one per block).")
+    block_size: int | None = _f(None, help="Episodes per work unit (default: a whole cell).")
+    resume: bool = _f(False, help="Go on with the sweep in --out: run only the episodes not yet recorded.")
+    max_attempts: int = _f(3, help="Runs of a block whose worker died before the block counts as failed.")
+    report: bool = _f(True, help="Write report.html and an executed report.ipynb at the end.", negative="no-report")
+    ray_address: str | None = _f(None, help="Ray cluster to join (auto, HOST:PORT); default: a local instance.")
+    ray_num_cpus: float = _f(1.0, help="CPUs each Ray task declares.")
+    ray_num_gpus: float = _f(0.0, help="GPUs each Ray task declares.")
+    base: dict[str, Any] = _f({}, help="RenderConfig fields shared by every cell (the CLI: their own flags).")
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        self.ckpt = _str_list("ckpt", self.ckpt)
+        self.run = _named_lists("run", self.run, split=False)
+        self.group = _named_lists("group", self.group, split=True)
+        if self.ckpt:
+            self.run = {"default": self.ckpt, **self.run} if "default" not in self.run else self.run
+        self.tasks = _tasks(self.env)
+        self.groups = _groups(self.group, self.tasks)
+        _validate(self)
+        self.base = _base(self.base)
+        for spec in self.tasks.values():  # every cell's RenderConfig is valid before anything runs
+            self.render_config(spec, None)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> SweepConfig:
+        """Sweep keys go to the sweep, RenderConfig keys to ``base``; unknown keys get a did-you-mean."""
+        merged = {**data, **overrides}
+        mine = {f.name for f in dataclasses.fields(cls)}
+        theirs = {f.name for f in dataclasses.fields(RenderConfig)} - set(BASE_OWNED)
+        base = dict(merged.pop("base", None) or {})
+        for key in list(merged):
+            if key in mine:
+                continue
+            if key not in theirs:
+                raise ConfigError(f"unknown sweep config key {key!r}.{did_you_mean(key, sorted(mine | theirs))}",
+                                  expected="a SweepConfig or RenderConfig field", got=key,
+                                  fix="remove it or correct its name (python -m torchrl_render sweep --help)")
+            base[key] = merged.pop(key)
+        return cls(**merged, base=base)
+
+    @classmethod
+    def from_file(cls, path: str | Path, **overrides: Any) -> SweepConfig:
+        """Loads a JSON, YAML or TOML file; ``overrides`` win over the file."""
+        return cls.from_dict(load_mapping(path), **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serializable; ``SweepConfig.from_dict(cfg.to_dict())`` gives an equal grid."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["out"] = str(self.out)
+        data["run"] = {k: list(v) for k, v in self.run.items() if not (k == "default" and v == self.ckpt)}
+        return data
+
+    def render_config(self, spec: str, ckpt: str | None, **fields: Any) -> RenderConfig:
+        """The RenderConfig of one cell (or of a block of its episodes, through ``fields``)."""
+        from ..writers import WRITERS
+
+        data = {**self.base, "env": spec, "ckpt": ckpt, "progress": False, **fields}
+        if data.get("max_episodes_rendered") == 0 and WRITERS.entry(data.get("format") or "mp4").needs_frames:
+            data["format"] = "json"  # nothing to film: the cell's metrics alone
+        return RenderConfig.from_dict(data)
+
+
+@dataclass
+class Cell:
+    """One (checkpoint, task) pair of the grid: what a worker needs to run it, and its names."""
+
+    id: str
+    run: str
+    ckpt: str
+    sha256: str
+    step: int | None
+    task: str
+    spec: str
+    group: str
+    num_trajs: int
+    seed: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def expand_cells(cfg: SweepConfig) -> list[Cell]:
+    """The grid: every checkpoint of every run times every task, checkpoints in training-step order."""
+    from ..checkpoint import sha256_file
+
+    cells = []
+    for run, patterns in cfg.run.items():
+        paths = _expand(run, patterns)
+        for path in sorted(paths, key=lambda p: (_step(p) is None, _step(p) or 0, p)):
+            digest = sha256_file(path)
+            step = _step(path)
+            for task, spec in cfg.tasks.items():
+                ident = f"{_SAFE.sub('_', run)}__{_SAFE.sub('_', Path(path).stem)}-{digest[:8]}__{_SAFE.sub('_', task)}"
+                group = next((g for g, names in cfg.groups.items() if task in names), "all")
+                cells.append(Cell(ident, run, path, digest, step, task, _absolute_spec(spec), group,
+                                  int(cfg.base.get("num_trajs", 1)), cfg.base.get("seed", 0)))
+    return cells
+
+
+def _expand(run: str, patterns: list[str]) -> list[str]:
+    found: list[str] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(os.path.expanduser(pattern))) if glob.has_magic(pattern) else [pattern]
+        matches = [m for m in matches if Path(m).exists()]
+        if not matches:
+            raise ConfigError(f"checkpoint pattern {pattern!r} (run {run!r}) matches no file",
+                              expected="an existing checkpoint path or a glob that matches one", got=pattern,
+                              fix="check the path (quote a glob so that the shell leaves it to the sweep)")
+        found += [str(Path(m).resolve()) for m in matches if str(Path(m).resolve()) not in found]
+    return found
+
+
+_STEP_CACHE: dict[str, int | None] = {}
+
+
+def _step(path: str) -> int | None:
+    """The training step: the last number of the file name, else the checkpoint's step entry, else None."""
+    if path not in _STEP_CACHE:
+        numbers = re.findall(r"\d+", Path(path).stem)
+        _STEP_CACHE[path] = int(numbers[-1]) if numbers else _step_from_metadata(path)
+    return _STEP_CACHE[path]
+
+
+def _step_from_metadata(path: str) -> int | None:
+    from ..checkpoint import load_checkpoint
+    from ..errors import RenderError
+
+    try:
+        payload, _ = load_checkpoint(path)
+    except RenderError:
+        return None  # the cell will fail with the checkpoint's own error
+    if isinstance(payload, Mapping):
+        for key in _STEP_KEYS:
+            value = payload.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def _str_list(name: str, value: Any) -> list[str]:
+    if isinstance(value, (str, Path)):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, Path)) for v in value):
+        raise ConfigError(f"{name} must be a list of strings", expected="['a', 'b'] (or repeat the flag)",
+                          got=repr(value), fix=f"pass e.g. --{name} VALUE --{name} VALUE")
+    return [str(v) for v in value]
+
+
+def _named_lists(name: str, value: Any, split: bool) -> dict[str, list[str]]:
+    """``{"a": ["x"]}`` as given, or CLI strings ``["a=x,y", "a=z"]`` merged into it."""
+    if isinstance(value, Mapping):
+        return {str(k): _str_list(f"{name}[{k!r}]", v) for k, v in value.items()}
+    out: dict[str, list[str]] = {}
+    for item in _str_list(name, value):
+        key, sep, rest = item.partition("=")
+        if not sep or not key.strip() or not rest.strip():
+            raise ConfigError(f"{name} entry {item!r} is not NAME=VALUE", expected=f"e.g. --{name} seed0=runs/s0/*.pt",
+                              got=item, fix=f"write --{name} as NAME=VALUE")
+        values = [v.strip() for v in rest.split(",") if v.strip()] if split else [rest.strip()]
+        out.setdefault(key.strip(), []).extend(values)
+    return out
+
+
+def _tasks(env: Any) -> dict[str, str]:
+    if isinstance(env, Mapping):
+        items = [(str(k), v) for k, v in env.items()]
+    else:
+        items = []
+        for spec in _str_list("env", env):
+            name, sep, rest = spec.partition("=")
+            simple = sep and re.fullmatch(r"[A-Za-z0-9_.-]+", name) and rest
+            items.append((name, rest) if simple else (spec, spec))
+    tasks: dict[str, str] = {}
+    for name, spec in items:
+        if not isinstance(spec, str) or not spec:
+            raise ConfigError(f"task {name!r} has no env spec", expected="a gymnasium id or 'module:object'",
+                              got=repr(spec), fix="pass --env NAME=SPEC or --env SPEC")
+        if name in tasks:
+            raise ConfigError(f"task {name!r} is given twice", got=name, fix="give each task once (or a new NAME=)")
+        tasks[name] = spec
+    return tasks
+
+
+def _groups(group: dict[str, list[str]], tasks: dict[str, str]) -> dict[str, list[str]]:
+    if not group:
+        return {"all": list(tasks)}
+    for name, members in group.items():
+        for task in members:
+            if task not in tasks:
+                raise ConfigError(f"group {name!r} names the unknown task {task!r}.{did_you_mean(task, list(tasks))}",
+                                  expected=f"one of the tasks: {', '.join(tasks)}", got=task,
+                                  fix="name tasks with --env NAME=SPEC and list those names in --group")
+    return {**group, **({"ungrouped": rest} if (rest := [t for t in tasks if not any(t in m for m in
+                                                                                      group.values())]) else {})}
+
+
+def _validate(cfg: SweepConfig) -> None:
+    if not any(cfg.run.values()):
+        raise ConfigError("the sweep has no checkpoints", expected="--ckpt PATH_OR_GLOB (or --run NAME=GLOB)",
+                          got="nothing", fix="pass e.g. --ckpt 'runs/ckpt_*.pt'")
+    if not cfg.tasks:
+        raise ConfigError("the sweep has no tasks", expected="--env SPEC (repeatable)", got="nothing",
+                          fix="pass e.g. --env HalfCheetah-v5 --env Hopper-v5")
+    if cfg.executor not in EXECUTORS:
+        raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}", expected=", ".join(EXECUTORS),
+                          got=cfg.executor, fix="pass --executor local (the default) or --executor ray")
+    for name in ("workers", "block_size", "max_attempts"):
+        value = getattr(cfg, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{name} must be a positive integer", expected="an integer >= 1", got=repr(value),
+                              fix=f"pass e.g. --{name.replace('_', '-')} 2")
+    for name in ("ray_num_cpus", "ray_num_gpus"):
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"{name} must be a number >= 0", expected="e.g. 1 or 0.5", got=repr(value),
+                              fix=f"pass e.g. --{name.replace('_', '-')} 1")
+        setattr(cfg, name, float(value))
+
+
+def _base(base: Any) -> dict[str, Any]:
+    if not isinstance(base, Mapping):
+        raise ConfigError("base must be a mapping of RenderConfig fields", got=type(base).__name__,
+                          fix="pass base={'policy': 'mypkg.policy:make', ...}")
+    owned = sorted(set(base) & set(BASE_OWNED))
+    if owned:
+        raise ConfigError(f"the sweep sets {', '.join(owned)} itself for each cell", expected="other RenderConfig "
+                          "fields in base", got=", ".join(owned),
+                          fix="give checkpoints with ckpt/run, tasks with env, the folder with out")
+    data = dict(base)
+    for key in ("policy",) if isinstance(data.get("policy"), str) else ():
+        data[key] = _absolute_spec(data[key])
+    return data
+
+
+def _absolute_spec(spec: str) -> str:
+    """``path/file.py:obj`` with an absolute path (workers may start elsewhere); other specs as given."""
+    path, sep, obj = spec.rpartition(":")
+    if sep and path.endswith(".py") and Path(path).is_file():
+        return f"{Path(path).resolve()}:{obj}"
+    return spec

@@ -1,0 +1,164 @@
+"""The local executor: worker processes on this machine, one unit at a time each.
+
+Workers are started with ``spawn`` (a fresh interpreter: no torch, GL or thread state is
+inherited) and each builds its own envs and policies through ``render_policy``; no policy is
+ever shared between threads or processes. Each worker talks to the driver over its own pipe,
+so a worker killed mid-unit cannot corrupt what the others send: the driver sees its pipe
+close, reports the unit ``lost`` (the driver retries what was not recorded) and starts a
+replacement. Workers ignore SIGINT: Ctrl-C is the driver's to handle.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import os
+import signal
+import sys
+from multiprocessing.connection import wait
+from typing import Any
+
+__all__ = ["LocalExecutor", "machine_cpus"]
+
+
+def machine_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class LocalExecutor:
+    """Runs units in ``workers`` spawned processes; :meth:`poll` returns the messages they sent.
+
+    Args:
+        workers: The most worker processes at once.
+    """
+
+    name = "local"
+
+    def __init__(self, workers: int) -> None:
+        self.size = max(1, workers)
+        self.ctx = multiprocessing.get_context("spawn")
+        self.pending: collections.deque[dict[str, Any]] = collections.deque()
+        self.workers: list[_Worker] = []
+        self.threads = max(1, machine_cpus() // self.size)
+
+    def submit(self, unit: dict[str, Any]) -> None:
+        self.pending.append(unit)
+
+    def busy(self) -> bool:
+        return bool(self.pending) or any(w.unit is not None for w in self.workers)
+
+    def cancel_pending(self) -> None:
+        """Stops scheduling: units not yet started are dropped."""
+        self.pending.clear()
+
+    def poll(self, timeout: float) -> list[dict[str, Any]]:
+        """Starts pending units on idle workers, then waits up to ``timeout`` s for messages."""
+        self._schedule()
+        ready = wait([w.conn for w in self.workers] + [w.proc.sentinel for w in self.workers], timeout)
+        messages: list[dict[str, Any]] = []
+        for worker in list(self.workers):
+            if worker.conn in ready or worker.proc.sentinel in ready:
+                messages += worker.drain()
+                if worker.dead:
+                    self.workers.remove(worker)
+                    worker.close()
+        return messages
+
+    def _schedule(self) -> None:
+        for worker in self.workers:
+            if worker.unit is None and self.pending:
+                worker.start(self.pending.popleft())
+        while self.pending and len(self.workers) < self.size:
+            worker = _Worker(self.ctx, self.threads)
+            self.workers.append(worker)
+            worker.start(self.pending.popleft())
+
+    def close(self) -> None:
+        """Stops every worker (a unit in flight is abandoned; its recorded episodes stay)."""
+        for worker in self.workers:  # all asked to stop first, then waited for: they exit in parallel
+            worker.stop()
+        for worker in self.workers:
+            worker.close()
+        self.workers.clear()
+
+
+class _Worker:
+    """One spawned process, its pipe and the unit it runs."""
+
+    def __init__(self, ctx: Any, threads: int) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=worker_main, args=(child, os.getcwd(), threads), daemon=False,
+                                name="torchrl_render-sweep-worker")
+        self.proc.start()
+        child.close()
+        self.unit: dict[str, Any] | None = None
+        self.dead = False
+
+    def start(self, unit: dict[str, Any]) -> None:
+        self.unit = unit
+        self.conn.send(unit)
+
+    def drain(self) -> list[dict[str, Any]]:
+        """Every message waiting in the pipe; a ``lost`` message when the process died mid-unit."""
+        out = []
+        try:
+            while self.conn.poll():
+                message = self.conn.recv()
+                out.append(message)
+                if message["type"] in ("done", "error"):
+                    self.unit = None
+        except (EOFError, OSError):
+            self.dead = True
+        if not self.dead and not self.proc.is_alive():
+            self.dead = True
+        if self.dead and self.unit is not None:
+            self.proc.join(1)
+            out.append({"type": "lost", "unit": self.unit["id"], "pid": self.proc.pid,
+                        "error": f"worker process {self.proc.pid} died (exit code {self.proc.exitcode})"})
+            self.unit = None
+        return out
+
+    def stop(self) -> None:
+        """Asks the process to end after its unit (it is idle at the end of a sweep)."""
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+
+    def close(self) -> None:
+        self.stop()
+        self.proc.join(2)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
+        self.conn.close()
+
+
+def worker_main(conn: Any, cwd: str, threads: int) -> None:
+    """A worker's life: receive a unit, run it, send its messages; ``None`` ends it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.chdir(cwd)
+    from ..gl import ensure_headless_gl
+
+    ensure_headless_gl()
+    import torch
+
+    torch.set_num_threads(threads)
+    from .work import run_unit
+
+    while True:
+        try:
+            unit = conn.recv()
+        except EOFError:
+            break
+        if unit is None:
+            break
+        run_unit(unit, conn.send)
+    conn.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # everything is sent and every file closed; skip interpreter teardown (GL, torch: seconds)

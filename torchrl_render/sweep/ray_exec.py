@@ -1,0 +1,130 @@
+"""The Ray executor: each unit is a Ray generator task with declared resources.
+
+``--ray-address`` joins a running cluster (``auto`` or ``HOST:PORT``); without it a local
+Ray instance is started for the sweep and stopped after it. Each unit runs as a task
+declaring ``--ray-num-cpus`` / ``--ray-num-gpus``; it yields one message per finished
+episode, which Ray streams back to the driver before the task ends, and the driver alone
+writes the results files. Ray's own task retries are off: when a worker dies, the driver
+learns it from the task's error and resubmits only the episodes not yet recorded.
+
+Ray is an optional extra: ``pip install torchrl_render[ray]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import sys
+import threading
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["RAY_EXTRA", "RayExecutor", "import_ray"]
+
+RAY_EXTRA = "torchrl_render[ray]"
+
+
+def import_ray() -> Any:
+    """``import ray``, or an error that names the extra."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError("the ray executor needs Ray, which is not installed", expected="ray importable",
+                          got=f"ImportError: {exc}", fix="install the extra, or use --executor local (the default)",
+                          extra=f"'{RAY_EXTRA}'") from exc
+    return ray
+
+
+class RayExecutor:
+    """Submits units as Ray tasks; :meth:`poll` returns the messages they streamed back."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None, num_cpus: float, num_gpus: float) -> None:
+        self.ray = import_ray()
+        self.tasks: dict[Any, str] = {}
+        self.started_here = False
+        if not self.ray.is_initialized():
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            env_vars = {"PYTHONPATH": _python_path(), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+            try:
+                local = {} if address else {"include_dashboard": False}
+                self.ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
+                              runtime_env={"env_vars": env_vars}, **local)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise ConfigError(f"could not connect to the Ray cluster at {address!r}: {exc}",
+                                  expected="a running cluster (ray start --head) at that address",
+                                  got=str(address), fix="check --ray-address, or drop it to start a local instance") \
+                    from exc
+            self.started_here = True
+        self.remote = self.ray.remote(_ray_unit).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)
+
+    def submit(self, unit: dict[str, Any]) -> None:
+        self.tasks[self.remote.remote(unit, os.getcwd())] = unit["id"]
+
+    def busy(self) -> bool:
+        return bool(self.tasks)
+
+    def cancel_pending(self) -> None:
+        """Stops scheduling: every task not finished is cancelled (its recorded episodes stay)."""
+        for task in list(self.tasks):
+            try:
+                self.ray.cancel(task, force=True)
+            except Exception:  # already finished or gone  # noqa: BLE001
+                pass
+        self.tasks.clear()
+
+    def poll(self, timeout: float) -> list[dict[str, Any]]:
+        if not self.tasks:
+            return []
+        ready, _ = self.ray.wait(list(self.tasks), num_returns=1, timeout=timeout)
+        messages = []
+        for task in ready:
+            unit = self.tasks[task]
+            try:
+                message = self.ray.get(next(task))
+            except StopIteration:
+                del self.tasks[task]
+                continue
+            except self.ray.exceptions.RayError as exc:  # the worker died or the node went away
+                del self.tasks[task]
+                messages.append({"type": "lost", "unit": unit, "error": f"{type(exc).__name__}: "
+                                 f"{' '.join(str(exc).split())[:300]}"})
+                continue
+            messages.append(message)
+        return messages
+
+    def close(self) -> None:
+        self.cancel_pending()
+        if self.started_here and self.ray.is_initialized():
+            self.ray.shutdown()
+
+
+def _python_path() -> str:
+    """The driver's import path (minus the interpreter's own folders), for the workers."""
+    own = (sys.prefix, sys.base_prefix)
+    paths = [os.path.abspath(p or ".") for p in sys.path]
+    paths = [p for p in paths if not any(p.startswith(o) for o in own)]
+    paths += os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    return os.pathsep.join(dict.fromkeys(p for p in paths if p))
+
+
+def _ray_unit(unit: dict[str, Any], cwd: str) -> Any:
+    """The Ray task: runs the unit on a thread of its own and yields its messages as they come."""
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
+    from ..gl import ensure_headless_gl
+    from .work import run_unit
+
+    ensure_headless_gl()
+    messages: queue.Queue = queue.Queue()
+    thread = threading.Thread(target=run_unit, args=(unit, messages.put), name="torchrl_render-unit", daemon=True)
+    thread.start()  # the env and the policy are built and used on this one thread only
+    while True:
+        message = messages.get()
+        yield message
+        if message["type"] in ("done", "error"):
+            break
+    thread.join()

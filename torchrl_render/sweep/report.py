@@ -1,0 +1,163 @@
+"""Derived outputs of a sweep, rebuilt from ``manifest.json`` and ``episodes.jsonl`` alone.
+
+``eval_info.json`` has lerobot-eval's keys: ``per_task`` (a list of ``{task_group, task_id,
+task, metrics}``), ``per_group``, ``overall`` (each with ``avg_sum_reward``, ``avg_max_reward``,
+``pc_success``, ``n_episodes``, ``eval_s``, ``eval_ep_s``, ``video_paths``), plus
+``per_checkpoint`` (each checkpoint's cells) and ``curves`` (per task and run: mean return
+and its 95% confidence interval against the training step). ``eval_s`` adds up the
+episodes' own rollout times. ``report.html`` (:mod:`.html`) and the executed
+``report.ipynb`` show the curves, a success table and the rendered episodes of each cell.
+
+Example:
+    >>> records = [{"kind": "episode", "cell": "c", "task": "t", "run": "r", "step": 10, "episode_ix": i,
+    ...             "metrics": {"sum_reward": float(i), "max_reward": 1.0, "success": None, "length": 5,
+    ...                         "wall_s": 0.5}} for i in range(3)]
+    >>> curves(records)["t"]["r"][0]["mean"], curves(records)["t"]["r"][0]["ci95"]
+    (1.0, [-1.484338, 3.484338])
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ..metrics import aggregate
+from .store import read_manifest, read_records, write_json_atomic
+
+__all__ = ["curves", "derive", "write_derived"]
+
+EVAL_INFO = "eval_info.json"
+_KEYS = ("avg_sum_reward", "avg_max_reward", "pc_success", "n_episodes", "eval_s", "eval_ep_s", "std_sum_reward",
+         "ci95_sum_reward", "avg_length")
+_VIDEO_SUFFIXES = (".mp4", ".gif", ".webm", ".html")
+
+
+def _agg(metrics: list[dict[str, Any]], videos: list[str]) -> dict[str, Any]:
+    full = aggregate(metrics, eval_s=sum(float(m.get("wall_s") or 0.0) for m in metrics))
+    return {**{k: full[k] for k in _KEYS}, "video_paths": list(videos)}
+
+
+def curves(records: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """``{task: {run: [{step, checkpoint, mean, ci95, n}]}}`` from episode lines, in step order.
+
+    The band is the 95% Student-t interval of the mean return over a checkpoint's episodes
+    (``None`` with fewer than 2 episodes).
+    """
+    points: dict[tuple[str, str, Any, str], list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("kind") == "episode":
+            points[(r["task"], r["run"], r.get("step"), r.get("checkpoint", r["cell"]))].append(r["metrics"])
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for (task, run, step, ckpt), metrics in points.items():
+        agg = aggregate(metrics, 0.0)
+        ci = agg["ci95_sum_reward"]
+        out.setdefault(task, {}).setdefault(run, []).append(
+            {"step": step, "checkpoint": ckpt, "mean": round(agg["avg_sum_reward"], 6), "n": len(metrics),
+             "ci95": [round(ci[0], 6), round(ci[1], 6)] if ci else None,
+             "pc_success": agg["pc_success"]})
+    for runs in out.values():
+        for run, pts in runs.items():
+            pts.sort(key=lambda p: (p["step"] is None, p["step"] or 0, p["checkpoint"]))
+    return out
+
+
+def derive(folder: Path) -> dict[str, Any]:
+    """The content of ``eval_info.json`` for the sweep in ``folder``."""
+    folder = Path(folder)
+    manifest = read_manifest(folder) or {"cells": [], "groups": {}}
+    records = read_records(folder)
+    episodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    videos: dict[str, list[str]] = defaultdict(list)
+    errors: dict[str, str] = {}
+    for r in records:
+        if r.get("kind") == "episode":
+            episodes[r["cell"]].append(r)
+        elif r.get("kind") == "artifacts":
+            videos[r["cell"]] += [_relative(p, folder) for p in r["paths"] if p.lower().endswith(_VIDEO_SUFFIXES)]
+        elif r.get("kind") == "failed":
+            errors[r["cell"]] = r["error"]
+    cells = manifest["cells"]
+    for eps in episodes.values():
+        eps.sort(key=lambda r: r["episode_ix"])
+    status = {c["id"]: "done" if len(episodes[c["id"]]) >= c["num_trajs"] else
+              "failed" if c["id"] in errors else "pending" for c in cells}
+    by = _grouped(cells, episodes, videos)
+    info = {
+        "per_task": [{"task_group": group, "task_id": i, "task": task,
+                      "task_spec": (manifest.get("tasks") or {}).get(task, task),
+                      "metrics": {**_agg(*by["task"][task]), **_lists(by["task"][task][0])}}
+                     for group, tasks in manifest.get("groups", {}).items() for i, task in enumerate(tasks)],
+        "per_group": {group: _agg(*by["group"][group]) for group in manifest.get("groups", {})},
+        "overall": _agg(*by["all"][None]),
+        "per_checkpoint": _per_checkpoint(cells, episodes, videos, status, errors),
+        "curves": curves(records),
+        "progress": {"cells": len(cells), **{s: list(status.values()).count(s) for s in ("done", "failed", "pending")},
+                     "episodes": sum(len(v) for v in episodes.values()),
+                     "episodes_total": sum(c["num_trajs"] for c in cells)},
+        "failures": {cid: errors[cid] for cid, s in status.items() if s == "failed"},
+    }
+    return info
+
+
+def _grouped(cells: list[dict[str, Any]], episodes: dict[str, list[dict[str, Any]]],
+             videos: dict[str, list[str]]) -> dict[str, dict[Any, tuple[list, list]]]:
+    by: dict[str, dict[Any, tuple[list, list]]] = {"task": defaultdict(lambda: ([], [])),
+                                                   "group": defaultdict(lambda: ([], [])),
+                                                   "all": defaultdict(lambda: ([], []))}
+    for cell in cells:
+        metrics = [r["metrics"] for r in episodes[cell["id"]]]
+        for kind, key in (("task", cell["task"]), ("group", cell["group"]), ("all", None)):
+            by[kind][key][0].extend(metrics)
+            by[kind][key][1].extend(videos[cell["id"]])
+    return by
+
+
+def _lists(metrics: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """lerobot-eval's per-episode lists."""
+    return {"sum_rewards": [m["sum_reward"] for m in metrics], "max_rewards": [m["max_reward"] for m in metrics],
+            "successes": [m["success"] for m in metrics]}
+
+
+def _per_checkpoint(cells: list[dict[str, Any]], episodes: dict[str, list[dict[str, Any]]],
+                    videos: dict[str, list[str]], status: dict[str, str], errors: dict[str, str]) -> list[dict]:
+    out: dict[str, dict[str, Any]] = {}
+    for cell in cells:
+        entry = out.setdefault(cell["ckpt"], {"run": cell["run"], "checkpoint": cell["ckpt"],
+                                              "checkpoint_sha256": cell["sha256"], "step": cell["step"],
+                                              "per_task": {}, "_all": ([], [])})
+        metrics = [r["metrics"] for r in episodes[cell["id"]]]
+        entry["per_task"][cell["task"]] = {**_agg(metrics, videos[cell["id"]]), "cell": cell["id"],
+                                           "status": status[cell["id"]], "n_expected": cell["num_trajs"],
+                                           "error": errors.get(cell["id"]) if status[cell["id"]] == "failed" else None,
+                                           "episodes": [r["episode_ix"] for r in episodes[cell["id"]]]}
+        entry["_all"][0].extend(metrics)
+        entry["_all"][1].extend(videos[cell["id"]])
+    for entry in out.values():
+        entry["overall"] = _agg(*entry.pop("_all"))
+    return list(out.values())
+
+
+def _relative(path: str, folder: Path) -> str:
+    try:
+        return os.path.relpath(path, folder.resolve())
+    except ValueError:  # another drive
+        return path
+
+
+def write_derived(folder: Path, *, html: bool = True, notebook: bool = False) -> list[Path]:
+    """Rewrites ``eval_info.json`` (and ``report.html``; ``report.ipynb`` executed when asked)."""
+    folder = Path(folder)
+    info = derive(folder)
+    write_json_atomic(folder / EVAL_INFO, info)
+    written = []
+    if html:
+        from .html import write_html
+
+        written.append(write_html(folder, info))
+    if notebook:
+        from .notebook import write_notebook
+
+        written.append(write_notebook(folder, info))
+    return written

@@ -1,0 +1,71 @@
+"""One work unit: a contiguous block of a cell's episodes, run through :func:`render_policy`.
+
+A unit is a plain dict (it crosses process and machine boundaries): the cell, the first
+episode ``start`` and the ``count`` of episodes, the shared base config and the sweep folder.
+Episodes ``start .. start+count-1`` of a cell seeded ``seed`` are exactly a single run seeded
+``seed + start`` with ``num_trajs=count``, whose episode ``j`` is the cell's ``start + j``.
+Each worker builds its own env and policy (``render_policy`` does), so no policy is shared.
+
+Messages sent back (``send`` is a pipe, a queue or a Ray generator's yield): ``episode`` (one
+finished episode, its metrics under the names a single run uses), then ``done`` (the files
+written) or ``error`` (what the env, policy or config raised).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["block_config", "run_unit"]
+
+
+def block_config(unit: dict[str, Any]) -> Any:
+    """The RenderConfig of a unit: the cell's config, shifted to its first episode."""
+    from ..config import RenderConfig
+    from ..writers import WRITERS
+
+    cell, base, start, count = unit["cell"], unit["base"], unit["start"], unit["count"]
+    fmt = base.get("format") or "mp4"
+    fields: dict[str, Any] = {"num_trajs": count, "num_envs": min(int(base.get("num_envs", 1)), count),
+                              "seed": None if cell["seed"] is None else cell["seed"] + start}
+    limit = base.get("max_episodes_rendered")
+    rendered = count if limit is None else max(0, min(count, limit - start))
+    fields["max_episodes_rendered"] = rendered
+    if rendered == 0 and WRITERS.entry(fmt).needs_frames:
+        fmt = "json"  # nothing to film in this block: its metrics alone (no frames, no stored steps)
+    entry = WRITERS.entry(fmt)
+    name = f"ep{start:04d}-{start + count - 1:04d}" + (entry.suffixes[0] if entry.suffixes else "_frames")
+    folder = Path(unit["out"]) / "cells" / cell["id"]
+    folder.mkdir(parents=True, exist_ok=True)
+    return RenderConfig.from_dict({**base, "env": cell["spec"], "ckpt": cell["ckpt"], "format": fmt,
+                                   "out": str(folder / name), "overwrite": True, "progress": False, **fields})
+
+
+def run_unit(unit: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
+    """Runs one unit, sending a message per finished episode, then ``done`` or ``error``."""
+    from ..api import render_policy
+
+    start = unit["start"]
+    worker = f"{os.getpid()}@{socket.gethostname()}"
+    t0 = time.perf_counter()
+
+    def on_episode(ep: dict[str, Any]) -> None:
+        ix = start + ep["episode_ix"]
+        send({"type": "episode", "unit": unit["id"], "episode_ix": ix, "seed": ep["seed"],
+              "metrics": {**ep, "episode_ix": ix}, "worker": worker, "pid": os.getpid()})
+
+    try:
+        cfg = block_config(unit)
+        result = render_policy(cfg, on_episode=on_episode, command=["torchrl-render", "sweep", unit["id"]])
+    except Exception as exc:  # the cell's env, policy or config: recorded as a failed block
+        send({"type": "error", "unit": unit["id"], "error": f"{type(exc).__name__}: {' '.join(str(exc).split())}",
+              "traceback": traceback.format_exc(limit=8), "worker": worker, "pid": os.getpid()})
+        return
+    paths = [str(p) for p in result.frame_paths]
+    send({"type": "done", "unit": unit["id"], "paths": paths, "wall_s": time.perf_counter() - t0,
+          "warnings": list(result.warnings), "worker": worker, "pid": os.getpid()})
