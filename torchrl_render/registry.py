@@ -36,6 +36,7 @@ class Entry:
         target: ``"module:Class"`` imported on first use.
         suffixes: File suffixes that select this entry (writers).
         needs_frames: Whether the writer consumes rendered frames.
+        needs_state: Whether the writer consumes simulator states (``FrameBundle.state``).
         directory: Whether the artifact is a folder rather than a file.
         extra: Package to ``pip install`` if the import fails.
         description: One line for ``--list-formats`` / ``--list-backends``.
@@ -47,6 +48,7 @@ class Entry:
     directory: bool = False
     extra: str | None = None
     description: str = ""
+    needs_state: bool = False
 
 
 @dataclass

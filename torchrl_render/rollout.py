@@ -31,6 +31,7 @@ class StepRecord:
         done / terminated / truncated: End flags after this step.
         wall: ``time.perf_counter()`` when the record was made.
         frames: Frames already captured (by an env worker), else ``None``.
+        env: The env that made this record (single-env rollouts), for readers of its simulator state.
     """
 
     trajectory: int
@@ -44,6 +45,7 @@ class StepRecord:
     truncated: bool = False
     wall: float = 0.0
     frames: dict[str, Any] | None = None
+    env: Any = None
 
 
 def _flag(td: Any, key: Any) -> bool:
@@ -70,7 +72,7 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
         begin = getattr(policy, "begin_episode", None)
         if begin is not None:
             begin(traj_seed)
-        yield StepRecord(traj, 0, td, None, traj_seed, wall=time.perf_counter())
+        yield StepRecord(traj, 0, td, None, traj_seed, wall=time.perf_counter(), env=env)
         step = 0
         while max_steps is None or step < max_steps:
             step += 1
@@ -88,7 +90,7 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
                 traj, step, nxt, td, traj_seed,
                 reward=float(reward.sum()) if reward is not None else 0.0,
                 done=_flag(nxt, done_key), terminated=_flag(nxt, "terminated"),
-                truncated=_flag(nxt, "truncated"), wall=time.perf_counter())
+                truncated=_flag(nxt, "truncated"), wall=time.perf_counter(), env=env)
             yield record
             if record.done:
                 break

@@ -49,6 +49,7 @@ class Sink:
             self.current.add(record.reward, read_success(record.td))
             self.steps.append(self.run._strip(record.transition))
         self.run.writers.on_step(record)
+        self._mujoco_state(record)  # issue 12: simulator state for html / mujoco_qpos_key
         if self.run.needs_frames and record.trajectory in self.rendered:
             self._frame(record)
         if not (record.done or record.step == self.cfg.max_steps):
@@ -61,6 +62,32 @@ class Sink:
         self.trajectories.append(stack_steps(self.steps))
         self.run.writers.on_episode(self.episodes[-1])
         return True
+
+    # -- issue 12: MuJoCo state for the html format and for mujoco_qpos_key (one method; port as is) --------
+    def _mujoco_state(self, record: Any) -> None:
+        """Reads the env's MuJoCo state: a state bundle to the writers, ``qpos`` into the transition."""
+        if not hasattr(self, "_state_wanted"):
+            from .writers import WRITERS
+
+            self._state_wanted = WRITERS.entry(self.cfg.format).needs_state
+            self._qpos_key, self._readers, self._prev_qpos = getattr(self.cfg, "mujoco_qpos_key", None), {}, None
+        html = self._state_wanted and record.trajectory in self.rendered
+        if not (html or self._qpos_key is not None):
+            return
+        from .replay.live import read_live_state
+
+        model, state = read_live_state(record, self._readers, self.cfg)
+        if self._qpos_key is not None:
+            if record.step > 0 and self.steps:
+                from .replay.state import store_qpos
+
+                store_qpos(self.steps[-1], self._qpos_key, self._prev_qpos, state["qpos"])
+            self._prev_qpos = state["qpos"]
+        if html:
+            metrics = {"step": record.step, "reward": record.reward, "return": self.current.sum_reward}
+            self.run.writers.write(FrameBundle({}, record.step, record.trajectory, record.wall, metrics=metrics,
+                                               state={**state, "model": model}))
+            self.current.num_frames += 1
 
     def _frame(self, record: Any) -> None:
         metrics = {"step": record.step, "reward": record.reward, "return": self.current.sum_reward}

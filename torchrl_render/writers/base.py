@@ -188,6 +188,7 @@ class WriterGroup:
         self.split = bool(cfg.split_trajectories)
         self.cameras = list(cfg.camera) if cfg.camera_layout == "separate" and len(cfg.camera) > 1 else [None]
         self.trajectories = trajectories if trajectories is not None else list(range(cfg.num_trajs))
+        self.needs_state = WRITERS.entry(cfg.format).needs_state
         self._writers: dict[tuple[int | None, str | None], Writer] = {}
 
     def path_for(self, traj: int | None, camera: str | None) -> Path:
@@ -211,7 +212,13 @@ class WriterGroup:
         return self._writers[key]
 
     def write(self, bundle: FrameBundle) -> None:
-        """Sends each frame of ``bundle`` to its writer."""
+        """Sends each frame of ``bundle`` to its writer (a simulator state to the formats that take one)."""
+        if bundle.state is not None:
+            if self.needs_state:
+                writer = self._writer(bundle.trajectory_index, self.cameras[0])
+                with _os_errors(writer):
+                    writer.write(bundle)
+            return
         for camera, frame in bundle.frames.items():
             target = camera if self.cameras != [None] else None
             single = FrameBundle({camera: frame}, bundle.step, bundle.trajectory_index, bundle.timestamp,
