@@ -83,6 +83,6 @@ def open_page(url_or_html: str | Path, *, srcdoc: bool = False, width: int = 900
         else:
             page.goto(Path(url_or_html).resolve().as_uri())
             target = page
-        target.wait_for_function("window.replay !== undefined", timeout=30000)
+        target.wait_for_function("() => window.replay !== undefined", timeout=30000)
         target.evaluate("window.replay.ready.then(() => true)")
         yield Page(target, blocked, errors, requests), page
