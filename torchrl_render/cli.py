@@ -24,7 +24,9 @@ __all__ = ["build_parser", "config_from_args", "main"]
 PROG = "torchrl-render"
 #: Subcommands, as lazy "module:function" strings; each function takes the remaining argv and returns
 #: the exit code. A first argument that is not one of these is the plain render/evaluate command.
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "replay": "torchrl_render.replay.cli:main",  # issue 12: saved rollouts -> html/mp4/gif/frames
+}
 _EXAMPLE = ("example:\n  python -m torchrl_render --ckpt policy.pt --policy mypkg.policy:make "
             "--env mypkg.env:make --out run.mp4")
 

@@ -50,7 +50,7 @@ function geomMaterial(g, scene, assets) {
   const spec = mat ? mat.specular : 0.5, emission = mat ? mat.emission : 0;
   const m = new THREE.MeshPhongMaterial({
     color: new THREE.Color(c[0], c[1], c[2]), opacity: c[3], transparent: c[3] < 1,
-    specular: new THREE.Color(spec * 0.5, spec * 0.5, spec * 0.5),
+    specular: new THREE.Color(spec * 0.1, spec * 0.1, spec * 0.1),  // ~ light specular 0.3 / pi
     shininess: Math.max(1, (mat ? mat.shininess : 0.5) * 128),
     emissive: new THREE.Color(c[0] * emission, c[1] * emission, c[2] * emission),
     flatShading: g.type === "mesh" || g.type === "box",
