@@ -33,7 +33,7 @@ def cheetah(tmp_path_factory):
     """HalfCheetah-v5, two short episodes, qpos recorded in the rollouts."""
     out = tmp_path_factory.mktemp("cheetah") / "replay.html"
     result = render_policy(RenderConfig(policy="zoo:linear_policy", env="HalfCheetah-v5", num_trajs=2, max_steps=40,
-                                        out=str(out), mujoco_qpos_key="qpos"))
+                                        out=str(out), mujoco_qpos_key="qpos", save_rollout=True))
     return out, result
 
 
@@ -142,3 +142,23 @@ def test_mesh_model_page(tmp_path):
         assert "seed" in facts and "7" in facts and "66" in facts
         assert _non_blank(top.locator("canvas").first.screenshot()) > 5.0
         assert page.errors == [] and page.blocked == []
+
+
+def test_replay_from_saved_rollouts_draws_what_the_live_run_drew(cheetah, tmp_path):
+    import os
+
+    import gymnasium
+
+    from torchrl_render.replay.rebuild import replay_rollouts
+
+    out, _ = cheetah
+    xml = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", "half_cheetah.xml")
+    replay = replay_rollouts(out.with_name("replay_rollouts"), xml, tmp_path / "again.html")[0].path
+    frames = [(0, 0), (25, 0), (40, 1)]
+    drawn = {}
+    for path in (out, replay):
+        with open_page(path) as (page, _):
+            drawn[path] = [page.js("([f, e]) => (replay.seek(f, e), replay.bodyPositions())", [f, e])
+                           for f, e in frames]
+            assert page.errors == [] and page.blocked == []
+    assert drawn[out] == drawn[replay]
