@@ -96,7 +96,8 @@ def test_no_frame_at_all(tmp_path):
 
 
 def test_env_without_mujoco_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match="the html format draws MuJoCo models, and this env has none"):
+    with pytest.raises(ConfigError, match="the html format, the notebook.s 3-D viewer and mujoco_qpos_key need a "
+                                          "MuJoCo model, and this env has none"):
         render_policy(RenderConfig(policy="zoo:linear_policy", env="MountainCarContinuous-v0", max_steps=3,
                                    out=str(tmp_path / "r.html")))
     assert not (tmp_path / "r.html").exists()

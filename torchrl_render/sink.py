@@ -63,31 +63,21 @@ class Sink:
         self.run.writers.on_episode(self.episodes[-1])
         return True
 
-    # -- issue 12: MuJoCo state for the html format and for mujoco_qpos_key (one method; port as is) --------
+    # -- issue 12: MuJoCo state for the html format, the notebook viewer and mujoco_qpos_key (port as is) ------
     def _mujoco_state(self, record: Any) -> None:
         """Reads the env's MuJoCo state: a state bundle to the writers, ``qpos`` into the transition."""
-        if not hasattr(self, "_state_wanted"):
+        if not hasattr(self, "_live"):
+            from .replay.live import LiveStates
             from .writers import WRITERS
+            from .writers.base import wants_state
 
-            self._state_wanted = WRITERS.entry(self.cfg.format).needs_state
-            self._qpos_key, self._readers, self._prev_qpos = getattr(self.cfg, "mujoco_qpos_key", None), {}, None
-        html = self._state_wanted and record.trajectory in self.rendered
-        if not (html or self._qpos_key is not None):
-            return
-        from .replay.live import read_live_state
-
-        model, state = read_live_state(record, self._readers, self.cfg)
-        if self._qpos_key is not None:
-            if record.step > 0 and self.steps:
-                from .replay.state import store_qpos
-
-                store_qpos(self.steps[-1], self._qpos_key, self._prev_qpos, state["qpos"])
-            self._prev_qpos = state["qpos"]
-        if html:
-            metrics = {"step": record.step, "reward": record.reward, "return": self.current.sum_reward}
-            self.run.writers.write(FrameBundle({}, record.step, record.trajectory, record.wall, metrics=metrics,
-                                               state={**state, "model": model}))
-            self.current.num_frames += 1
+            wanted = wants_state(WRITERS.load(self.cfg.format), self.cfg, WRITERS.entry(self.cfg.format).needs_state)
+            self._live = LiveStates(self.cfg, wanted)
+        bundle = self._live.step(record, self.steps[-1] if record.step > 0 and self.steps else None,
+                                 self.current.sum_reward, record.trajectory in self.rendered)
+        if bundle is not None:
+            self.run.writers.write(bundle)
+            self.current.num_frames += self._live.counts_frames
 
     def _frame(self, record: Any) -> None:
         metrics = {"step": record.step, "reward": record.reward, "return": self.current.sum_reward}

@@ -10,7 +10,8 @@ Example:
     >>> from tensordict import TensorDict
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> xml = folder / "m.xml"
-    >>> _ = xml.write_text('<mujoco><worldbody><body><joint type="slide"/><geom size=".1"/></body></worldbody></mujoco>')
+    >>> _ = xml.write_text('<mujoco><worldbody><body><joint type="slide"/><geom size=".1"/></body>'
+    ...                    '</worldbody></mujoco>')
     >>> td = TensorDict({"qpos": torch.zeros(4, 1), "next": {"qpos": torch.ones(4, 1),
     ...                  "reward": torch.ones(4, 1)}}, batch_size=[4])
     >>> [a.num_frames for a in replay_rollouts([td], xml, folder / "r.html")]

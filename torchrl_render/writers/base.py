@@ -36,7 +36,7 @@ import logging
 from ..data import Artifact, FrameBundle
 from ..errors import NoFramesError, WriterError
 
-__all__ = ["Writer", "WriterGroup", "frame_size_error", "no_frames_error", "temp_path"]
+__all__ = ["Writer", "WriterGroup", "frame_size_error", "no_frames_error", "temp_path", "wants_state"]
 
 log = logging.getLogger("torchrl_render")
 
@@ -63,6 +63,12 @@ def _commit(tmp: Path, path: Path) -> None:
     os.replace(path, old)
     os.replace(tmp, path)
     remove(old)
+
+
+def wants_state(cls: Any, cfg: Any, default: bool) -> bool:
+    """Whether a writer class takes simulator states for ``cfg`` (its ``wants_state`` hook, else the table's)."""
+    hook = getattr(cls, "wants_state", None)
+    return bool(hook(cfg)) if hook is not None else default
 
 
 def frame_size_error(fmt: str, first: tuple[int, int] | None, shape: tuple[int, ...],
@@ -188,7 +194,7 @@ class WriterGroup:
         self.split = bool(cfg.split_trajectories)
         self.cameras = list(cfg.camera) if cfg.camera_layout == "separate" and len(cfg.camera) > 1 else [None]
         self.trajectories = trajectories if trajectories is not None else list(range(cfg.num_trajs))
-        self.needs_state = WRITERS.entry(cfg.format).needs_state
+        self.needs_state = wants_state(self.cls, cfg, WRITERS.entry(cfg.format).needs_state)
         self._writers: dict[tuple[int | None, str | None], Writer] = {}
 
     def path_for(self, traj: int | None, camera: str | None) -> Path:

@@ -60,13 +60,18 @@ class HtmlWriter(Writer):
     @classmethod
     def from_config(cls, path: Path, cfg: Any) -> HtmlWriter:
         """Reads ``fps`` and the checkpoint's sha256 (hashed here from ``cfg.ckpt``)."""
+        return cls(path, fps=cfg.fps, facts=cls.facts_from_config(cfg))
+
+    @staticmethod
+    def facts_from_config(cfg: Any) -> dict[str, Any]:
+        """The run-level facts the page shows: ``checkpoint_sha256`` and ``env``."""
         facts: dict[str, Any] = {"checkpoint_sha256": None, "env": _describe(getattr(cfg, "env", None))}
         ckpt = getattr(cfg, "ckpt", None)
         if ckpt is not None and Path(ckpt).is_file():
             from ..checkpoint import sha256_file
 
             facts["checkpoint_sha256"] = sha256_file(ckpt)
-        return cls(path, fps=cfg.fps, facts=facts)
+        return facts
 
     def write(self, bundle: FrameBundle) -> None:
         """Adds the poses of ``bundle.state`` as the next frame of its trajectory."""
