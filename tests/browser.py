@@ -53,8 +53,10 @@ def browser(width: int = 900, height: int = 700):
 
 
 @contextmanager
-def open_page(url_or_html: str | Path, *, srcdoc: bool = False, width: int = 900, height: int = 700):
-    """Loads a replay file (``file://``) or, with ``srcdoc=True``, its text in a sandboxed iframe."""
+def open_page(url_or_html: str | Path | None, *, srcdoc: bool = False, outer: str | None = None, width: int = 900,
+              height: int = 700):
+    """Loads a replay file (``file://``); with ``srcdoc=True`` its text in a sandboxed iframe; or ``outer``,
+    an HTML text whose first iframe holds the replay."""
     with browser(width, height) as context:
         page = context.new_page()
         blocked, errors, requests = [], [], []
@@ -71,14 +73,16 @@ def open_page(url_or_html: str | Path, *, srcdoc: bool = False, width: int = 900
         context.route("**/*", route)
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
-        if srcdoc:
+        if srcdoc or outer is not None:
             import html
 
-            text = Path(url_or_html).read_text(encoding="utf-8")
-            page.set_content('<!DOCTYPE html><html><body style="margin:0"><iframe id="f" sandbox="allow-scripts" '
-                             f'style="width:{width}px;height:{height - 20}px;border:0" srcdoc="{html.escape(text)}">'
-                             "</iframe></body></html>")
-            frame = page.frame_locator("#f")  # noqa: F841 - keeps the iframe alive
+            if outer is None:
+                text = Path(url_or_html).read_text(encoding="utf-8")
+                outer = (f'<iframe id="f" sandbox="allow-scripts" style="width:{width}px;height:{height - 20}px;'
+                         f'border:0" srcdoc="{html.escape(text)}"></iframe>')
+            page.set_content(f'<!DOCTYPE html><html><body style="margin:0">{outer}</body></html>')
+            page.wait_for_function("() => document.querySelector('iframe') !== null")
+            page.wait_for_timeout(100)
             target = next(f for f in page.frames if f != page.main_frame)
         else:
             page.goto(Path(url_or_html).resolve().as_uri())
