@@ -303,6 +303,13 @@ CASES = [
     Case("device-malformed", [*TINY, "--policy-device", "gpu"], ("policy_device is not a device", "cuda:N")),
     Case("flag-not-a-number", [*TINY, "--num-trajs", "three"], ("argument --num-trajs: invalid int value: 'three'",)),
     Case("flag-unknown", [*TINY, "--nmu-trajs", "3"], ("unrecognized arguments: --nmu-trajs",)),
+    # issue 12: the 3-D replay
+    Case("html-env-without-mujoco", [*TINY, "--out", "{out}/run.html"],
+         ("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, and this env has "
+          "none", "--out run.mp4")),
+    Case("html-several-envs", [*PEND, "--out", "{out}/run.html", "--num-trajs", "2", "--num-envs", "2",
+                               "--env-batch-mode", "serial"],
+         ("with --num-envs > 1 the envs live in worker processes", "--num-envs 1"), slow=True),
 ]
 
 

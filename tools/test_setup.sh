@@ -3,3 +3,11 @@
 # Each part is idempotent and quick when already installed. Usage: bash tools/test_setup.sh .venv/bin/python
 set -euo pipefail
 PY=${1:-.venv/bin/python}
+
+# issue 12: the replay page's tests run in real headless Chromium (Debian's package), driven by playwright.
+# Never `playwright install`: it downloads a browser build; the tests use /usr/bin/chromium.
+if [ ! -x /usr/bin/chromium ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi
+"$PY" -c "import playwright" 2>/dev/null || "$PY" -m pip install -q playwright==1.65.2
