@@ -148,6 +148,10 @@ class HtmlWriter(Writer):
 
 
 def _describe(env: Any) -> str | None:
-    if env is None or isinstance(env, str):
-        return env
+    """The env spec as the page shows it (``path/to/policy.py:make_env`` -> ``policy.py:make_env``)."""
+    if env is None:
+        return None
+    if isinstance(env, str):
+        file, sep, obj = env.rpartition(":")
+        return f"{Path(file).name}:{obj}" if sep and ("/" in file or "\\" in file) else env
     return getattr(env, "__qualname__", None) or type(env).__name__
