@@ -55,7 +55,7 @@ def load_times(path: Path, loads: int, screenshot: str | None = None) -> dict:
     from browser import ARGS, CHROMIUM
     from playwright.sync_api import sync_playwright
 
-    page_ms, wall_ms, blocked = [], [], []
+    page_ms, wall_ms, blocked, stages = [], [], [], []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         for _ in range(loads):
@@ -67,6 +67,7 @@ def load_times(path: Path, loads: int, screenshot: str | None = None) -> dict:
             page.goto(path.resolve().as_uri())
             page.wait_for_function("() => window.replay !== undefined")
             page_ms.append(page.evaluate("window.replay.ready.then(() => performance.now())"))
+            stages.append(page.evaluate("replay.timing"))
             wall_ms.append((time.perf_counter() - t0) * 1000)
             frames = page.evaluate("replay.numFrames(0)")
             if screenshot and len(page_ms) == 1:
@@ -77,6 +78,7 @@ def load_times(path: Path, loads: int, screenshot: str | None = None) -> dict:
         browser.close()
     return {"page_ready_ms_median": statistics.median(page_ms), "page_ready_ms": page_ms,
             "wall_ready_ms_median": statistics.median(wall_ms), "frames_in_page": frames,
+            "stages_ms_median": {k: statistics.median(s[k] for s in stages) for k in stages[0]},
             "blocked_requests": len(blocked)}
 
 

@@ -8,6 +8,7 @@
   const SPEEDS = [0.25, 0.5, 1, 2, 4];
   const st = { frame: 0, clock: 0, playing: false, speed: 1, loop: true, follow: true,
                primary: null, secondary: null, last: null };
+  const timing = { script_ms: performance.now() };  // ms since navigation, per loading stage
   const decoded = new Map();  // episode_ix -> decoded poses
   const views = [];
   let chart = null, resolveReady, rejectReady;
@@ -47,6 +48,7 @@
     get episode() { return st.primary; },
     get playing() { return st.playing; },
     get speed() { return st.speed; },
+    timing,
   };
   window.replay = api;
 
@@ -166,12 +168,15 @@
     RP.assets = await RP.prepareAssets(scene);
     const eps = await Promise.all(meta.map((e) => RP.decodeEpisode(e, head.nbody)));
     meta.forEach((e, i) => decoded.set(e.episode_ix, eps[i]));
+    timing.decoded_ms = performance.now();
     $("message").remove();
     chart = new RP.Chart($("chart"), (f) => api.seek(f));
     controls();
     st.primary = meta[0].episode_ix;
     layout();
+    timing.built_ms = performance.now();
     for (const v of views) v.draw(true);
+    timing.drawn_ms = performance.now();
     requestAnimationFrame(tick);
     window.addEventListener("resize", () => { for (const v of views) v.dirty = true; chart.static = null; ui(); });
   }
