@@ -59,3 +59,42 @@ def mujoco_xpos(model, qpos) -> np.ndarray:
     data.qpos[:] = qpos
     mujoco.mj_forward(model, data)
     return data.xpos.copy()
+
+
+def failing_pendulum(fail_at: int = 3, episode: int = 2):
+    """InvertedPendulum-v5 whose episode seeded ``episode`` (the default seed 0) raises at step ``fail_at``."""
+    import gymnasium
+
+    class Failing(gymnasium.Wrapper):
+        seed, t = None, 0
+
+        def reset(self, **kw):
+            if kw.get("seed") is not None:
+                self.seed = kw["seed"]
+            self.t = 0
+            return self.env.reset(**kw)
+
+        def step(self, action):
+            self.t += 1
+            if self.seed == episode and self.t == fail_at:
+                raise RuntimeError(f"pendulum exploded at t={self.t}")
+            return self.env.step(action)
+
+    return Failing(gymnasium.make("InvertedPendulum-v5"))
+
+
+def watching_pendulum_policy(folder: str):
+    """A policy for InvertedPendulum that lists ``folder`` at every step (see tests/badfactories.py)."""
+    import os
+
+    import torch
+
+    seen = WATCHED.setdefault(folder, [])
+
+    def act(observation):
+        seen.append(sorted(os.listdir(folder)))
+        return torch.zeros(1)
+    return act
+
+
+WATCHED: dict[str, list] = {}

@@ -132,3 +132,29 @@ def test_live_run_records_qpos_and_writes_poses_of_those_states(tmp_path):
     np.testing.assert_allclose(traj.get(("next", "qpos")).numpy(), traj.get(("next", "observation"))[:, :2].numpy(),
                                rtol=1e-6)
     assert result.metrics["per_episode"][0]["num_frames"] == result.trajectories[0].shape[0] + 1
+
+
+def test_env_raising_mid_run_leaves_partial_metrics_only(tmp_path, capsys):
+    import json
+
+    from torchrl_render.cli import main
+
+    out = tmp_path / "run.html"
+    code = main(["--policy", "zoo:linear_policy", "--env", "replaycase:failing_pendulum", "--num-trajs", "4",
+                 "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "the env raised at step 3 of episode 2: RuntimeError: pendulum exploded at t=3" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.html.partial.json"]
+    episodes = json.loads((tmp_path / "run.html.partial.json").read_text())["metrics"]["per_episode"]
+    assert [e["episode_ix"] for e in episodes] == [0, 1]
+
+
+def test_only_hidden_temporary_names_before_the_end(tmp_path):
+    import replaycase
+
+    render_policy(RenderConfig(policy="replaycase:watching_pendulum_policy", policy_kwargs={"folder": str(tmp_path)},
+                               env="InvertedPendulum-v5", num_trajs=2, max_steps=30, out=str(tmp_path / "run.html")))
+    seen = replaycase.WATCHED.pop(str(tmp_path))
+    assert seen and all(name.startswith(".") for listing in seen for name in listing), seen[-1]
+    assert any(listing for listing in seen)  # the temporary page and its pose file are there while running
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.html", "run.html.metadata.json"]
