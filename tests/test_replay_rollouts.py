@@ -98,3 +98,34 @@ def test_states_of_another_model_are_refused(run, tmp_path, capsys):
                  "--out", str(tmp_path / "r.html")]) == 2
     assert "a saved MuJoCo state does not fit the model" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_asset_paths_feed_the_model_its_meshes(tmp_path, capsys):
+    import mujoco
+    import torch
+    from tensordict import TensorDict
+
+    from htmlread import read_data
+    from replaycase import mujoco_xpos
+    from torchrl_render.storage import save_rollouts
+
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    (assets / "tet.obj").write_text("v 0 0 0\nv .3 0 0\nv 0 .3 0\nv 0 0 .3\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    xml = tmp_path / "model" / "m.xml"
+    xml.parent.mkdir()
+    xml.write_text('<mujoco><asset><mesh name="tet" file="tet.obj"/></asset><worldbody><body><freejoint/>'
+                   '<geom type="mesh" mesh="tet"/></body></worldbody></mujoco>')
+    qpos = torch.tensor([[0.0, 0, 1, 1, 0, 0, 0], [0.1, 0, 1.1, 1, 0, 0, 0], [0.2, 0, 1.2, 1, 0, 0, 0]])
+    td = TensorDict({"qpos": qpos[:2], "next": {"qpos": qpos[1:], "reward": torch.ones(2, 1)}}, batch_size=[2])
+    save_rollouts([td], tmp_path / "rollouts")
+    base = ["replay", str(tmp_path / "rollouts"), "--mujoco-model-path", str(xml), "--out", str(tmp_path / "r.html")]
+    assert main(base) == 2 and "MuJoCo cannot load" in capsys.readouterr().err  # the mesh is not beside the model
+    assert main([*base, "--mujoco-asset-paths", str(assets)]) == 0
+    data = read_data(tmp_path / "r.html")
+    assert data["scene"]["meshes"][0]["num_vertices"] == 4
+    arrays = episode_arrays(tmp_path / "r.html")[0]
+    model = mujoco.MjModel.from_xml_path(str(xml), {"tet.obj": (assets / "tet.obj").read_bytes()})
+    for f in range(3):
+        np.testing.assert_allclose(arrays["xpos"][f], mujoco_xpos(model, qpos[f].numpy()), atol=1e-6)
+    np.testing.assert_array_equal(arrays["return"], [0.0, 1.0, 2.0])
