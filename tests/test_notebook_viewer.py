@@ -74,3 +74,13 @@ def test_result_display_shows_an_html_replay(tmp_path):
                                         out=str(tmp_path / "r.html")))
     shown = result._repr_html_()
     assert len(IFRAME.findall(shown)) == 1 and "mean return" in shown
+
+
+def test_mujoco_wasm_with_a_video_format_writes_the_replay_beside_it(tmp_path):
+    result = render_policy(RenderConfig(policy="zoo:linear_policy", env="InvertedPendulum-v5", max_steps=4, width=32,
+                                        height=32, out=str(tmp_path / "run.mp4"), notebook_render_backend="mujoco_wasm"))
+    assert [a.format for a in result.artifacts] == ["mp4", "html"]
+    assert result.artifacts[1].path == tmp_path / "run_replay.html" and result.artifacts[1].num_frames == 5
+    shown = result._repr_html_()
+    assert "<video" in shown and len(IFRAME.findall(shown)) == 1
+    assert result.metrics["per_episode"][0]["num_frames"] == 5  # the video's frames, not counted twice

@@ -72,6 +72,10 @@ class _Run:
             frame_dir = cfg.frame_dir or cfg.out.with_name(cfg.out.stem + "_frames")
             self.groups.append(WriterGroup(dataclasses.replace(cfg, format="frames", out=frame_dir,
                                                                save_frames=False), frame_dir))
+        if cfg.notebook_render_backend == "mujoco_wasm" and cfg.format not in ("html", "ipynb"):  # issue 12
+            replay = cfg.out.with_name((cfg.out.stem if cfg.out.suffix else cfg.out.name) + "_replay.html")
+            self.groups.append(WriterGroup(dataclasses.replace(cfg, format="html", out=replay, save_frames=False),
+                                           replay))
         self.sidecar = Path(cfg.metadata or f"{cfg.out}.metadata.json")
         folder = Path(cfg.artifact_dir) if cfg.artifact_dir is not None else cfg.out.parent
         stem = cfg.out.stem if cfg.out.suffix else cfg.out.name

@@ -68,11 +68,8 @@ class Sink:
         """Reads the env's MuJoCo state: a state bundle to the writers, ``qpos`` into the transition."""
         if not hasattr(self, "_live"):
             from .replay.live import LiveStates
-            from .writers import WRITERS
-            from .writers.base import wants_state
 
-            wanted = wants_state(WRITERS.load(self.cfg.format), self.cfg, WRITERS.entry(self.cfg.format).needs_state)
-            self._live = LiveStates(self.cfg, wanted)
+            self._live = LiveStates(self.cfg, any(getattr(g, "needs_state", False) for g in self.run.groups))
         bundle = self._live.step(record, self.steps[-1] if record.step > 0 and self.steps else None,
                                  self.current.sum_reward, record.trajectory in self.rendered)
         if bundle is not None:

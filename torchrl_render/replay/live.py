@@ -43,7 +43,7 @@ class LiveStates:
         self.qpos_key = getattr(cfg, "mujoco_qpos_key", None)
         # html must have a MuJoCo model; the notebook's "auto" viewer quietly stays off without one
         self.required = cfg.format == "html" or getattr(cfg, "notebook_render_backend", None) == "mujoco_wasm"
-        self.counts_frames = int(cfg.format == "html")
+        self.counts_frames = int(cfg.format == "html")  # html's frames are states; other formats count pixels
         self._readers: dict[int, tuple[MujocoStateReader, Any]] = {}
         self._prev: Any = None
 

@@ -195,6 +195,7 @@ class WriterGroup:
         self.cameras = list(cfg.camera) if cfg.camera_layout == "separate" and len(cfg.camera) > 1 else [None]
         self.trajectories = trajectories if trajectories is not None else list(range(cfg.num_trajs))
         self.needs_state = wants_state(self.cls, cfg, WRITERS.entry(cfg.format).needs_state)
+        self.takes_frames = WRITERS.entry(cfg.format).needs_frames or not self.needs_state  # html: states only
         self._writers: dict[tuple[int | None, str | None], Writer] = {}
 
     def path_for(self, traj: int | None, camera: str | None) -> Path:
@@ -225,7 +226,7 @@ class WriterGroup:
                 with _os_errors(writer):
                     writer.write(bundle)
             return
-        for camera, frame in bundle.frames.items():
+        for camera, frame in (bundle.frames if self.takes_frames else {}).items():
             target = camera if self.cameras != [None] else None
             single = FrameBundle({camera: frame}, bundle.step, bundle.trajectory_index, bundle.timestamp,
                                  bundle.metadata, bundle.metrics)
