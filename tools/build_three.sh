@@ -15,7 +15,7 @@ npm init -y >/dev/null
 npm install --no-audit --no-fund --silent "three@$THREE_VERSION" "esbuild@$ESBUILD_VERSION"
 cp "$ROOT/tools/three_entry.js" entry.js
 {
-  echo "/* three.js r${THREE_VERSION#0.} (MIT, see LICENSE beside this file), a subset bundled by tools/build_three.sh */"
+  echo "/* three.js r$(echo "$THREE_VERSION" | cut -d. -f2) (three@$THREE_VERSION, MIT, see LICENSE beside this file): the subset in tools/three_entry.js, bundled by tools/build_three.sh with esbuild@$ESBUILD_VERSION */"
   npx esbuild entry.js --bundle --minify --format=iife --global-name=THREE --target=es2020 --legal-comments=none
 } > "$OUT/three.min.js"
 cp node_modules/three/LICENSE "$OUT/LICENSE"

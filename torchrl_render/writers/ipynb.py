@@ -102,8 +102,7 @@ class IpynbWriter(Writer):
         self._open: dict[int, tuple[Mp4Writer, _Preview]] = {}
         self._done: dict[int, tuple[Path, int, dict[str, Any], bytes | None]] = {}
         self._episodes: list[dict[str, Any]] = []
-        self.viewer = False  # issue 12: the 3-D viewer per episode (from_config turns it on)
-        self._viewers: dict[int, Any] = {}
+        self._viewers: dict[int, Any] = {}  # issue 12: the 3-D viewer per episode, when states arrive
         self._viewer_pages: dict[int, Path] = {}
         self._viewer_facts: dict[str, Any] = {}
 
@@ -113,15 +112,15 @@ class IpynbWriter(Writer):
         cls.check(path, cfg)
         limit_mb = getattr(cfg, "notebook_embed_limit_mb", None)
         writer = cls(path, config=_portable_config(cfg), mode=cfg.notebook_rollout_mode,
-                   execute=bool(getattr(cfg, "execute_notebook", True)),
-                   embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
-                   fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf, preset=cfg.video_preset,
-                   preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
-                   command=equivalent_command(cfg.to_dict()), search_path=_search_path())
-        if cls.wants_state(cfg):  # issue 12
+                     execute=bool(getattr(cfg, "execute_notebook", True)),
+                     embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
+                     fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf, preset=cfg.video_preset,
+                     preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
+                     command=equivalent_command(cfg.to_dict()), search_path=_search_path())
+        if cls.wants_state(cfg):  # issue 12: facts for the episodes' 3-D viewers
             from .html import HtmlWriter
 
-            writer.viewer, writer._viewer_facts = True, HtmlWriter.facts_from_config(cfg)
+            writer._viewer_facts = HtmlWriter.facts_from_config(cfg)
         return writer
 
     @classmethod
