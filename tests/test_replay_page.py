@@ -76,6 +76,11 @@ def test_scrub_speed_follow_and_compare_change_what_the_page_reports(cheetah):
         assert page.js("replay.seek(12, 0)") == 12 and page.js("replay.frame") == 12
         top.locator("#scrub").fill("30")  # the scrub bar
         assert page.js("replay.frame") == 30
+        top.locator("#episode").select_option("1")  # the episode picker, the speed menu, the step buttons
+        top.locator("#speed").select_option("0.25")
+        top.locator("#fwd").click()
+        assert page.js("replay.state()") == {"episode": 1, "compare": None, "frame": 31, "playing": False,
+                                             "speed": 0.25, "loop": True, "follow": True}
         assert page.js("replay.setSpeed(4)") == 4 and page.js("replay.state().speed") == 4
         with pytest.raises(Exception, match="speed must be between"):
             page.js("replay.setSpeed(10)")

@@ -158,3 +158,15 @@ def test_only_hidden_temporary_names_before_the_end(tmp_path):
     assert seen and all(name.startswith(".") for listing in seen for name in listing), seen[-1]
     assert any(listing for listing in seen)  # the temporary page and its pose file are there while running
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.html", "run.html.metadata.json"]
+
+
+def test_the_cli_writes_a_replay(tmp_path, capsys):
+    from torchrl_render.cli import main
+
+    out = tmp_path / "replay.html"
+    assert main(["--policy", "zoo:linear_policy", "--env", "InvertedPendulum-v5", "--num-trajs", "2", "--max-steps",
+                 "5", "--out", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().out.splitlines() == [str(out)]
+    data = read_data(out)
+    assert [(e["episode_ix"], e["frames"], e["seed"], e["length"]) for e in data["episodes"]] == [(0, 6, 0, 5),
+                                                                                                  (1, 6, 1, 5)]
