@@ -84,3 +84,20 @@ def test_mujoco_wasm_with_a_video_format_writes_the_replay_beside_it(tmp_path):
     shown = result._repr_html_()
     assert "<video" in shown and len(IFRAME.findall(shown)) == 1
     assert result.metrics["per_episode"][0]["num_frames"] == 5  # the video's frames, not counted twice
+
+
+@needs_browser
+def test_a_viewer_below_the_fold_starts_when_scrolled_into_view(report):
+    from browser import browser
+
+    out, result = report
+    text = _episode_html(out, 0)
+    with browser(900, 600) as context:
+        top = context.new_page()
+        top.set_content(f'<!DOCTYPE html><html><body><div id="pad" style="height:3000px"></div>{text}</body></html>')
+        top.wait_for_timeout(1500)
+        frame = next(f for f in top.frames if f != top.main_frame)
+        assert frame.evaluate("() => window.replay.timing.decoded_ms === undefined")  # not started
+        top.evaluate("document.querySelector('iframe').scrollIntoView()")
+        frame.evaluate("() => window.replay.ready.then(() => true)")
+        assert frame.evaluate("() => window.replay.numFrames(0)") == result.trajectories[0].shape[0] + 1

@@ -181,7 +181,19 @@
     window.addEventListener("resize", () => { for (const v of views) v.dirty = true; chart.static = null; ui(); });
   }
 
-  start().then(() => resolveReady(api), (err) => {
+  // in an iframe (a notebook holds one viewer per episode) the WebGL context is made only once the
+  // viewer scrolls into view: browsers keep about 16 live contexts per page
+  function whenVisible() {
+    if (window.self === window.top || typeof IntersectionObserver === "undefined") return Promise.resolve();
+    return new Promise((resolve) => {
+      const seen = new IntersectionObserver((entries) => {
+        if (entries.some((e) => e.isIntersecting)) { seen.disconnect(); resolve(); }
+      });
+      seen.observe(document.documentElement);
+    });
+  }
+
+  whenVisible().then(start).then(() => resolveReady(api), (err) => {
     const box = $("message");
     if (box) box.textContent = "could not show the replay: " + err.message;
     console.error("replay:", err);
