@@ -367,6 +367,14 @@ CASES = [
     Case("sweep-ray-not-installed", ["sweep", "--ckpt", "{inp}/p.pt", *SWEEP, "--executor", "ray"],
          ("the ray executor needs Ray, which is not installed", "pip install 'torchrl_render[ray]'"),
          setup=without_ray),
+    # issue 12: the 3-D replay
+    Case("html-env-without-mujoco", [*TINY, "--out", "{out}/run.html"],
+         ("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, and this env has "
+          "none", "--out run.mp4")),
+    Case("html-several-envs", ["--policy", "zoo:linear_policy", "--env", "test_vector:torchrl_pendulum",
+                               "--max-steps", "2", "--out", "{out}/run.html", "--num-trajs", "2", "--num-envs", "2",
+                               "--env-batch-mode", "serial"],
+         ("with --num-envs > 1 the envs live in worker processes", "--num-envs 1"), slow=True),
 ]
 
 

@@ -38,13 +38,23 @@ def _writer(folder: Path, name: str) -> Writer:
 
 def _feed(writer: Writer, n: int = N) -> None:
     rng = np.random.default_rng(n)
+    model = _state_model() if WRITERS.entry(writer.format).needs_state else None
     for step in range(n):
         frame = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
-        writer.write(FrameBundle({"default": frame}, step=step, trajectory_index=0))
+        state = None if model is None else {"model": model, "qpos": rng.normal(size=model.nq)}
+        writer.write(FrameBundle({"default": frame}, step=step, trajectory_index=0, state=state))
+
+
+def _state_model():
+    """Formats that take MuJoCo states (html) get one with every bundle: a small MuJoCo model's qpos."""
+    import mujoco
+
+    return mujoco.MjModel.from_xml_string('<mujoco><worldbody><body><joint type="hinge"/><geom size=".1"/>'
+                                          '</body></worldbody></mujoco>')
 
 
 def _expected_frames(name: str, n: int = N) -> int:
-    return n if WRITERS.entry(name).needs_frames else 0
+    return n if WRITERS.entry(name).needs_frames or WRITERS.entry(name).needs_state else 0
 
 
 def _plant_old(path: Path, directory: bool) -> None:

@@ -6,3 +6,11 @@ PY=${1:-.venv/bin/python}
 
 # issue 15: the sweep tests start a real local Ray cluster (the `ray` extra of pyproject.toml).
 "$PY" -c 'import ray, sys; sys.exit(ray.__version__ != "2.60.0")' 2>/dev/null || "$PY" -m pip install -q 'ray==2.60.0'
+
+# issue 12: the replay page's tests run in real headless Chromium (Debian's package), driven by playwright.
+# Never `playwright install`: it downloads a browser build; the tests use /usr/bin/chromium.
+if [ ! -x /usr/bin/chromium ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi
+"$PY" -c "import playwright" 2>/dev/null || "$PY" -m pip install -q playwright==1.65.2

@@ -75,6 +75,11 @@ class _Run:
             frame_dir = cfg.frame_dir or cfg.out.with_name(cfg.out.stem + "_frames")
             self.groups.append(WriterGroup(dataclasses.replace(cfg, format="frames", out=frame_dir,
                                                                save_frames=False), frame_dir))
+        if cfg.notebook_render_backend == "mujoco_wasm" and cfg.format not in ("html", "ipynb"):  # issue 12
+            replay = cfg.out.with_name((cfg.out.stem if cfg.out.suffix else cfg.out.name) + "_replay.html")
+            self.groups.append(WriterGroup(dataclasses.replace(cfg, format="html", out=replay, save_frames=False),
+                                           replay))
+        self.needs_state = any(group.needs_state for group in self.groups)  # html, the notebook's 3-D viewer
         self.sidecar = Path(cfg.metadata or f"{cfg.out}.metadata.json")
         folder = Path(cfg.artifact_dir) if cfg.artifact_dir is not None else cfg.out.parent
         stem = cfg.out.stem if cfg.out.suffix else cfg.out.name
@@ -182,7 +187,7 @@ class _Run:
 
             reward_fn = resolve(cfg.reward_fn, "reward_fn")
         engine = Engine(cfg, env, policy, payload, self._render_mode(),
-                        rendered_range(cfg) if self.needs_frames else range(0),
+                        rendered_range(cfg) if self.needs_frames or self.needs_state else range(0),
                         keep=cfg.trajectories or data_format, reward_fn=reward_fn, notes=self.notes)
         if engine.frames_in_workers:
             from .engine.workers import make_batched_env

@@ -27,6 +27,7 @@ PROG = "torchrl-render"
 SUBCOMMANDS: dict[str, str] = {
     "sweep": "torchrl_render.sweep.cli:sweep_main",                # issue 15
     "sweep-status": "torchrl_render.sweep.cli:status_main",        # issue 15
+    "replay": "torchrl_render.replay.cli:main",  # issue 12: saved rollouts -> html/mp4/gif/frames
 }
 _EXAMPLE = ("example:\n  python -m torchrl_render --ckpt policy.pt --policy mypkg.policy:make "
             "--env mypkg.env:make --out run.mp4")

@@ -43,6 +43,7 @@ VIDEO_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium
 ENV_BATCH_MODES = ("auto", "serial", "parallel")
 POLICY_BATCHES = ("batched", "per-env")
 NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
+NOTEBOOK_RENDER_BACKENDS = ("auto", "static", "mujoco_wasm")  # issue 12
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
 _PATH_FIELDS = ("ckpt", "out", "frame_dir", "artifact_dir", "metadata")
@@ -155,6 +156,16 @@ class RenderConfig:
     overwrite: bool = _f(False, help="Replace an existing --out.")
     dry_run: bool = _f(False, help="Resolve and validate everything, then stop before rolling out.")
     validate_only: bool = _f(False, help="Validate the configuration only (no imports, no files).")
+    # -- issue 12: 3-D replay (html format, notebooks, replays from saved rollouts); torchrl.render's names --
+    notebook_render_backend: str = _f("auto", help="ipynb only: mujoco_wasm embeds the 3-D replay per episode "
+                                      "beside its video; static shows videos only; auto: mujoco_wasm for MuJoCo "
+                                      "envs.", choices=NOTEBOOK_RENDER_BACKENDS)
+    mujoco_model_path: str | Path | None = _f(None, help="MuJoCo model file (XML/MJB) to replay saved rollouts "
+                                              "with (python -m torchrl_render replay).")
+    mujoco_asset_paths: list[str] = _f([], help="Comma-separated files or folders holding the model's assets "
+                                       "(meshes, textures) when they are not beside the model file.")
+    mujoco_qpos_key: NestedKey | None = _f(None, help="Record MuJoCo qpos in the rollouts under this key "
+                                           "(the state before each action; next.<key> after it).")
 
     def __post_init__(self) -> None:
         _normalise(self)
@@ -225,6 +236,7 @@ def _normalise(cfg: RenderConfig) -> None:
             setattr(cfg, name, {})
     if isinstance(cfg.fps, int) and not isinstance(cfg.fps, bool):
         cfg.fps = float(cfg.fps)
+    _normalise_replay(cfg)
     _infer_format(cfg)
 
 
@@ -243,6 +255,24 @@ def _check_output_path(name: str, text: str) -> None:
     raise ConfigError(f"{name} {text!r} holds a backslash, which {sys.platform} keeps as a character of the file name "
                       "(it does not separate folders)", expected="'/' between folders", got=text,
                       fix=f"write it with forward slashes: {posix!r}")
+
+
+def _normalise_replay(cfg: RenderConfig) -> None:
+    """Issue 12's fields: the ``mujoco-wasm`` alias, paths, the comma-separated asset list, the qpos key."""
+    if cfg.notebook_render_backend == "mujoco-wasm":
+        cfg.notebook_render_backend = "mujoco_wasm"
+    if cfg.mujoco_model_path is not None:
+        _check_type("mujoco_model_path", cfg.mujoco_model_path, (str, Path), "a path")
+        cfg.mujoco_model_path = Path(cfg.mujoco_model_path)
+    assets = cfg.mujoco_asset_paths
+    if isinstance(assets, (str, Path)):
+        assets = [a.strip() for a in str(assets).split(",") if a.strip()]
+    if not isinstance(assets, (list, tuple)) or not all(isinstance(a, (str, Path)) for a in assets):
+        raise ConfigError("mujoco_asset_paths must be paths", expected="'meshes/,textures/' or a list of paths",
+                          got=repr(assets), fix="pass e.g. --mujoco-asset-paths assets/")
+    cfg.mujoco_asset_paths = [str(a) for a in assets]
+    if cfg.mujoco_qpos_key is not None:
+        cfg.mujoco_qpos_key = parse_nested_key(cfg.mujoco_qpos_key, "mujoco_qpos_key")
 
 
 def _infer_format(cfg: RenderConfig) -> None:

@@ -30,6 +30,8 @@ class FrameBundle:
         timestamp: Seconds since the run started, if known.
         metadata: Backend-specific notes.
         metrics: Running numbers at this step (``reward``, ``return``).
+        state: Simulator state for formats that draw it themselves (``html``): ``qpos`` and the
+            ``mujoco.MjModel`` under ``"model"``; ``frames`` is then empty.
     """
 
     frames: dict[str, Any]
@@ -38,6 +40,7 @@ class FrameBundle:
     timestamp: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    state: dict[str, Any] | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:

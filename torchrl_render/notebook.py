@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["EMBED_LIMIT_BYTES", "Media", "artifact_html", "artifact_mimebundle", "display_width", "metrics_html",
-           "metrics_markdown", "result_html", "result_mimebundle", "result_text", "show", "video_html"]
+           "metrics_markdown", "result_html", "result_mimebundle", "result_text", "show", "video_html", "viewer_html"]
 
 EMBED_LIMIT_BYTES = 20 * 2**20
 """Default cap on the video bytes embedded in one output or one report notebook (20 MiB)."""
@@ -89,9 +89,17 @@ def video_html(source: str | Path | bytes, *, mime: str | None = None, embed: bo
     return f'<figure class="torchrl-render-video" style="margin:0.5em 0">{media}{cap}{note}</figure>'
 
 
+def viewer_html(page: str, *, height: int = 560) -> str:
+    """A 3-D replay page (the ``html`` format) in a sandboxed ``<iframe srcdoc>``: scripts only, no network."""
+    return (f'<iframe class="torchrl-render-replay" sandbox="allow-scripts" style="width:100%;height:{int(height)}px;'
+            f'border:0" srcdoc="{html.escape(page, quote=True)}"></iframe>')
+
+
 def artifact_html(artifact: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES) -> str:
-    """HTML for one artifact: an mp4/gif plays inline; anything else is a one-line description."""
+    """HTML for one artifact: an mp4/gif plays inline, an html replay in an iframe; else a one-line description."""
     path = Path(artifact.path)
+    if artifact.format == "html" and path.is_file() and (limit_bytes is None or path.stat().st_size <= limit_bytes):
+        return viewer_html(path.read_text(encoding="utf-8")) + f"<p>{html.escape(_artifact_caption(artifact))}</p>"
     if artifact.format in _VIDEO_FORMATS and path.is_file():
         return video_html(path, limit_bytes=limit_bytes, caption=_artifact_caption(artifact),
                           width=display_width(artifact.info))
@@ -136,7 +144,7 @@ def result_html(result: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES) -> 
     others = []
     for artifact in result.artifacts:
         path = Path(artifact.path)
-        if artifact.format in _VIDEO_FORMATS and path.is_file():
+        if artifact.format in (*_VIDEO_FORMATS, "html") and path.is_file():
             size = path.stat().st_size
             parts.append(artifact_html(artifact, limit_bytes=budget))
             if budget is not None and size <= budget:

@@ -37,6 +37,7 @@ class Entry:
         suffixes: File suffixes that select this entry (writers).
         needs_frames: Whether the writer consumes rendered frames.
         needs_steps: Whether a data writer reads each episode's stored steps (observations, actions).
+        needs_state: Whether the writer consumes simulator states (``FrameBundle.state``).
         directory: Whether the artifact is a folder rather than a file.
         extra: Package to ``pip install`` if the import fails.
         description: One line for ``--list-formats`` / ``--list-backends``.
@@ -49,6 +50,7 @@ class Entry:
     directory: bool = False
     extra: str | None = None
     description: str = ""
+    needs_state: bool = False
 
 
 @dataclass

@@ -43,6 +43,7 @@ class ReportVideo:
         limit_bytes: The embedding limit (quoted when the video is linked).
         width: Display width in CSS pixels.
         budget_left: What was left of the embedding limit when this video came (the limit is for all videos).
+        viewer: The episode's 3-D replay page (html), shown beside the video in a sandboxed iframe.
     """
 
     episode: int
@@ -54,6 +55,7 @@ class ReportVideo:
     limit_bytes: int | None = EMBED_LIMIT_BYTES
     width: int | None = None
     budget_left: int | None = None
+    viewer: str | None = None
 
 
 LIVE_OVERRIDES = {"format": "mp4", "overwrite": True, "metadata": None, "progress": False,
@@ -179,6 +181,12 @@ def _video_cell(video: ReportVideo) -> Any:
                   "from torchrl_render.notebook import show\n\n"
                   f"show({video.name!r}, limit_bytes=0)")
         html_text = _linked_html(video, caption)
+    if video.viewer is not None:  # issue 12: the 3-D replay beside the video
+        from .notebook import viewer_html
+
+        html_text = ('<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'
+                     f'<div>{html_text}</div><div style="flex:1 1 520px;min-width:320px">'
+                     f"{viewer_html(video.viewer)}</div></div>")
     outputs = [new_output("display_data", data={"text/html": html_text, "text/plain": caption})]
     if video.preview is not None:
         outputs.append(new_output("display_data", data={

@@ -41,14 +41,18 @@ class Sink:
         self.frames: dict[int, int] = {}
         self.running: dict[int, list[Any]] = {}
         self.rendered = rendered_range(self.cfg)
+        self._live: Any = None
 
     def consume(self, item: Any) -> bool:
         """Takes a step record or a finished episode; returns True when it was an episode."""
         if isinstance(item, Episode):
             self._episode(item)
             return True
-        if self.run.needs_frames and item.trajectory in self.rendered:
-            self._frame(item)
+        if item.trajectory in self.rendered:
+            metrics = self._running(item)
+            self._mujoco_state(item, metrics)
+            if self.run.needs_frames:
+                self._frame(item, metrics)
         return False
 
     def _episode(self, episode: Episode) -> None:
@@ -63,7 +67,21 @@ class Sink:
         if self.on_episode is not None:
             self.on_episode(dict(metrics))
 
-    def _frame(self, record: Any) -> None:
+    # -- issue 12: MuJoCo state for the html format, the notebook viewer and mujoco_qpos_key (port as is) ------
+    def _mujoco_state(self, record: Any) -> None:
+        """Reads the env's MuJoCo state: a state bundle to the writers, ``qpos`` into the transition."""
+        if not hasattr(self, "_live"):
+            from .replay.live import LiveStates
+
+            self._live = LiveStates(self.cfg, any(getattr(g, "needs_state", False) for g in self.run.groups))
+        bundle = self._live.step(record, self.steps[-1] if record.step > 0 and self.steps else None,
+                                 self.current.sum_reward, record.trajectory in self.rendered)
+        if bundle is not None:
+            self.run.writers.write(bundle)
+            self.current.num_frames += self._live.counts_frames
+
+    def _running(self, record: Any) -> dict[str, Any]:
+        """The rendered episode's numbers so far, for overlays and the replay page."""
         total = self.running.setdefault(record.trajectory, [0.0, None])
         total[0] += record.reward
         success = read_success(record.td) if record.td is not None else None
@@ -72,6 +90,22 @@ class Sink:
         metrics = {"step": record.step, "reward": record.reward, "return": total[0]}
         if total[1] is not None:
             metrics["success"] = total[1]
+        return metrics
+
+    def _mujoco_state(self, record: Any, metrics: dict[str, Any]) -> None:
+        """Issue 12: the MuJoCo state of a rendered step, as a state bundle, for writers that take states."""
+        if not self.run.needs_state:
+            return
+        if self._live is None:
+            from .replay.live import LiveStates
+
+            self._live = LiveStates(self.cfg, True)
+        bundle = self._live.step(record, None, metrics["return"], True)
+        if bundle is not None:
+            self.run.writers.write(bundle)
+            self.frames[record.trajectory] = self.frames.get(record.trajectory, 0) + self._live.counts_frames
+
+    def _frame(self, record: Any, metrics: dict[str, Any]) -> None:
         if record.frames is not None:  # rendered in an env worker
             self._finish(record.frames, record, metrics)
             return

@@ -71,9 +71,9 @@ class SlotLoop:
         yield from self._start(starts, rendered)
         rows = np.flatnonzero(self.episode >= 0)
         while rows.size:
-            actions = self.act(rows)
+            actions = self._act(rows)
             before = {k: v[rows].copy() for k, v in self.slots.obs.items()} if self.reward_fn else None
-            self.slots.step(rows.tolist(), actions)
+            self._step(rows, actions)
             ended = self._book(rows, actions, before)
             if rendered:
                 yield from self._records(rows, rendered)
@@ -89,6 +89,47 @@ class SlotLoop:
                 starts = self._assign(sorted(set(freed)), below)
                 yield from self._start(starts, rendered)
                 rows = np.flatnonzero(self.episode >= 0)
+
+    def _where(self, rows: np.ndarray, step: int) -> str:
+        episodes = [int(self.episode[i]) for i in np.asarray(rows).tolist()]
+        if len(episodes) == 1:
+            return f"at step {int(self.t[rows[0]]) + step} of episode {episodes[0]}"
+        return f"at a step of episodes {episodes}"
+
+    def _act(self, rows: np.ndarray) -> np.ndarray:
+        from ..errors import PolicyError
+        from ..policies import UserPolicyError
+
+        try:
+            return self.act(rows)
+        except UserPolicyError as exc:  # the user's code raised; a bug of ours keeps its traceback
+            raise PolicyError(f"the policy raised {self._where(rows, 1)}: {exc}",
+                              fix="check that the policy accepts the env's observation (see --obs-key)") \
+                from exc.__cause__
+
+    def _step(self, rows: np.ndarray, actions: np.ndarray) -> None:
+        from ..errors import RenderError, RolloutError
+
+        try:
+            self.slots.step(rows.tolist(), actions)
+        except RenderError:
+            raise
+        except Exception as exc:
+            raise RolloutError(f"the env raised {self._where(rows, 1)}: {type(exc).__name__}: {exc}",
+                               fix="check the env's step(), or the action the policy produced") from exc
+
+    def _reset(self, rows: list[int], seeds: list[int | None]) -> None:
+        from ..errors import RenderError, RolloutError
+
+        try:
+            self.slots.reset(rows, seeds)
+        except RenderError:
+            raise
+        except Exception as exc:
+            episodes = [int(self.episode[i]) for i in rows]
+            raise RolloutError(f"the env raised while resetting episode{'s' if len(rows) > 1 else ''} "
+                               f"{episodes if len(rows) > 1 else episodes[0]}: {type(exc).__name__}: {exc}",
+                               fix="check the env factory and its reset()") from exc
 
     def _book(self, rows: np.ndarray, actions: np.ndarray, before: dict[str, np.ndarray] | None) -> np.ndarray:
         """The per-step bookkeeping, vectorised over the active rows; returns the rows that ended."""
@@ -174,7 +215,7 @@ class SlotLoop:
         if not rows:
             return
         seeds = [None if self.seed is None else self.seed + int(self.episode[i]) for i in rows]
-        self.slots.reset(rows, seeds)
+        self._reset(rows, seeds)
         now = time.perf_counter()
         for i, seed in zip(rows, seeds):
             self.begin(i, seed)
@@ -242,10 +283,12 @@ def _trajectory(obs: dict[str, np.ndarray], actions: np.ndarray, ep: Episode) ->
     n = ep.length
     col = (lambda a: torch.from_numpy(np.ascontiguousarray(a)).reshape(n, 1))  # noqa: E731
     zeros = torch.zeros(n, 1, dtype=torch.bool)
-    nxt = {k: torch.from_numpy(v[1:]) for k, v in obs.items()}
-    nxt.update(reward=col(ep.rewards), done=col(ep.dones), terminated=col(ep.terminated),
-               truncated=col(ep.truncated))
-    root = {k: torch.from_numpy(v[:-1]) for k, v in obs.items()}
-    root.update(action=torch.from_numpy(actions), done=zeros, terminated=zeros.clone(), truncated=zeros.clone(),
-                next=nxt)
-    return TensorDict(root, batch_size=[n])
+    nxt = TensorDict(reward=col(ep.rewards), done=col(ep.dones), terminated=col(ep.terminated),
+                     truncated=col(ep.truncated), batch_size=[n])
+    root = TensorDict(action=torch.from_numpy(actions), done=zeros, terminated=zeros.clone(),
+                      truncated=zeros.clone(), batch_size=[n])
+    for key, values in obs.items():  # a key may be nested (a tuple), e.g. mujoco_qpos_key
+        root.set(key, torch.from_numpy(values[:-1]))
+        nxt.set(key, torch.from_numpy(values[1:]))
+    root.set("next", nxt)
+    return root

@@ -32,13 +32,14 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
                   trajectories=cfg.trajectories, reward_fn=engine.reward_fn, action_shape=tuple(space.shape),
                   action_dtype=np.dtype(space.dtype))
     rendered = engine.rendered
+    extras = _extras(cfg, raw)
     if rendered:
-        slots = InProcessSlots([raw])
+        slots = InProcessSlots([raw], extras)
         act, begin = actor(engine.policy, slots, per_env=True)
         yield from SlotLoop(slots, act, begin, plan, **common).run(rendered, below=rendered.stop)
     if not plan.more():
         return
-    slots, owned = _slots(engine)
+    slots, owned = _slots(engine, extras)
     try:
         per_env = cfg.policy_batch == "per-env" or engine.policy.stateful or slots.num == 1
         act, begin = actor(engine.policy, slots, per_env=per_env)
@@ -54,7 +55,32 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
             env.close()
 
 
-def _slots(engine: Any) -> tuple[Any, list[Any]]:
+def read_qpos(env: Any) -> np.ndarray:
+    """MuJoCo's ``qpos`` of a gymnasium MuJoCo env (a copy), for ``mujoco_qpos_key``."""
+    from ..replay.state import find_simulation
+
+    return np.array(find_simulation(env)[1].qpos, dtype=np.float64)
+
+
+def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
+    """``mujoco_qpos_key``: qpos is stored with every step (before the action under the key, after it
+    under ``("next", key)``), for replays from saved rollouts."""
+    key = getattr(cfg, "mujoco_qpos_key", None)
+    if key is None:
+        return {}
+    from ..errors import ConfigError
+    from ..replay.state import find_simulation
+
+    if find_simulation(raw) is None:
+        raise ConfigError("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
+                          "and this env has none", expected="a gymnasium MuJoCo env or a dm_control env",
+                          got=type(raw).__name__, fix="drop --mujoco-qpos-key, or use a MuJoCo env")
+    if isinstance(key, tuple) and key[0] == "next":  # the state after the action: stored under the root key too
+        key = key[1] if len(key) == 2 else key[1:]
+    return {key: (read_qpos(raw).shape, read_qpos)}
+
+
+def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     """K slots: this process's envs (the run's own first) or worker processes."""
     from ..envs import make_raw_env
 
@@ -69,7 +95,7 @@ def _slots(engine: Any) -> tuple[Any, list[Any]]:
     engine.info["batch_mode"] = mode
     if mode == "serial" or k == 1:
         owned = [make_raw_env(cfg, engine.payload, render_mode=engine.render_mode) for _ in range(k - 1)]
-        return InProcessSlots([raw, *owned]), owned
+        return InProcessSlots([raw, *owned], extras), owned
     make = partial(make_raw_env, cfg, engine.payload, engine.render_mode)
     try:
         pickle.dumps(make)
@@ -79,7 +105,7 @@ def _slots(engine: Any) -> tuple[Any, list[Any]]:
         engine.notes.append("env factory is not picklable: env workers are forked instead of spawned")
     workers = min(k, cpu_count())
     engine.info["workers"] = workers
-    return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method), []
+    return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method, extras=extras), []
 
 
 def _finite(out: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -103,7 +129,7 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
     """``act(rows) -> actions [K, ...]`` and ``begin(slot, seed)`` for the policy over ``slots``."""
     import torch
 
-    views = {key: torch.from_numpy(buf) for key, buf in slots.obs.items()}  # share the slots' memory
+    views = {key: torch.from_numpy(slots.obs[key]) for key in slots.layout}  # share the slots' memory
     shape = tuple(policy.action_spec.shape)
     out = np.zeros((slots.num, *shape), np.dtype(str(policy.action_spec.dtype).replace("torch.", "")))
     if per_env:

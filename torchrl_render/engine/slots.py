@@ -49,21 +49,28 @@ def _success(info: dict[str, Any]) -> int:
 class _Buffers:
     """The per-slot arrays the engine reads after each call."""
 
-    def __init__(self, num: int, layout: dict[str, tuple[tuple[int, ...], np.dtype]]) -> None:
+    def __init__(self, num: int, layout: dict[str, tuple[tuple[int, ...], np.dtype]],
+                 extras: dict[Any, tuple[tuple[int, ...], Callable[[Any], np.ndarray]]] | None = None) -> None:
         self.num, self.layout = num, layout
         self.obs = {k: np.zeros((num, *shape), dtype) for k, (shape, dtype) in layout.items()}
+        #: Further per-step entries read from each env after reset and step (e.g. MuJoCo's qpos).
+        self.extras = {key: fn for key, (_, fn) in (extras or {}).items()}
+        for key, (shape, _) in (extras or {}).items():
+            self.obs[key] = np.zeros((num, *shape), np.float64)
         self.reward = np.zeros(num, np.float64)
         self.terminated = np.zeros(num, bool)
         self.truncated = np.zeros(num, bool)
         self.success = np.full(num, -1, np.int8)
         self.single = next(iter(self.obs)) if len(layout) == 1 and "observation" in layout else None
 
-    def _put(self, i: int, obs: Any) -> None:
+    def _put(self, i: int, obs: Any, extra: dict[Any, Any] | None = None) -> None:
         if self.single is not None:
             self.obs[self.single][i] = obs
         else:
-            for key, buf in self.obs.items():
-                buf[i] = obs[key]
+            for key in self.layout:
+                self.obs[key][i] = obs[key]
+        for key, value in (extra or {}).items():
+            self.obs[key][i] = value
 
 
 class InProcessSlots(_Buffers):
@@ -75,17 +82,20 @@ class InProcessSlots(_Buffers):
 
     kind = "serial"
 
-    def __init__(self, envs: Sequence[Any]) -> None:
+    def __init__(self, envs: Sequence[Any], extras: dict[Any, Any] | None = None) -> None:
         layout = obs_layout(envs[0].observation_space)
         if layout is None:
             raise ValueError("InProcessSlots needs a Box or flat Dict observation space")
-        super().__init__(len(envs), layout)
+        super().__init__(len(envs), layout, extras)
         self.envs = list(envs)
+
+    def _extra(self, i: int) -> dict[Any, Any] | None:
+        return {key: fn(self.envs[i]) for key, fn in self.extras.items()} if self.extras else None
 
     def reset(self, rows: Sequence[int], seeds: Sequence[int | None]) -> None:
         for i, seed in zip(rows, seeds):
             obs, info = self.envs[i].reset(seed=seed)
-            self._put(i, obs)
+            self._put(i, obs, self._extra(i))
             self.success[i] = _success(info)
             self.terminated[i] = self.truncated[i] = False
             self.reward[i] = 0.0
@@ -95,7 +105,7 @@ class InProcessSlots(_Buffers):
             self.success
         for i in rows:
             obs, r, term, trunc, info = envs[i].step(actions[i])
-            self._put(i, obs)
+            self._put(i, obs, self._extra(i) if self.extras else None)
             reward[i] = r
             terminated[i] = term
             truncated[i] = trunc
@@ -110,7 +120,7 @@ class InProcessSlots(_Buffers):
             env.close()
 
 
-def _worker(conn: Any, make: Callable[[], Any], count: int) -> None:
+def _worker(conn: Any, make: Callable[[], Any], count: int, extras: dict[Any, Callable[[Any], Any]]) -> None:
     """A worker process: ``count`` envs built here, stepped on the parent's orders."""
     try:
         from ..mjlog import quiet_mujoco_log
@@ -128,12 +138,13 @@ def _worker(conn: Any, make: Callable[[], Any], count: int) -> None:
                 out = []
                 for j, seed in arg:
                     obs, info = envs[j].reset(seed=seed)
-                    out.append((obs, _success(info)))
+                    out.append((obs, _success(info), {k: fn(envs[j]) for k, fn in extras.items()}))
             elif cmd == "step":
                 out = []
                 for j, action in arg:
                     obs, r, term, trunc, info = envs[j].step(action)
-                    out.append((obs, float(r), bool(term), bool(trunc), _success(info) if info else -1))
+                    out.append((obs, float(r), bool(term), bool(trunc), _success(info) if info else -1,
+                                {k: fn(envs[j]) for k, fn in extras.items()}))
             else:
                 for env in envs:
                     env.close()
@@ -158,15 +169,17 @@ class ProcessSlots(_Buffers):
     kind = "parallel"
 
     def __init__(self, make: Callable[[], Any], num: int, workers: int,
-                 layout: dict[str, tuple[tuple[int, ...], np.dtype]], method: str = "spawn") -> None:
-        super().__init__(num, layout)
+                 layout: dict[str, tuple[tuple[int, ...], np.dtype]], method: str = "spawn",
+                 extras: dict[Any, Any] | None = None) -> None:
+        super().__init__(num, layout, extras)
         self.conns: list[Any] = []
         self.procs: list[Any] = []
         ctx = mp.get_context(method)
         self.workers = max(1, min(workers, num))
         for w in range(self.workers):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, make, len(range(w, num, self.workers))), daemon=True,
+            proc = ctx.Process(target=_worker, args=(child, make, len(range(w, num, self.workers)), self.extras),
+                               daemon=True,
                                name=f"torchrl_render-env-{w}")
             proc.start()
             child.close()
@@ -206,8 +219,8 @@ class ProcessSlots(_Buffers):
         orders = self._scatter("reset", rows, seeds)
         for w, order in enumerate(orders):
             if order:
-                for (i, _), (obs, success) in zip(order, self._recv(w, "resetting")):
-                    self._put(i, obs)
+                for (i, _), (obs, success, extra) in zip(order, self._recv(w, "resetting")):
+                    self._put(i, obs, extra)
                     self.success[i] = success
                     self.terminated[i] = self.truncated[i] = False
                     self.reward[i] = 0.0
@@ -216,8 +229,8 @@ class ProcessSlots(_Buffers):
         orders = self._scatter("step", rows, [actions[i] for i in rows])
         for w, order in enumerate(orders):
             if order:
-                for (i, _), (obs, r, term, trunc, success) in zip(order, self._recv(w, "stepping")):
-                    self._put(i, obs)
+                for (i, _), (obs, r, term, trunc, success, extra) in zip(order, self._recv(w, "stepping")):
+                    self._put(i, obs, extra)
                     self.reward[i], self.terminated[i], self.truncated[i], self.success[i] = r, term, trunc, success
 
     def env(self, i: int) -> Any:

@@ -62,10 +62,17 @@ def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[S
     from ..metrics import read_success
 
     current: dict[int, _Gathered] = {}
+    qpos = None
+    if getattr(engine.cfg, "mujoco_qpos_key", None) is not None:  # issue 12: qpos with every step
+        from ..replay.live import LiveStates
+
+        qpos = LiveStates(engine.cfg, False)
     for record in records:
         yield record
         if record.step == 0:
             current[record.trajectory] = _Gathered(record)
+            if qpos is not None:
+                qpos.step(record, None, 0.0, False)
             continue
         g = current[record.trajectory]
         g.total += record.reward
@@ -75,6 +82,8 @@ def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[S
         if success is not None:
             g.success = bool(g.success) or success
         step = _strip(engine.cfg, record.transition)
+        if qpos is not None:
+            qpos.step(record, step, 0.0, False)
         if engine.reward_fn is not None:
             g.fn_total += _reward_fn(engine.reward_fn, step)
         g.steps.append(step)

@@ -25,4 +25,7 @@ WRITERS = Registry("format", {
                                                  "episode and aggregated"),
     "ipynb": Entry("torchrl_render.writers.ipynb:IpynbWriter", suffixes=(".ipynb",), extra="av==18.1.0 pillow",
                    description="report notebook: config, metrics, return plot, embedded videos, re-run cell"),
+    "html": Entry("torchrl_render.writers.html:HtmlWriter", suffixes=(".html", ".htm"), needs_frames=False,
+                  needs_state=True, extra="mujoco==3.17.0",
+                  description="offline 3-D replay page (three.js): MuJoCo body poses, timeline, follow camera, charts"),
 }, group="torchrl_render.writers")

@@ -37,7 +37,7 @@ import logging
 from ..data import Artifact, FrameBundle
 from ..errors import NoFramesError, WriterError
 
-__all__ = ["Writer", "WriterGroup", "frame_size_error", "no_frames_error", "temp_path"]
+__all__ = ["Writer", "WriterGroup", "frame_size_error", "no_frames_error", "temp_path", "wants_state"]
 
 log = logging.getLogger("torchrl_render")
 
@@ -64,6 +64,12 @@ def _commit(tmp: Path, path: Path) -> None:
     os.replace(path, old)
     os.replace(tmp, path)
     remove(old)
+
+
+def wants_state(cls: Any, cfg: Any, default: bool) -> bool:
+    """Whether a writer class takes simulator states for ``cfg`` (its ``wants_state`` hook, else the table's)."""
+    hook = getattr(cls, "wants_state", None)
+    return bool(hook(cfg)) if hook is not None else default
 
 
 def frame_size_error(fmt: str, first: tuple[int, int] | None, shape: tuple[int, ...],
@@ -198,6 +204,8 @@ class WriterGroup:
         self.split = bool(cfg.split_trajectories)
         self.cameras = list(cfg.camera) if cfg.camera_layout == "separate" and len(cfg.camera) > 1 else [None]
         self.trajectories = trajectories if trajectories is not None else list(range(_rendered(cfg, WRITERS)))
+        self.needs_state = wants_state(self.cls, cfg, WRITERS.entry(cfg.format).needs_state)
+        self.takes_frames = WRITERS.entry(cfg.format).needs_frames or not self.needs_state  # html: states only
         self._writers: dict[tuple[int | None, str | None], Writer] = {}
 
     def path_for(self, traj: int | None, camera: str | None) -> Path:
@@ -221,8 +229,14 @@ class WriterGroup:
         return self._writers[key]
 
     def write(self, bundle: FrameBundle) -> None:
-        """Sends each frame of ``bundle`` to its writer."""
-        for camera, frame in bundle.frames.items():
+        """Sends each frame of ``bundle`` to its writer (a simulator state to the formats that take one)."""
+        if bundle.state is not None:
+            if self.needs_state:
+                writer = self._writer(bundle.trajectory_index, self.cameras[0])
+                with _os_errors(writer):
+                    writer.write(bundle)
+            return
+        for camera, frame in (bundle.frames if self.takes_frames else {}).items():
             target = camera if self.cameras != [None] else None
             single = FrameBundle({camera: frame}, bundle.step, bundle.trajectory_index, bundle.timestamp,
                                  bundle.metadata, bundle.metrics)

@@ -102,18 +102,32 @@ class IpynbWriter(Writer):
         self._open: dict[int, tuple[Mp4Writer, _Preview]] = {}
         self._done: dict[int, tuple[Path, int, dict[str, Any], bytes | None]] = {}
         self._episodes: list[dict[str, Any]] = []
+        self._viewers: dict[int, Any] = {}  # issue 12: the 3-D viewer per episode, when states arrive
+        self._viewer_pages: dict[int, Path] = {}
+        self._viewer_facts: dict[str, Any] = {}
 
     @classmethod
     def from_config(cls, path: Path, cfg: Any) -> IpynbWriter:
         """Reads the notebook fields and the video options, after :meth:`check`."""
         cls.check(path, cfg)
         limit_mb = getattr(cfg, "notebook_embed_limit_mb", None)
-        return cls(path, config=_portable_config(cfg), mode=cfg.notebook_rollout_mode,
-                   execute=bool(getattr(cfg, "execute_notebook", True)),
-                   embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
-                   fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf, preset=cfg.video_preset,
-                   preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
-                   command=equivalent_command(cfg.to_dict()), search_path=_search_path())
+        writer = cls(path, config=_portable_config(cfg), mode=cfg.notebook_rollout_mode,
+                     execute=bool(getattr(cfg, "execute_notebook", True)),
+                     embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
+                     fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf, preset=cfg.video_preset,
+                     preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
+                     command=equivalent_command(cfg.to_dict()), search_path=_search_path())
+        if cls.wants_state(cfg):  # issue 12: facts for the episodes' 3-D viewers
+            from .html import HtmlWriter
+
+            writer._viewer_facts = HtmlWriter.facts_from_config(cfg)
+        return writer
+
+    @classmethod
+    def wants_state(cls, cfg: Any) -> bool:
+        """Issue 12: MuJoCo states for the 3-D viewer (``mujoco_wasm``; ``auto``: when the env has a model)."""
+        backend = getattr(cfg, "notebook_render_backend", "static")
+        return backend in ("auto", "mujoco_wasm") and cfg.notebook_rollout_mode != "live"
 
     @classmethod
     def check(cls, path: Path, cfg: Any) -> None:
@@ -157,6 +171,9 @@ class IpynbWriter(Writer):
         """Appends the frame to its episode's mp4 (ignored in ``live`` mode)."""
         if self.mode == "live":
             return
+        if bundle.state is not None:
+            self._viewer_state(bundle)
+            return
         traj = bundle.trajectory_index
         if traj not in self._open:
             if traj in self._done:
@@ -175,6 +192,23 @@ class IpynbWriter(Writer):
         """Keeps the metrics and finishes the episode's mp4."""
         self._episodes.append(metrics)
         self._close_video(metrics["episode_ix"])
+        self._close_viewer(metrics)
+
+    # -- issue 12: the 3-D viewer of each episode (an html replay, embedded in a sandboxed iframe) ----------
+    def _viewer_state(self, bundle: FrameBundle) -> None:
+        traj = bundle.trajectory_index
+        if traj not in self._viewers:
+            from .html import HtmlWriter
+
+            self._viewers[traj] = HtmlWriter(self._workdir() / f"{self.stem}_ep{traj}.html", fps=self.fps,
+                                             title=f"{self.stem} episode {traj}", facts=self._viewer_facts)
+        self._viewers[traj].write(bundle)
+
+    def _close_viewer(self, metrics: dict[str, Any]) -> None:
+        viewer = self._viewers.pop(metrics["episode_ix"], None)
+        if viewer is not None:
+            viewer.on_episode(metrics)
+            self._viewer_pages[metrics["episode_ix"]] = viewer.close().path
 
     def _workdir(self) -> Path:
         if self._work is None:
@@ -242,8 +276,10 @@ class IpynbWriter(Writer):
                 budget -= size
             if not fits:
                 linked.append(path)
+            page = self._viewer_pages.get(traj)  # issue 12
             videos.append(ReportVideo(traj, path.name, size, path.read_bytes() if fits else None, preview,
                                       by_episode.get(traj), self.limit, display_width(info),
+                                      viewer=page.read_text(encoding="utf-8") if page is not None else None,
                                       budget_left=None if fits else budget))
         return videos, linked
 
@@ -290,6 +326,9 @@ class IpynbWriter(Writer):
         for video, _ in self._open.values():
             video.abort()
         self._open.clear()
+        for viewer in self._viewers.values():
+            viewer.abort()
+        self._viewers.clear()
         work, self._work = self._work, None
         if work is not None:
             remove(work)

@@ -1,0 +1,69 @@
+"""``python -m torchrl_render replay ROLLOUTS --mujoco-model-path model.xml --out replay.html``.
+
+Rebuilds saved rollouts (recorded with ``--mujoco-qpos-key qpos --save-rollout``) into html,
+mp4, gif or frames from the model file alone (see :mod:`torchrl_render.replay.rebuild`).
+Exit codes as for the main command: 0 done, 2 a user error (one paragraph), 130 Ctrl-C.
+
+Example:
+    >>> build_parser().prog
+    'torchrl-render replay'
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import RenderError
+
+__all__ = ["build_parser", "main"]
+
+PROG = "torchrl-render replay"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{PROG}: error: {message}. Fix: correct the flag; {PROG} --help lists them.", file=sys.stderr)
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The replay subcommand's flags (names as the RenderConfig fields they set)."""
+    p = _Parser(prog=PROG, description="Rebuild saved rollouts from a MuJoCo model file: no policy, no env.",
+                epilog="example:\n  python -m torchrl_render replay runs/eval_rollouts --mujoco-model-path "
+                       "model.xml --out replay.html", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("rollouts", help="rollout folder written with --save-rollout (holds index.json)")
+    p.add_argument("--mujoco-model-path", required=True, help="the MuJoCo model (XML or MJB) of the rollouts")
+    p.add_argument("--mujoco-asset-paths", default="", help="comma-separated asset files or folders")
+    p.add_argument("--mujoco-qpos-key", default="qpos", help="key the qpos were recorded under (default qpos)")
+    p.add_argument("--out", required=True, help="replay.html, replay.mp4, replay.gif or a folder (frames)")
+    p.add_argument("--format", default=None, help="html, mp4, gif or frames (default: from --out)")
+    p.add_argument("--fps", type=float, default=None, help="frames per second (default 30)")
+    p.add_argument("--width", type=int, default=None, help="frame width for mp4/gif/frames")
+    p.add_argument("--height", type=int, default=None, help="frame height for mp4/gif/frames")
+    p.add_argument("--camera", default=None, help="comma-separated camera names for mp4/gif/frames")
+    p.add_argument("--render-quality", default=None, help="default, balanced or fast (mp4/gif/frames)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Runs the subcommand; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    from .rebuild import replay_rollouts
+
+    assets = [a.strip() for a in args.mujoco_asset_paths.split(",") if a.strip()]
+    try:
+        artifacts = replay_rollouts(args.rollouts, args.mujoco_model_path, args.out, asset_paths=assets,
+                                    qpos_key=args.mujoco_qpos_key, format=args.format, fps=args.fps,
+                                    width=args.width, height=args.height, camera=args.camera,
+                                    render_quality=args.render_quality, overwrite=args.overwrite or None)
+    except RenderError as exc:
+        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; nothing was written at the output path", file=sys.stderr)
+        return 130
+    for artifact in artifacts:
+        print(artifact.path)
+    return 0

@@ -1,0 +1,203 @@
+// view.js: the three.js scene built from the exported MuJoCo scene, and one View (canvas, camera, orbit
+// controls, follow camera) per episode shown. Bodies are direct children of the scene, posed in world
+// coordinates (xpos, xquat); geoms sit in their body's frame (geom_pos, geom_quat), as in MuJoCo.
+"use strict";
+var RP = window.RP = window.RP || {};
+
+RP.prepareAssets = async function (scene) {
+  THREE.ColorManagement.enabled = false;  // MuJoCo colours are used as they are (no sRGB conversion)
+  const meshes = await Promise.all(scene.meshes.map(async (m) => {
+    const vert = await RP.decodeArray(m.vertices, Float32Array), face = await RP.decodeArray(m.faces, Uint32Array);
+    const g = new THREE.BufferGeometry();
+    g.setAttribute("position", new THREE.BufferAttribute(vert, 3));
+    g.setIndex(new THREE.BufferAttribute(face, 1));
+    const flat = g.toNonIndexed();
+    flat.computeVertexNormals();
+    return flat;
+  }));
+  const textures = await Promise.all(scene.textures.map(async (t) => {
+    const rgb = await RP.unpack(t.rgb), n = t.width * t.height, rgba = new Uint8Array(n * 4);
+    for (let i = 0; i < n; i++) { rgba.set(rgb.subarray(3 * i, 3 * i + 3), 4 * i); rgba[4 * i + 3] = 255; }
+    return { width: t.width, height: t.height, rgba };
+  }));
+  return { meshes, textures, geometries: new Map() };
+};
+
+function geomGeometry(g, assets) {
+  const s = g.size, key = g.type + ":" + s.join(",") + ":" + g.mesh;
+  if (assets.geometries.has(key)) return assets.geometries.get(key);
+  let geo;
+  if (g.type === "plane") {
+    const big = Math.max(10 * g.extent, 50);
+    geo = new THREE.PlaneGeometry(2 * (s[0] > 0 ? s[0] : big), 2 * (s[1] > 0 ? s[1] : big));
+  } else if (g.type === "sphere" || g.type === "ellipsoid") {
+    geo = new THREE.SphereGeometry(g.type === "sphere" ? s[0] : 1, 28, 18);
+  } else if (g.type === "capsule") {
+    geo = new THREE.CapsuleGeometry(s[0], 2 * s[1], 8, 20).rotateX(Math.PI / 2);
+  } else if (g.type === "cylinder") {
+    geo = new THREE.CylinderGeometry(s[0], s[0], 2 * s[1], 28).rotateX(Math.PI / 2);
+  } else if (g.type === "box") {
+    geo = new THREE.BoxGeometry(2 * s[0], 2 * s[1], 2 * s[2]);
+  } else {
+    geo = assets.meshes[g.mesh];
+  }
+  assets.geometries.set(key, geo);
+  return geo;
+}
+
+function geomMaterial(g, scene, assets) {
+  const c = g.rgba, mat = g.material !== null ? scene.materials[g.material] : null;
+  const spec = mat ? mat.specular : 0.5, emission = mat ? mat.emission : 0;
+  const m = new THREE.MeshPhongMaterial({
+    color: new THREE.Color(c[0], c[1], c[2]), opacity: c[3], transparent: c[3] < 1,
+    specular: new THREE.Color(spec * 0.1, spec * 0.1, spec * 0.1),  // ~ light specular 0.3 / pi
+    shininess: Math.max(1, (mat ? mat.shininess : 0.5) * 128),
+    emissive: new THREE.Color(c[0] * emission, c[1] * emission, c[2] * emission),
+    flatShading: g.type === "mesh" || g.type === "box",
+  });
+  if (mat && mat.texture !== null) {
+    const t = assets.textures[mat.texture];
+    const tex = new THREE.DataTexture(t.rgba, t.width, t.height, THREE.RGBAFormat);
+    tex.wrapS = tex.wrapT = THREE.RepeatWrapping;
+    tex.magFilter = THREE.NearestFilter;
+    tex.minFilter = THREE.LinearMipmapLinearFilter;
+    tex.generateMipmaps = true;
+    let rx = mat.texrepeat[0], ry = mat.texrepeat[1];
+    if (g.type === "plane" && mat.texuniform) {
+      const big = Math.max(10 * g.extent, 50);
+      rx *= 2 * (g.size[0] > 0 ? g.size[0] : big); ry *= 2 * (g.size[1] > 0 ? g.size[1] : big);
+    }
+    tex.repeat.set(rx, ry);
+    tex.needsUpdate = true;
+    m.map = tex;
+  }
+  return m;
+}
+
+// three.js divides diffuse light by pi (physically based Lambert); MuJoCo does not: intensities are pi
+function addLights(three, scene, bodies, camera) {
+  const head = scene.headlight;
+  let ambient = head.active ? head.ambient.slice() : [0, 0, 0];
+  for (const l of scene.lights) ambient = ambient.map((a, i) => a + l.ambient[i]);
+  three.add(new THREE.AmbientLight(new THREE.Color(...ambient.map((a) => Math.min(a, 1))), Math.PI));
+  if (head.active) {  // MuJoCo's headlight shines from the camera
+    const light = new THREE.DirectionalLight(new THREE.Color(...head.diffuse), Math.PI);
+    light.position.set(0, 0, 1);
+    camera.add(light);
+    light.target.position.set(0, 0, -1);
+    camera.add(light.target);
+  }
+  for (const l of scene.lights) {
+    const color = new THREE.Color(...l.diffuse), parent = bodies[l.body] || bodies[0];
+    let light;
+    if (l.type === "point") light = new THREE.PointLight(color, Math.PI, 0, 0);
+    else if (l.type === "spot") light = new THREE.SpotLight(color, Math.PI, 0, Math.min(Math.PI / 2, l.cutoff * Math.PI / 180), 0.3, 0);
+    else light = new THREE.DirectionalLight(color, Math.PI);
+    light.position.set(...l.pos);
+    parent.add(light);
+    if (light.target) {
+      light.target.position.set(l.pos[0] + l.dir[0], l.pos[1] + l.dir[1], l.pos[2] + l.dir[2]);
+      parent.add(light.target);
+    }
+  }
+}
+
+// One 3-D view: its own canvas, renderer, scene copy, camera and orbit controls.
+RP.View = class {
+  constructor(container, scene, assets) {
+    this.scene = scene;
+    this.el = document.createElement("div");
+    this.el.className = "view";
+    this.label = document.createElement("div");
+    this.label.className = "label";
+    this.el.appendChild(this.label);
+    container.appendChild(this.el);
+    this.renderer = new THREE.WebGLRenderer({ antialias: true, alpha: true, preserveDrawingBuffer: true });
+    this.renderer.outputColorSpace = THREE.LinearSRGBColorSpace;
+    this.renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
+    this.el.insertBefore(this.renderer.domElement, this.label);
+    this.three = new THREE.Scene();
+    const cam = scene.camera, extent = scene.stat.extent;
+    this.camera = new THREE.PerspectiveCamera((cam.track || cam.free).fovy, 1, cam.znear, cam.zfar);
+    this.camera.up.set(0, 0, 1);
+    this.three.add(this.camera);
+    this.bodies = scene.bodies.map(() => { const b = new THREE.Group(); this.three.add(b); return b; });
+    for (const g of scene.geoms) {
+      const mesh = new THREE.Mesh(geomGeometry(g, assets), geomMaterial(g, scene, assets));
+      mesh.position.set(...g.pos);
+      mesh.quaternion.set(g.quat[1], g.quat[2], g.quat[3], g.quat[0]);
+      if (g.type === "ellipsoid") mesh.scale.set(g.size[0], g.size[1], g.size[2]);
+      this.bodies[g.body].add(mesh);
+    }
+    addLights(this.three, scene, this.bodies, this.camera);
+    this.controls = new THREE.OrbitControls(this.camera, this.renderer.domElement);
+    this.controls.enableDamping = false;
+    this.controls.screenSpacePanning = true;
+    this.controls.addEventListener("change", () => { this.dirty = true; });
+    this.followBody = scene.follow_body;
+    this.follow = true;
+    this.dirty = true;
+    this.extent = extent;
+  }
+
+  // poses of frame f of a decoded episode onto the body groups
+  pose(ep, f) {
+    const B = this.bodies.length;
+    for (let b = 0; b < B; b++) {
+      const p = (f * B + b) * 3, q = (f * B + b) * 4;
+      this.bodies[b].position.set(ep.pos[p], ep.pos[p + 1], ep.pos[p + 2]);
+      this.bodies[b].quaternion.set(ep.quat[q + 1], ep.quat[q + 2], ep.quat[q + 3], ep.quat[q]);
+    }
+    const target = this.bodies[this.followBody].position;
+    if (this.follow && this.lastFollow) {
+      const d = target.clone().sub(this.lastFollow);
+      this.camera.position.add(d);
+      this.controls.target.add(d);
+      this.controls.update();
+    }
+    this.lastFollow = target.clone();
+    this.dirty = true;
+  }
+
+  // the opening view: the model's tracking camera at frame 0, else MuJoCo's free camera
+  home() {
+    const cam = this.scene.camera, target = this.bodies[this.followBody].position;
+    if (cam.track) {
+      const m = cam.track.xmat, pos = new THREE.Vector3(...cam.track.pos);
+      const fwd = new THREE.Vector3(-m[2], -m[5], -m[8]);
+      const dist = Math.max(target.clone().sub(pos).dot(fwd), 0.1 * this.extent);
+      this.camera.position.copy(pos);
+      this.controls.target.copy(pos.clone().addScaledVector(fwd, dist));
+    } else {
+      const f = cam.free, az = f.azimuth * Math.PI / 180, el = f.elevation * Math.PI / 180;
+      const fwd = new THREE.Vector3(Math.cos(az) * Math.cos(el), Math.sin(az) * Math.cos(el), Math.sin(el));
+      const look = new THREE.Vector3(...f.lookat);
+      this.camera.position.copy(look.clone().addScaledVector(fwd, -f.distance));
+      this.controls.target.copy(look);
+    }
+    this.controls.update();
+    this.lastFollow = target.clone();
+    this.dirty = true;
+  }
+
+  resize() {
+    const w = Math.max(1, this.el.clientWidth), h = Math.max(1, this.el.clientHeight);
+    if (w === this.w && h === this.h) return;
+    this.w = w; this.h = h;
+    this.renderer.setSize(w, h, false);
+    this.camera.aspect = w / h;
+    this.camera.updateProjectionMatrix();
+    this.dirty = true;
+  }
+
+  draw(force) {
+    this.resize();
+    if (!this.dirty && !force) return;
+    this.renderer.render(this.three, this.camera);
+    this.dirty = false;
+  }
+
+  positions() { return this.bodies.map((b) => [b.position.x, b.position.y, b.position.z]); }
+
+  dispose() { this.controls.dispose(); this.renderer.dispose(); this.el.remove(); }
+};

@@ -1,0 +1,95 @@
+"""The live side of a run: the MuJoCo state behind each step record.
+
+:class:`LiveStates` is what the sink calls per record: it reads the env's state with a
+:class:`~torchrl_render.replay.state.MujocoStateReader` (built once per env), stores ``qpos``
+into the transition under ``mujoco_qpos_key`` (the state before the action under the key,
+the state after under ``("next", key)``), and, for rendered episodes of a format that takes
+states (``html``; ``ipynb`` with the 3-D viewer), returns a state
+:class:`~torchrl_render.data.FrameBundle` for the writers.
+
+Example:
+    >>> import gymnasium as gym
+    >>> from types import SimpleNamespace
+    >>> env = gym.make("InvertedPendulum-v5")
+    >>> _ = env.reset(seed=0)
+    >>> live = LiveStates(SimpleNamespace(format="html", mujoco_qpos_key=None, notebook_render_backend="auto"), True)
+    >>> record = SimpleNamespace(env=env, trajectory=0, step=0, reward=0.0, wall=0.0)
+    >>> bundle = live.step(record, None, 0.0, rendered=True)
+    >>> bundle.state["model"].nq, bundle.state["qpos"].shape
+    (2, (2,))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..data import FrameBundle
+from ..errors import ConfigError
+from .state import MujocoStateReader, store_qpos
+
+__all__ = ["LiveStates"]
+
+
+class LiveStates:
+    """Per-record MuJoCo state for the writers and the rollouts (see the module docstring).
+
+    Args:
+        cfg: The run's config (``format``, ``mujoco_qpos_key``, ``notebook_render_backend``).
+        wanted: Whether the format's writer takes states for this config.
+    """
+
+    def __init__(self, cfg: Any, wanted: bool) -> None:
+        self.cfg, self.wanted = cfg, bool(wanted)
+        self.qpos_key = getattr(cfg, "mujoco_qpos_key", None)
+        # html must have a MuJoCo model; the notebook's "auto" viewer quietly stays off without one
+        self.required = cfg.format == "html" or getattr(cfg, "notebook_render_backend", None) == "mujoco_wasm"
+        self.counts_frames = int(cfg.format == "html")  # html's frames are states; other formats count pixels
+        self._readers: dict[int, tuple[MujocoStateReader, Any]] = {}
+        self._prev: Any = None
+
+    def step(self, record: Any, transition: Any, ret: float, rendered: bool) -> FrameBundle | None:
+        """Stores qpos into ``transition`` (steps > 0) and returns the state bundle, if one is wanted."""
+        to_writers = self.wanted and rendered
+        if not (to_writers or self.qpos_key is not None):
+            return None
+        found = self._read(record, needed=self.qpos_key is not None or self.required)
+        if found is None:
+            self.wanted = False
+            return None
+        model, state = found
+        if self.qpos_key is not None:
+            if transition is not None:
+                store_qpos(transition, self.qpos_key, self._prev, state["qpos"])
+            self._prev = state["qpos"]
+        if not to_writers:
+            return None
+        metrics = {"step": record.step, "reward": record.reward, "return": ret}
+        return FrameBundle({}, record.step, record.trajectory, record.wall, metrics=metrics,
+                           state={**state, "model": model})
+
+    def _read(self, record: Any, needed: bool) -> tuple[Any, dict[str, Any]] | None:
+        env = record.env
+        if env is None:
+            if not needed:
+                return None
+            raise ConfigError(
+                "the html format, the notebook's 3-D viewer and mujoco_qpos_key read the MuJoCo state of the "
+                "env, and this run's records carry no env (with --num-envs > 1 the envs live in worker processes)",
+                expected="--num-envs 1", got=f"num_envs={getattr(self.cfg, 'num_envs', '?')}",
+                fix="run with --num-envs 1 (or --notebook-render-backend static for a notebook)")
+        entry = self._readers.get(id(env))
+        if entry is None:
+            reader = MujocoStateReader()
+            model = reader.model(env)
+            if model is None:
+                if not needed:
+                    return None
+                raise ConfigError(
+                    "the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
+                    "and this env has none",
+                    expected="a gymnasium MuJoCo env or a dm_control env (a mujoco.MjModel behind the env)",
+                    got=type(env).__name__,
+                    fix="use a video format (--out run.mp4), or --notebook-render-backend static for a notebook")
+            entry = self._readers[id(env)] = (reader, model)
+        reader, model = entry
+        return model, reader.read(env)

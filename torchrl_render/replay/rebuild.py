@@ -1,0 +1,199 @@
+"""Replays from saved rollouts: a MuJoCo model file + the qpos recorded in the rollouts -> any frame format.
+
+No policy and no env factory: evaluate on a headless cluster with ``--mujoco-qpos-key qpos
+--save-rollout``, render later on a laptop with :func:`replay_rollouts` (or
+``python -m torchrl_render replay``). ``html`` gets the states (poses computed with MuJoCo);
+``mp4``, ``gif`` and ``frames`` get frames drawn by the ``mujoco`` backend from the same states.
+
+Example:
+    >>> import mujoco, tempfile, pathlib, torch
+    >>> from tensordict import TensorDict
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> xml = folder / "m.xml"
+    >>> _ = xml.write_text('<mujoco><worldbody><body><joint type="slide"/><geom size=".1"/></body>'
+    ...                    '</worldbody></mujoco>')
+    >>> td = TensorDict({"qpos": torch.zeros(4, 1), "next": {"qpos": torch.ones(4, 1),
+    ...                  "reward": torch.ones(4, 1)}}, batch_size=[4])
+    >>> [a.num_frames for a in replay_rollouts([td], xml, folder / "r.html")]
+    [5]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data import Artifact, FrameBundle
+from ..errors import ConfigError, RenderError
+from .state import episode_states
+
+__all__ = ["REPLAY_FORMATS", "load_model", "replay_rollouts"]
+
+#: formats a replay can write: the states themselves (html) or frames drawn from them
+REPLAY_FORMATS = ("html", "mp4", "gif", "frames")
+
+
+def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -> Any:
+    """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets."""
+    import mujoco
+
+    path = Path(model_path)
+    if not path.is_file():
+        raise ConfigError(f"the MuJoCo model file {str(path)!r} does not exist", expected="an .xml or .mjb file",
+                          got=str(path), fix="pass --mujoco-model-path with the model the rollouts were recorded with")
+    assets: dict[str, bytes] = {}
+    for item in map(Path, asset_paths):
+        if not item.exists():
+            raise ConfigError(f"the MuJoCo asset path {str(item)!r} does not exist", expected="a file or a folder",
+                              got=str(item), fix="correct --mujoco-asset-paths")
+        files = [item] if item.is_file() else [p for p in item.rglob("*") if p.is_file()]
+        for f in files:
+            assets[f.name] = f.read_bytes()
+            if item.is_dir():
+                assets[f.relative_to(item).as_posix()] = assets[f.name]
+    try:
+        if path.suffix.lower() == ".mjb":
+            return mujoco.MjModel.from_binary_path(str(path), assets)
+        return mujoco.MjModel.from_xml_path(str(path), assets)
+    except ValueError as exc:
+        raise ConfigError(f"MuJoCo cannot load {str(path)!r}: {exc}", expected="a valid MJCF/MJB model",
+                          fix="check the file; pass its meshes/textures with --mujoco-asset-paths") from exc
+
+
+def _rewards(td: Any, frames: int) -> np.ndarray:
+    reward = td.get(("next", "reward"), None)
+    out = np.zeros(frames)
+    if reward is not None:
+        values = np.asarray(reward.detach().cpu(), dtype=np.float64).reshape(reward.shape[0], -1).sum(1)
+        out[1:1 + len(values)] = values[:frames - 1]
+    return out
+
+
+def _flag(td: Any, key: str) -> bool:
+    value = td.get(("next", key), None)
+    return bool(value[-1].any()) if value is not None and value.shape[0] else False
+
+
+def _episodes(rollouts: Any, qpos_key: Any) -> list[tuple[int, Any, np.ndarray]]:
+    if isinstance(rollouts, (str, Path)):
+        from ..storage import load_rollouts
+
+        rollouts = load_rollouts(rollouts)
+    episodes = []
+    for i, td in enumerate(rollouts):
+        if td is None:
+            continue
+        try:
+            episodes.append((i, td, episode_states(td, qpos_key)))
+        except KeyError as exc:
+            raise RenderError(f"rollout {i} holds no MuJoCo qpos under {qpos_key!r}", expected=str(exc),
+                              got=", ".join(sorted(map(str, td.keys(True, True))))[:300],
+                              fix="record the rollouts with --mujoco-qpos-key qpos --save-rollout, or pass the "
+                                  "key they were recorded under (--mujoco-qpos-key)") from exc
+    if not episodes:
+        raise RenderError("the rollouts hold no episode with steps", fix="pass a rollout folder of a finished run")
+    return episodes
+
+
+def _replay_config(out: Path, fmt: str | None, model_path: Path, **fields: Any) -> Any:
+    from ..config import RenderConfig
+
+    cfg = RenderConfig(policy="(replay)", env=f"replay of {model_path.name}", out=out, format=fmt,
+                       **{k: v for k, v in fields.items() if v is not None})
+    if cfg.format not in REPLAY_FORMATS:
+        raise ConfigError(f"a replay from saved rollouts cannot write format {cfg.format!r}",
+                          expected=", ".join(REPLAY_FORMATS), got=cfg.format,
+                          fix="choose --out replay.html, .mp4, .gif or a folder name (frames)")
+    return cfg
+
+
+def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, asset_paths: Sequence[Any] = (),
+                    qpos_key: Any = "qpos", format: str | None = None, **fields: Any) -> list[Artifact]:
+    """Rebuilds the episodes of saved rollouts from a MuJoCo model file into ``out``.
+
+    Args:
+        rollouts: A rollout folder (``--save-rollout``) or a list of episode TensorDicts.
+        model_path: The MuJoCo model (XML or MJB) the rollouts were recorded with.
+        out: The artifact to write (``.html``, ``.mp4``, ``.gif`` or a folder for frames).
+        asset_paths: Files or folders with the model's meshes and textures.
+        qpos_key: The key the qpos were recorded under (``mujoco_qpos_key`` of the run).
+        format: The format (default: from ``out``'s suffix).
+        **fields: Further :class:`~torchrl_render.RenderConfig` fields for the writers and the renderer
+            (``fps``, ``width``, ``height``, ``camera``, ``render_quality``, ``overwrite``...).
+
+    Returns:
+        The artifacts written.
+    """
+    from ..config import parse_nested_key
+    from ..writers.base import WriterGroup
+
+    model_path = Path(model_path)
+    model = load_model(model_path, asset_paths)
+    episodes = _episodes(rollouts, parse_nested_key(qpos_key, "qpos_key"))
+    cfg = _replay_config(Path(out), format, model_path, num_trajs=max(i for i, _, _ in episodes) + 1, **fields)
+    group = WriterGroup(cfg, cfg.out)
+    for path in group.planned_paths():
+        if path.exists() and not cfg.overwrite:
+            from ..errors import OutputExistsError
+
+            raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
+                                    fix="pass --overwrite or choose another --out")
+    drawer = _Drawer(model, cfg) if cfg.format != "html" else None
+    try:
+        for index, td, states in episodes:
+            _write_episode(group, drawer, model, index, td, states)
+        return group.close()
+    except BaseException:
+        group.abort()
+        raise
+    finally:
+        if drawer is not None:
+            drawer.close()
+
+
+def _write_episode(group: Any, drawer: Any, model: Any, index: int, td: Any, states: np.ndarray) -> None:
+    rewards = _rewards(td, len(states))
+    returns = np.cumsum(rewards)
+    if drawer is not None:
+        drawer.begin_episode()
+    for step, qpos in enumerate(states):
+        metrics = {"step": step, "reward": float(rewards[step]), "return": float(returns[step])}
+        if drawer is None:
+            bundle = FrameBundle({}, step, index, metrics=metrics, state={"model": model, "qpos": qpos})
+        else:
+            bundle = FrameBundle(drawer.frames(qpos), step, index, metrics=metrics)
+        group.write(bundle)
+    group.on_episode({"episode_ix": index, "seed": None, "sum_reward": float(returns[-1]),
+                      "length": len(states) - 1, "success": None, "terminated": _flag(td, "terminated"),
+                      "truncated": _flag(td, "truncated")})
+
+
+class _Drawer:
+    """Frames of the model at given states, drawn by the ``mujoco`` backend."""
+
+    def __init__(self, model: Any, cfg: Any) -> None:
+        import mujoco
+
+        from ..backends.mujoco import MujocoBackend
+
+        self._mujoco, self.model, self.data = mujoco, model, mujoco.MjData(model)
+        self.backend = MujocoBackend(model, self.data, list(cfg.camera), width=cfg.width, height=cfg.height,
+                                     render_quality=cfg.render_quality)
+        self.layout = cfg.camera_layout
+
+    def begin_episode(self) -> None:
+        self.backend.begin_episode()
+
+    def frames(self, qpos: np.ndarray) -> dict[str, Any]:
+        from ..frames import apply_layout, to_uint8_hwc
+
+        self.data.qpos[:] = qpos
+        self._mujoco.mj_forward(self.model, self.data)
+        captured = self.backend.capture(None)
+        return apply_layout({name: to_uint8_hwc(f) for name, f in captured.items()}, self.layout)
+
+    def close(self) -> None:
+        self.backend.close()

@@ -1,0 +1,177 @@
+"""Scene export: a MuJoCo model's bodies, geoms, materials, textures, meshes and lights as JSON.
+
+The page (``page.html``) builds a three.js scene from this description once and then
+only moves the bodies (see :mod:`torchrl_render.replay.poses`). Geom poses are relative
+to their body, exactly as MuJoCo stores them (``geom_pos``, ``geom_quat``), so a body's
+pose per frame places all its geoms. Large arrays (mesh vertices and faces, texture
+pixels) are zlib-compressed and base64-encoded, like the poses.
+
+Example:
+    >>> import mujoco
+    >>> model = mujoco.MjModel.from_xml_string(
+    ...     '<mujoco><worldbody><geom type="plane" size="1 1 .1"/>'
+    ...     '<body><freejoint/><geom type="box" size=".1 .2 .3" rgba="1 0 0 1"/></body></worldbody></mujoco>')
+    >>> scene = export_scene(model)
+    >>> [g["type"] for g in scene["geoms"]], scene["geoms"][1]["size"], scene["follow_body"]
+    (['plane', 'box'], [0.1, 0.2, 0.3], 1)
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+from typing import Any
+
+import mujoco
+import numpy as np
+
+__all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "pack_array"]
+
+SCENE_VERSION = 1
+#: mjtGeom value -> the page's name; other types (hfield, sdf, flex) are not drawn
+GEOM_TYPES = {0: "plane", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box", 7: "mesh"}
+_LIGHT_TYPES = {0: "spot", 1: "directional", 2: "point", 3: "point"}
+_VISIBLE_GROUPS = 3  # MuJoCo's viewer shows geom groups 0, 1 and 2 by default
+_MAX_TEXTURE = 64  # textures are sampled down (nearest) to at most this many texels a side
+_DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)
+_TRACKING = (1, 2)  # mjCAMLIGHT_TRACK, mjCAMLIGHT_TRACKCOM
+
+
+def pack_array(array: np.ndarray) -> str:
+    """zlib-compressed, base64-encoded bytes of ``array`` (little-endian, C order)."""
+    return base64.b64encode(zlib.compress(np.ascontiguousarray(array).tobytes(), 9)).decode("ascii")
+
+
+def _floats(values: Any, digits: int = 6) -> list[float]:
+    return [round(float(v), digits) for v in np.asarray(values).ravel()]
+
+
+def _names(model: Any, obj: Any, count: int) -> list[str]:
+    return [mujoco.mj_id2name(model, obj, i) or "" for i in range(count)]
+
+
+def export_scene(model: Any, data: Any = None) -> dict[str, Any]:
+    """The JSON-ready scene of ``model`` (``data``: a state for the initial lights/camera, else ``qpos0``).
+
+    Args:
+        model: A ``mujoco.MjModel``.
+        data: A ``mujoco.MjData`` of ``model``; a private one at ``qpos0`` when omitted.
+
+    Returns:
+        A dict with ``bodies``, ``geoms``, ``materials``, ``textures``, ``meshes``, ``lights``,
+        ``headlight``, ``camera``, ``follow_body`` and ``stat`` (see ``docs/formats.md``).
+    """
+    if data is None:
+        data = mujoco.MjData(model)
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        mujoco.mj_camlight(model, data)
+    bodies = [{"name": name, "parent": int(model.body_parentid[i])}
+              for i, name in enumerate(_names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody))]
+    textures: dict[int, int] = {}
+    meshes: dict[int, int] = {}
+    scene = {"version": SCENE_VERSION, "bodies": bodies, "textures": [], "meshes": []}
+    scene["materials"] = [_material(model, i, textures, scene["textures"]) for i in range(model.nmat)]
+    scene["geoms"] = [g for g in (_geom(model, i, meshes, scene["meshes"]) for i in range(model.ngeom)) if g]
+    scene["lights"] = [_light(model, i) for i in range(model.nlight) if model.light_active[i]]
+    head = model.vis.headlight
+    scene["headlight"] = {"active": bool(head.active), "ambient": _floats(head.ambient),
+                          "diffuse": _floats(head.diffuse)}
+    scene["stat"] = {"extent": float(model.stat.extent), "center": _floats(model.stat.center)}
+    scene["camera"] = _camera(model, data)
+    scene["follow_body"] = _follow_body(model)
+    return scene
+
+
+def _geom(model: Any, i: int, meshes: dict[int, int], packed: list[dict[str, Any]]) -> dict[str, Any] | None:
+    kind = GEOM_TYPES.get(int(model.geom_type[i]))
+    rgba = model.geom_rgba[i]
+    if kind is None or model.geom_group[i] >= _VISIBLE_GROUPS or rgba[3] == 0:
+        return None
+    geom = {"body": int(model.geom_bodyid[i]), "type": kind, "size": _floats(model.geom_size[i]),
+            "pos": _floats(model.geom_pos[i]), "quat": _floats(model.geom_quat[i]),
+            "rgba": _floats(rgba, 4), "material": None, "mesh": None}
+    matid = int(model.geom_matid[i])
+    if matid >= 0:
+        geom["material"] = matid
+        if tuple(np.round(rgba, 6)) == _DEFAULT_RGBA:  # MuJoCo: an unset geom rgba takes the material's
+            geom["rgba"] = _floats(model.mat_rgba[matid], 4)
+    if kind == "mesh":
+        mesh_id = int(model.geom_dataid[i])
+        if mesh_id not in meshes:
+            meshes[mesh_id] = len(packed)
+            packed.append(_mesh(model, mesh_id))
+        geom["mesh"] = meshes[mesh_id]
+    if kind == "plane":
+        geom["extent"] = float(model.stat.extent)
+    return geom
+
+
+def _mesh(model: Any, mesh_id: int) -> dict[str, Any]:
+    v0, nv = int(model.mesh_vertadr[mesh_id]), int(model.mesh_vertnum[mesh_id])
+    f0, nf = int(model.mesh_faceadr[mesh_id]), int(model.mesh_facenum[mesh_id])
+    return {"vertices": pack_array(model.mesh_vert[v0:v0 + nv].astype("<f4")), "num_vertices": nv,
+            "faces": pack_array(model.mesh_face[f0:f0 + nf].astype("<u4")), "num_faces": nf}
+
+
+def _material(model: Any, i: int, textures: dict[int, int], packed: list[dict[str, Any]]) -> dict[str, Any]:
+    mat = {"rgba": _floats(model.mat_rgba[i], 4), "specular": float(model.mat_specular[i]),
+           "shininess": float(model.mat_shininess[i]), "reflectance": float(model.mat_reflectance[i]),
+           "emission": float(model.mat_emission[i]), "texrepeat": _floats(model.mat_texrepeat[i]),
+           "texuniform": bool(model.mat_texuniform[i]), "texture": None}
+    texid = int(model.mat_texid[i][1]) if model.mat_texid.ndim == 2 else int(model.mat_texid[i])  # role RGB
+    if texid < 0 and model.mat_texid.ndim == 2:
+        texid = int(model.mat_texid[i][0])
+    if texid >= 0 and int(model.tex_type[texid]) == 0:  # 2-D textures only (cube maps / skyboxes are not drawn)
+        if texid not in textures:
+            textures[texid] = len(packed)
+            packed.append(_texture(model, texid))
+        mat["texture"] = textures[texid]
+    return mat
+
+
+def _texture(model: Any, texid: int) -> dict[str, Any]:
+    """The texture's RGB texels, sampled down (nearest) so that a checker keeps its cells."""
+    h, w, c = int(model.tex_height[texid]), int(model.tex_width[texid]), int(model.tex_nchannel[texid])
+    adr = int(model.tex_adr[texid])
+    texels = np.asarray(model.tex_data[adr:adr + h * w * c], np.uint8).reshape(h, w, c)
+    step_h, step_w = max(1, -(-h // _MAX_TEXTURE)), max(1, -(-w // _MAX_TEXTURE))
+    small = texels[::step_h, ::step_w]
+    rgb = small[..., :3] if c >= 3 else np.repeat(small[..., :1], 3, axis=2)
+    return {"width": int(rgb.shape[1]), "height": int(rgb.shape[0]), "rgb": pack_array(rgb)}
+
+
+def _light(model: Any, i: int) -> dict[str, Any]:
+    kind = int(model.light_type[i]) if hasattr(model, "light_type") else int(model.light_directional[i])
+    return {"type": _LIGHT_TYPES.get(kind, "point"), "body": int(model.light_bodyid[i]),
+            "pos": _floats(model.light_pos[i]), "dir": _floats(model.light_dir[i]),
+            "diffuse": _floats(model.light_diffuse[i]), "ambient": _floats(model.light_ambient[i]),
+            "specular": _floats(model.light_specular[i]), "castshadow": bool(model.light_castshadow[i]),
+            "cutoff": float(model.light_cutoff[i])}
+
+
+def _camera(model: Any, data: Any) -> dict[str, Any]:
+    """The view the page opens with: the model's first tracking camera, else MuJoCo's free camera."""
+    glob = model.vis.global_
+    free = {"lookat": _floats(model.stat.center), "distance": float(1.5 * model.stat.extent),
+            "azimuth": float(glob.azimuth), "elevation": float(glob.elevation), "fovy": float(glob.fovy)}
+    clip = {"znear": float(model.vis.map.znear * model.stat.extent),
+            "zfar": float(model.vis.map.zfar * model.stat.extent)}
+    tracking = [c for c in range(model.ncam) if int(model.cam_mode[c]) in _TRACKING]
+    if not tracking:
+        return {"free": free, "track": None, **clip}
+    cam = tracking[0]
+    body = int(model.cam_targetbodyid[cam]) if int(model.cam_targetbodyid[cam]) > 0 else int(model.cam_bodyid[cam])
+    track = {"name": mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, cam) or "", "body": body,
+             "pos": _floats(data.cam_xpos[cam]), "xmat": _floats(data.cam_xmat[cam]),
+             "fovy": float(model.cam_fovy[cam])}
+    return {"free": free, "track": track, **clip}
+
+
+def _follow_body(model: Any) -> int:
+    """The body a follow camera tracks: the tracking camera's, else the first child of the world."""
+    for c in range(model.ncam):
+        if int(model.cam_mode[c]) in _TRACKING:
+            return int(model.cam_targetbodyid[c]) if int(model.cam_targetbodyid[c]) > 0 else int(model.cam_bodyid[c])
+    roots = [b for b in range(1, model.nbody) if int(model.body_parentid[b]) == 0]
+    return roots[0] if roots else 0
