@@ -56,7 +56,7 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _suggestion(message: str, flags: list[str] = ()) -> str:  # type: ignore[assignment]
+def _suggestion(message: str, flags: tuple[str, ...] | list[str] = ()) -> str:
     """A did-you-mean for argparse's "invalid choice: 'x' (choose from 'a', 'b')" and "unrecognized arguments"."""
     import re
 
