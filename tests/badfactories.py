@@ -241,3 +241,9 @@ def zero_policy():
 def zero_action_policy():
     """A zero action of shape (1,) for any observation (InvertedPendulum)."""
     return lambda obs: torch.zeros(1)
+
+
+def unbatched_policy():
+    """A policy written for one observation at a time: it flattens whatever it gets into one action."""
+    net = torch.nn.Linear(4, 1)
+    return lambda obs: torch.tanh(net(obs.float().reshape(-1, 4)[:1])).reshape(1)
