@@ -110,9 +110,11 @@ class _Run:
             env = policy.adapt_env(env)
             policy.env = env
             engine = self._engine(env, policy, payload, stack)
+            stack.callback(engine.close)
             backend = stack.enter_context(self._backend(env, engine))
             if self.cfg.dry_run:
                 return self._dry_result(env, backend, digest, gl)
+            engine.prepare()  # env workers start now, while the writers open and rendered episodes run
             self.writers = BackgroundWriters(self.groups) if self.cfg.background_encode else InlineWriters(self.groups)
             episodes, trajectories = self._roll(engine, backend)
             artifacts = self.writers.close()

@@ -77,6 +77,20 @@ class Engine:
             return EpisodePlan(min_timesteps=cfg.eval_n_timesteps)
         return EpisodePlan(num_trajs=cfg.num_trajs)
 
+    def prepare(self) -> None:
+        """Starts what the batch needs (env workers) ahead of the first step; :meth:`close` releases it."""
+        if self.path == "gymnasium":
+            from .gym_path import prepare
+
+            prepare(self)
+
+    def close(self) -> None:
+        """Releases what :meth:`prepare` started and the run did not take; safe twice."""
+        if self.path == "gymnasium":
+            from .gym_path import release
+
+            release(self)
+
     def episodes(self) -> Iterator[StepRecord | Episode]:
         """Step records of rendered episodes, and every finished episode, in episode order."""
         if self.path == "gymnasium":

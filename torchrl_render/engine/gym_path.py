@@ -39,7 +39,7 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
         yield from SlotLoop(slots, act, begin, plan, **common).run(rendered, below=rendered.stop)
     if not plan.more():
         return
-    slots, owned = _slots(engine, extras)
+    slots, owned = engine.__dict__.pop("_batch", None) or _slots(engine, extras)
     try:
         per_env = cfg.policy_batch == "per-env" or engine.policy.stateful or slots.num == 1
         act, begin = actor(engine.policy, slots, per_env=per_env)
@@ -49,6 +49,26 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
                                 "--policy-batch per-env gives each episode its own stream")
         yield from SlotLoop(slots, act, begin, plan, **common).run()
     finally:
+        if isinstance(slots, ProcessSlots):
+            slots.close()
+        for env in owned:
+            env.close()
+
+
+def prepare(engine: Any) -> None:
+    """Starts the batch's slots now (worker processes start in the background), so that their start-up
+    overlaps the policy's set-up and the rendered episodes; :func:`release` closes what was not used."""
+    cfg = engine.cfg
+    beyond = cfg.num_trajs is None or cfg.num_trajs > len(engine.rendered)
+    if beyond and cfg.num_envs > 1:
+        engine._batch = _slots(engine, _extras(cfg, engine.raw))
+
+
+def release(engine: Any) -> None:
+    """Closes slots that :func:`prepare` started and no run took (a dry run, an error before the batch)."""
+    batch = engine.__dict__.pop("_batch", None)
+    if batch is not None:
+        slots, owned = batch
         if isinstance(slots, ProcessSlots):
             slots.close()
         for env in owned:
@@ -92,7 +112,7 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
             seconds = step_seconds(raw)
             engine.info["step_ms"] = round(seconds * 1e3, 4)
             mode = "parallel" if seconds > _threshold() else "serial"
-    engine.info["batch_mode"] = mode
+    engine.info["batch_mode"] = mode if k > 1 else "serial"
     if mode == "serial" or k == 1:
         owned = [make_raw_env(cfg, engine.payload, render_mode=engine.render_mode) for _ in range(k - 1)]
         return InProcessSlots([raw, *owned], extras), owned
