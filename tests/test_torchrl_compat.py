@@ -281,3 +281,155 @@ def test_cli_parses_the_same_argv_into_the_same_config(argv):
 def test_every_torchrl_render_flag_is_accepted():
     ours_flags = {o for a in our_cli.build_parser()._actions for o in a.option_strings}
     assert {o for a in their_cli.build_parser()._actions for o in a.option_strings} <= ours_flags
+
+
+def test_cli_notebook_default_differs_on_save_rollout_only():
+    """torchrl.render's CLI turns --save-rollout on for notebooks (its notebook reads the saved
+    rollouts back); our notebook embeds what it shows, so the flag keeps its meaning (docs/migrating.md)."""
+    argv = BASE + ["--out", "r.ipynb", "--notebook-rollout-mode", "both"]
+    yours = their_cli.config_from_args(their_cli.build_parser().parse_args(argv))
+    mine = our_cli.config_from_args(our_cli.build_parser().parse_args(argv))
+    differ = [f.name for f in dataclasses.fields(yours) if _plain(getattr(mine, f.name)) != _plain(getattr(yours, f.name))]
+    assert differ == ["save_rollout"] and yours.save_rollout and not mine.save_rollout
+
+
+# -- the composition gives render_policy's artifact ----------------------------------------------------
+
+TIMING = {"wall_s", "eval_s", "fps", "steps_per_s"}
+
+
+def _same_episodes(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert {k: v for k, v in x.items() if k not in TIMING} == {k: v for k, v in y.items() if k not in TIMING}
+
+
+@pytest.mark.parametrize("env, policy, out", [
+    ("Pendulum-v1", "zoo:linear_policy", "run.mp4"),                  # the gymnasium path
+    ("tinyenv:make_env", "tinyenv:make_policy", "run.gif"),            # the torchrl path (pixels backend)
+])
+def test_composition_gives_the_render_policy_artifact(tmp_path, env, policy, out):
+    kw = dict(env=env, policy=policy, num_trajs=2, max_steps=12, from_pixels=env.startswith("tiny"))
+    (tmp_path / "direct").mkdir(), (tmp_path / "composed").mkdir()
+    direct = ours.render_policy(ours.RenderConfig(out=tmp_path / "direct" / out, **kw))
+    cfg = ours.RenderConfig(out=tmp_path / "composed" / out, **kw)
+    built = ours.make_render_env(cfg)
+    try:
+        result = ours.collect_render_rollouts(built, ours.load_render_policy(cfg, built), cfg)
+        assert not cfg.out.exists() and result.artifact_path.parent.name.startswith(".torchrl_render_spool-")
+        result = ours.write_render_artifact(result, cfg)
+    finally:
+        built.close()
+    assert result.artifact_path == cfg.out and sorted(p.name for p in cfg.out.parent.iterdir()) == \
+        [out, out + ".metadata.json"]                                   # the spool is gone
+    _same_episodes(result.metrics["per_episode"], direct.metrics["per_episode"])
+    assert result.metadata["engine"] == direct.metadata["engine"]
+    meta = json.loads(Path(f"{cfg.out}.metadata.json").read_text())
+    assert meta["artifacts"][0]["path"] == str(cfg.out) and meta["config"]["out"] == str(cfg.out)
+    assert [t["num_frames"] for t in meta["trajectories"]] == [t["num_frames"] for t in direct.metadata["trajectories"]]
+    if out.endswith(".mp4"):
+        mine, yours = list(decode_frames(cfg.out)), list(decode_frames(direct.artifact_path))
+        assert len(mine) == len(yours) == probe_mp4(cfg.out)["frames"] == sum(e["length"] + 1 for e in
+                                                                             result.metrics["per_episode"])
+        assert all(np.array_equal(a, b) for a, b in zip(mine, yours))
+    else:
+        from PIL import Image, ImageSequence
+
+        frames = [[np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(Image.open(p))]
+                  for p in (cfg.out, direct.artifact_path)]
+        assert len(frames[0]) == len(frames[1]) and all(np.array_equal(a, b) for a, b in zip(*frames))
+    for td, other in zip(result.trajectories, direct.trajectories):
+        assert torch.equal(td["next", "reward"], other["next", "reward"])
+
+
+def test_collect_refuses_an_existing_output_before_rolling_out(tmp_path):
+    cfg = ours.RenderConfig(env="tinyenv:make_env", policy="tinyenv:make_policy", from_pixels=True,
+                            out=tmp_path / "run.mp4")
+    cfg.out.write_bytes(b"old")
+    with pytest.raises(ours.OutputExistsError):
+        ours.collect_render_rollouts(object(), object(), cfg)
+    assert cfg.out.read_bytes() == b"old" and sorted(tmp_path.iterdir()) == [cfg.out]
+
+
+def test_result_frames_only_when_asked_and_a_hand_built_result_is_encoded(tmp_path):
+    kw = dict(env="tinyenv:make_env", policy="tinyenv:make_policy", from_pixels=True, num_trajs=2)
+    streamed = ours.render_policy(ours.RenderConfig(out=tmp_path / "a.mp4", **kw))
+    assert streamed.frames == []
+    kept = ours.render_policy(ours.RenderConfig(out=tmp_path / "b.mp4", result_frames=True, **kw))
+    assert [len(t) for t in kept.frames] == [e["length"] + 1 for e in kept.metrics["per_episode"]]
+    first = kept.frames[0][0]
+    (camera,) = first.frames
+    assert first.frames[camera].shape == (16, 16, 3) and first.step == 0 and kept.frames[1][0].trajectory_index == 1
+    assert [int(b.frames[camera][0, 0, 0]) for b in kept.frames[0]] == \
+        [min(255, 20 * t) for t in range(len(kept.frames[0]))]          # TinyEnv paints the step into red
+    hand = ours.RenderResult(None, [], [], {"source": "by hand"}, [], frames=kept.frames)
+    written = ours.write_render_artifact(hand, ours.RenderConfig(out=tmp_path / "hand.gif", **kw))
+    from PIL import Image
+
+    assert written.artifact_path == tmp_path / "hand.gif" and Image.open(written.artifact_path).n_frames == \
+        sum(len(t) for t in kept.frames)
+    with pytest.raises(ours.NoFramesError, match="nothing to write"):
+        ours.write_render_artifact(ours.RenderResult(None, [], [], {}, []),
+                                   ours.RenderConfig(out=tmp_path / "none.gif", **kw))
+
+
+# -- torchrl's checkpoint and env conventions ---------------------------------------------------------
+
+LOC, SCALE = torch.tensor([0.5, -0.25, 1.0]), torch.tensor([2.0, 4.0, 0.5])
+
+
+def make_normalised_env(checkpoint, render_mode=None):
+    """An env factory in torchrl.render's convention: the env is rebuilt from the checkpoint's metadata,
+    and its ObservationNorm state is carried by the checkpoint."""
+    from torchrl.envs import GymEnv, TransformedEnv
+    from torchrl.envs.transforms import ObservationNorm
+
+    norm = ObservationNorm(in_keys=["observation"], standard_normal=True, loc=torch.zeros(3), scale=torch.ones(3))
+    norm.load_state_dict(checkpoint["obs_norm"])
+    return TransformedEnv(GymEnv(checkpoint["env_name"]), norm)
+
+
+def make_counted_env():
+    from torchrl.envs import GymEnv, TransformedEnv
+    from torchrl.envs.transforms import StepCounter
+
+    return TransformedEnv(GymEnv("Pendulum-v1"), StepCounter(max_steps=6))
+
+
+def make_fixed_policy():
+    return torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh())
+
+
+@pytest.mark.parametrize("format", [None, "directory", "archive"])
+def test_torchrl_render_checkpoints_with_normalisation_state(tmp_path, format):
+    import gymnasium
+
+    net = make_fixed_policy()
+    torch.nn.init.constant_(net[0].weight, 0.1)
+    torch.nn.init.constant_(net[0].bias, -0.2)
+    from torchrl.envs.transforms import ObservationNorm
+
+    norm_state = ObservationNorm(in_keys=["observation"], loc=LOC, scale=SCALE, standard_normal=True).state_dict()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # theirs warns that format=None changes in 0.15
+        path = theirs.save_render_checkpoint(tmp_path / "ckpt", net, env_metadata={"env_name": "Pendulum-v1",
+                                                                                      "obs_norm": norm_state},
+                                             frames=1000, metrics={"return": -1.0}, format=format)
+    result = ours.render_policy(ours.RenderConfig(ckpt=path, env=f"{__name__}:make_normalised_env",
+                                                  policy=f"{__name__}:make_fixed_policy", out=tmp_path / "r.jsonl",
+                                                  max_steps=5, seed=3))
+    raw, _ = gymnasium.make("Pendulum-v1").reset(seed=3)                # independent: gymnasium itself
+    obs = result.trajectories[0]["observation"]
+    assert torch.allclose(obs[0], (torch.as_tensor(raw, dtype=torch.float32) - LOC) / SCALE, atol=1e-6)
+    expected = torch.tanh(obs.sum(-1, keepdim=True) * 0.1 - 0.2)        # the checkpoint's weights acted
+    assert torch.allclose(result.trajectories[0]["action"], expected, atol=1e-6)
+    assert result.metadata["checkpoint"]["sha256"] == theirs.checkpoint_hash(path)
+    payload = ours.load_checkpoint(path)[0]
+    assert payload["frames"] == 1000 and payload["env_name"] == "Pendulum-v1" and payload["metrics"] == {"return": -1.0}
+
+
+def test_step_counter_wrapped_env(tmp_path):
+    result = ours.render_policy(ours.RenderConfig(env=f"{__name__}:make_counted_env",
+                                                  policy=f"{__name__}:make_fixed_policy", out=tmp_path / "r.jsonl",
+                                                  num_trajs=2))
+    assert [(e["length"], e["truncated"]) for e in result.metrics["per_episode"]] == [(6, True), (6, True)]
