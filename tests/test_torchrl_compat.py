@@ -433,3 +433,23 @@ def test_step_counter_wrapped_env(tmp_path):
                                                   policy=f"{__name__}:make_fixed_policy", out=tmp_path / "r.jsonl",
                                                   num_trajs=2))
     assert [(e["length"], e["truncated"]) for e in result.metrics["per_episode"]] == [(6, True), (6, True)]
+
+
+def test_messages_of_the_torchrl_style_functions(tmp_path):
+    """Pinned (docs/troubleshooting.md lists them)."""
+    def two(x, y):
+        return x, y
+
+    cases = [
+        (lambda: ours.import_from_string("no_colon"), ours.ConfigError, "import spec 'no_colon' is not 'module:object'"),
+        (lambda: ours.import_from_string("json:nope"), ours.ResolveError, "'json' has no attribute 'nope'"),
+        (lambda: ours.call_with_supported_kwargs(two, "S", {}), ours.ResolveError, "nothing provides ['x', 'y']"),
+        (lambda: ours.infer_state_dict({"frames": 1}), ours.CheckpointError, "no state dict found in the checkpoint"),
+        (lambda: our_video.compose_frame_grid([]), ours.ConfigError, "there are no frames to compose"),
+        (lambda: ours.save_render_checkpoint(tmp_path / "c", torch.nn.Linear(1, 1), format="zip"),
+         ours.CheckpointError, "unknown checkpoint format"),
+    ]
+    for call, kind, message in cases:
+        with pytest.raises(kind) as info:
+            call()
+        assert message in str(info.value) and "Fix:" in str(info.value)
