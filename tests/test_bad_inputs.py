@@ -306,6 +306,8 @@ CASES = [
     Case("fps-zero", [*TINY, "--fps", "0"], ("fps must be a positive number",)),
     Case("fps-negative", [*TINY, "--fps", "-2"], ("fps must be a positive number", "Got: -2.0")),
     Case("fps-nan", [*TINY, "--fps", "nan"], ("fps must be a positive number", "Got: nan")),
+    Case("notebook-viewer-port-zero", [*TINY, "--notebook-viewer-port", "0"],  # issue 13
+         ("notebook_viewer_port must be at least 1", "Got: 0")),
     Case("num-envs-above-num-trajs", [*TINY, "--num-envs", "4", "--num-trajs", "2"],
          ("num_envs is larger than num_trajs", "num_envs <= num_trajs (2)")),
     Case("max-episodes-rendered-negative", [*TINY, "--max-episodes-rendered", "-1"],

@@ -14,10 +14,19 @@ EXPECTED = [
     "WriterError", "__version__", "load_checkpoint", "load_rollouts", "render_policy", "save_render_checkpoint",
     "show", "sweep",
 ]
+#: torchrl.render's names that we export too (issue 13); tests/test_torchrl_compat.py checks them against
+#: torchrl.render.__all__ (issue 14 adds the MuJoCo viewer names).
+TORCHRL_RENDER_NAMES = [
+    "CameraLayout", "EnvBackendName", "ExplorationMode", "NotebookRenderBackendName", "NotebookRolloutMode",
+    "RenderBackendName", "RenderFormat", "TensorDictPolicyAdapter", "add_step_counter", "call_with_supported_kwargs",
+    "checkpoint_hash", "collect_render_rollouts", "import_from_string", "infer_state_dict", "key_to_string",
+    "load_render_policy", "make_render_env", "normalize_env", "normalize_policy", "parse_nested_key", "seed_env",
+    "write_render_artifact",
+]
 
 
 def test_all_is_curated_and_sorted():
-    assert torchrl_render.__all__ == sorted(torchrl_render.__all__) == EXPECTED
+    assert torchrl_render.__all__ == sorted(torchrl_render.__all__) == sorted(EXPECTED + TORCHRL_RENDER_NAMES)
     for name in torchrl_render.__all__:
         assert hasattr(torchrl_render, name)
 

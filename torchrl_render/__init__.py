@@ -21,6 +21,12 @@ from .data import Artifact, FrameBundle, RenderResult
 from .errors import (BackendUnavailable, CheckpointError, ConfigError, EnvError, NoFramesError, OutputExistsError,
                      PolicyError, RenderError, ResolveError, RolloutError, UnsafeCheckpointError, WriterError)
 from .notebook import show
+from .compat import (TensorDictPolicyAdapter, add_step_counter, call_with_supported_kwargs, checkpoint_hash,  # issue 13
+                     import_from_string, infer_state_dict, key_to_string, load_render_policy, make_render_env,
+                     normalize_env, normalize_policy, parse_nested_key, seed_env)
+from .literals import (CameraLayout, EnvBackendName, ExplorationMode, NotebookRenderBackendName,  # issue 13
+                       NotebookRolloutMode, RenderBackendName, RenderFormat)
+from .spool import collect_render_rollouts, write_render_artifact  # issue 13
 from .storage import load_rollouts
 from .sweep import SweepConfig, SweepResult, sweep
 
@@ -29,29 +35,51 @@ __version__ = "0.1.0"
 __all__ = [
     "Artifact",
     "BackendUnavailable",
+    "CameraLayout",
     "CheckpointError",
     "ConfigError",
+    "EnvBackendName",
     "EnvError",
+    "ExplorationMode",
     "FrameBundle",
     "NoFramesError",
+    "NotebookRenderBackendName",
+    "NotebookRolloutMode",
     "OutputExistsError",
     "PolicyError",
+    "RenderBackendName",
     "RenderConfig",
     "RenderEnvSpec",
     "RenderError",
+    "RenderFormat",
     "RenderPolicySpec",
     "RenderResult",
     "ResolveError",
     "RolloutError",
     "SweepConfig",
     "SweepResult",
+    "TensorDictPolicyAdapter",
     "UnsafeCheckpointError",
     "WriterError",
     "__version__",
+    "add_step_counter",
+    "call_with_supported_kwargs",
+    "checkpoint_hash",
+    "collect_render_rollouts",
+    "import_from_string",
+    "infer_state_dict",
+    "key_to_string",
     "load_checkpoint",
+    "load_render_policy",
     "load_rollouts",
+    "make_render_env",
+    "normalize_env",
+    "normalize_policy",
+    "parse_nested_key",
     "render_policy",
     "save_render_checkpoint",
+    "seed_env",
     "show",
     "sweep",
+    "write_render_artifact",
 ]

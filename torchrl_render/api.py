@@ -23,7 +23,7 @@ from .config import RenderConfig, key_to_string
 from .data import Artifact, RenderResult
 from .errors import ConfigError, OutputExistsError, WriterError
 from .metrics import aggregate
-from .sink import InlineWriters, Progress, Sink
+from .sink import InlineWriters, KeptFrames, Progress, Sink
 from .writers import WRITERS
 from .writers.base import BackgroundWriters, WriterGroup
 
@@ -104,9 +104,7 @@ class _Run:
 
             stack.enter_context(captured_mujoco_warnings(self.notes))  # issue 11, item 17: not stderr, no log file
             env = self._env(payload, stack)
-            from .policies import build_policy
-
-            policy = build_policy(self.cfg, env, payload, digest, self.notes)
+            policy = self._policy(env, payload, digest)
             env = policy.adapt_env(env)
             policy.env = env
             engine = self._engine(env, policy, payload, stack)
@@ -116,6 +114,8 @@ class _Run:
                 return self._dry_result(env, backend, digest, gl)
             engine.prepare()  # env workers start now, while the writers open and rendered episodes run
             self.writers = BackgroundWriters(self.groups) if self.cfg.background_encode else InlineWriters(self.groups)
+            if self.cfg.result_frames:  # issue 13: RenderResult.frames, only when asked (memory grows)
+                self.writers = KeptFrames(self.writers)
             episodes, trajectories = self._roll(engine, backend)
             artifacts = self.writers.close()
             if self.rollout_dir is not None:
@@ -127,7 +127,8 @@ class _Run:
         meta["engine"] = dict(engine.info)
         _write_json_atomic(self.sidecar, meta)
         return RenderResult(artifacts[0].path if artifacts else None, trajectories,
-                            [a.path for a in artifacts], meta, list(self.notes), [], artifacts, metrics)
+                            [a.path for a in artifacts], meta, list(self.notes), getattr(self.writers, "kept", []),
+                            artifacts, metrics)
 
     # -- stages ---------------------------------------------------------------------------------
 
@@ -164,6 +165,12 @@ class _Run:
         if self.cfg.trust_checkpoint:
             self.notes.append("checkpoint loaded with trust_checkpoint=True (full unpickling allowed)")
         return payload, digest
+
+    def _policy(self, env: Any, payload: Any, digest: str | None) -> Any:
+        """The policy runner (issue 13: collect_render_rollouts hands in the one load_render_policy built)."""
+        from .policies import build_policy
+
+        return build_policy(self.cfg, env, payload, digest, self.notes)
 
     def _env(self, payload: Any, stack: ExitStack) -> Any:
         """The run's single env: its specs go to the policy factory, whatever --num-envs is."""

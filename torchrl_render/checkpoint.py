@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import CheckpointError, UnsafeCheckpointError
+from .errors import CheckpointError
+from .safeload import CORRUPT_FIX as _CORRUPT_FIX
+from .safeload import torch_load as _torch_load
 from .torchrl_checkpoint import MANIFEST, TorchRLCheckpoint, is_torchrl_archive
 
 __all__ = ["TorchRLCheckpoint", "infer_state_dict", "load_checkpoint", "load_into_policy", "save_render_checkpoint",
@@ -46,7 +47,6 @@ __all__ = ["TorchRLCheckpoint", "infer_state_dict", "load_checkpoint", "load_int
 STATE_DICT_KEYS = ("model_state_dict", "policy_state_dict", "state_dict", "policy", "model", "actor")
 _REMOTE = ("http://", "https://", "s3://", "gs://", "hf://", "ftp://")
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")
-_CORRUPT_FIX = "the file may be truncated or corrupt: copy or re-save it"
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -99,44 +99,6 @@ def load_checkpoint(path: str | Path, *, trust: bool = False, map_location: Any 
         return _load_safetensors(p), digest
     with open(p, "rb") as fh:
         return _torch_load(fh, str(path), p.stat().st_size, trust, map_location), digest
-
-
-def _torch_load(fh: Any, label: str, size: int, trust: bool, map_location: Any = "cpu") -> Any:
-    """``torch.load`` with ``weights_only=True``, turning its failures into :class:`CheckpointError`."""
-    import torch
-
-    try:
-        return torch.load(fh, map_location=map_location, weights_only=True)
-    except pickle.UnpicklingError as exc:
-        reason = _weights_only_reason(exc)
-        if "Unsupported global" not in reason:
-            raise CheckpointError(f"checkpoint {label!r} cannot be read: {reason}",
-                                  expected="a file written by torch.save or safetensors", got=f"{size} bytes",
-                                  fix=_CORRUPT_FIX) from exc
-        if not trust:
-            raise UnsafeCheckpointError(
-                f"checkpoint {label!r} holds Python objects that only full unpickling can load, and "
-                "unpickling runs code stored in the file (a crafted checkpoint can take over your machine)",
-                got=reason,
-                fix=("re-save it as a plain state dict (torchrl_render.save_render_checkpoint), or, only if you "
-                     "trust where the file came from, pass --trust-checkpoint (trust_checkpoint=True)")) from exc
-    except Exception as exc:  # torch's reader raises RuntimeError/EOFError/... on damaged input
-        raise CheckpointError(f"checkpoint {label!r} cannot be read: {type(exc).__name__}: {exc}",
-                              expected="a file written by torch.save or safetensors", got=f"{size} bytes",
-                              fix=_CORRUPT_FIX) from exc
-    fh.seek(0)
-    return torch.load(fh, map_location=map_location, weights_only=False)
-
-
-def _weights_only_reason(exc: Exception) -> str:
-    """The one informative line of torch's weights-only error (e.g. ``Unsupported global: GLOBAL os.system``)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    for i, line in enumerate(lines):
-        if "WeightsUnpickler error" in line:
-            rest = line.split("WeightsUnpickler error:", 1)[1].strip()
-            rest = rest or (lines[i + 1] if i + 1 < len(lines) else "")
-            return rest.split(" was not an allowed global")[0][:300]
-    return lines[0][:300] if lines else type(exc).__name__
 
 
 def _load_safetensors(path: Path) -> dict[str, Any]:
@@ -248,20 +210,34 @@ def _few(keys: list[str], limit: int = 10) -> str:
     return str(keys[:limit]) + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
-def save_render_checkpoint(path: str | Path, model: Any, *, env_metadata: Mapping[str, Any] | None = None,
-                           metrics: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None,
-                           extra: Mapping[str, Any] | None = None) -> Path:
+def save_render_checkpoint(path: str | Path | None, model: Any, *, env_metadata: Mapping[str, Any] | None = None,
+                           frames: int | None = None, metrics: Mapping[str, Any] | None = None,
+                           config: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None,
+                           format: str | None = None) -> Path | None:
     """Writes a checkpoint that :func:`load_checkpoint` reads back with ``weights_only=True``.
 
     The weights go under ``model_state_dict``; ``env_metadata`` entries are merged
     at the top level (as torchrl.render does) so that factories can rebuild the env.
     Anything that would need unpickling is refused before the file is written.
+    ``path`` ``None`` or ``""`` writes nothing (returns ``None``). ``format="directory"`` or
+    ``"archive"`` writes a unified ``torchrl.checkpoint.Checkpoint`` instead (components
+    ``policy``, ``environment_metadata``, ``trainer_state``, ``metrics``, ``config``, ``extra``),
+    read back by :func:`load_checkpoint` into the same layout.
     """
     import torch
 
+    if path is None or str(path) == "":
+        return None
     state = model.state_dict() if hasattr(model, "state_dict") else dict(model)
-    payload: dict[str, Any] = {"model_state_dict": {k: v.detach().cpu() for k, v in state.items()}}
+    state = {k: v.detach().cpu() for k, v in state.items()}
+    if format is not None:  # issue 13: torchrl's unified checkpoint
+        from .torchrl_checkpoint import save_unified
+
+        return save_unified(Path(path), format, state, env_metadata, frames, metrics, config, extra)
+    payload: dict[str, Any] = {"model_state_dict": state}
     payload.update(env_metadata or {})
+    if frames is not None:
+        payload["frames"] = int(frames)
     for key, value in (("metrics", metrics), ("config", config)):
         if value is not None:
             payload[key] = dict(value)

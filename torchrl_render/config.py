@@ -43,7 +43,7 @@ VIDEO_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium
 ENV_BATCH_MODES = ("auto", "serial", "parallel")
 POLICY_BATCHES = ("batched", "per-env")
 NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
-NOTEBOOK_RENDER_BACKENDS = ("auto", "static", "mujoco_wasm")  # issue 12
+NOTEBOOK_RENDER_BACKENDS = ("auto", "static", "mujoco_wasm", "mujoco-wasm")  # issue 12; the alias: issue 13
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
 _PATH_FIELDS = ("ckpt", "out", "frame_dir", "artifact_dir", "metadata")
@@ -163,9 +163,15 @@ class RenderConfig:
     mujoco_model_path: str | Path | None = _f(None, help="MuJoCo model file (XML/MJB) to replay saved rollouts "
                                               "with (python -m torchrl_render replay).")
     mujoco_asset_paths: list[str] = _f([], help="Comma-separated files or folders holding the model's assets "
-                                       "(meshes, textures) when they are not beside the model file.")
+                                       "(meshes, textures) when they are not beside the model file; the flag "
+                                       "may be repeated.", multiple=True)
     mujoco_qpos_key: NestedKey | None = _f(None, help="Record MuJoCo qpos in the rollouts under this key "
                                            "(the state before each action; next.<key> after it).")
+    # -- issue 13: drop-in for torchrl.render (its remaining fields) --
+    notebook_viewer_port: int = _f(5178, help="Localhost port of the notebook's live MuJoCo viewer (stored now; "
+                                   "the live viewer of issue 14 serves on it).")
+    result_frames: bool = _f(False, help="Also keep every frame in RenderResult.frames, as torchrl.render does "
+                             "(memory grows with the run; by default frames only stream to the writers).")
 
     def __post_init__(self) -> None:
         _normalise(self)
@@ -267,6 +273,8 @@ def _normalise_replay(cfg: RenderConfig) -> None:
     assets = cfg.mujoco_asset_paths
     if isinstance(assets, (str, Path)):
         assets = [a.strip() for a in str(assets).split(",") if a.strip()]
+    elif isinstance(assets, (list, tuple)) and all(isinstance(a, str) for a in assets):  # repeated flags (issue 13)
+        assets = [a.strip() for item in assets for a in item.split(",") if a.strip()]
     if not isinstance(assets, (list, tuple)) or not all(isinstance(a, (str, Path)) for a in assets):
         raise ConfigError("mujoco_asset_paths must be paths", expected="'meshes/,textures/' or a list of paths",
                           got=repr(assets), fix="pass e.g. --mujoco-asset-paths assets/")
@@ -374,6 +382,7 @@ def _validate(cfg: RenderConfig) -> None:
         raise ConfigError("notebook_rollout_mode other than 'saved' needs format='ipynb'",
                           got=f"format={cfg.format!r}", fix="drop --notebook-rollout-mode or write an .ipynb")
     BACKENDS.entry(cfg.render_backend)
+    _positive_int(cfg, "notebook_viewer_port", "notebook_viewer_port=5178")  # issue 13
 
 
 def _episode_count(cfg: RenderConfig) -> None:

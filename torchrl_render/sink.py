@@ -9,6 +9,7 @@ TensorDict and hands the episode to the data writers. :class:`InlineWriters` is 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any, Self
 
@@ -20,7 +21,7 @@ from .engine.records import Episode
 from .metrics import read_success
 from .writers.base import BackgroundWriters, WriterGroup
 
-__all__ = ["InlineWriters", "Progress", "Sink", "rendered_range"]
+__all__ = ["InlineWriters", "KeptFrames", "Progress", "Sink", "rendered_range"]
 
 
 class Sink:
@@ -199,3 +200,26 @@ def rendered_range(cfg: RenderConfig) -> range:
     total = cfg.num_trajs if cfg.num_trajs is not None else sys.maxsize
     limit = cfg.max_episodes_rendered
     return range(total if limit is None else min(limit, total))
+
+
+class KeptFrames:
+    """Issue 13: the writers, also keeping every frame bundle, per trajectory, for ``RenderResult.frames``.
+
+    Only with ``result_frames=True``: torchrl.render code that reads ``result.frames`` gets them, and
+    memory grows with the run (the writers still stream; state bundles are not kept).
+    """
+
+    def __init__(self, writers: Any) -> None:
+        self.writers = writers
+        self.kept: list[list[FrameBundle]] = []
+
+    def write(self, bundle: FrameBundle) -> None:
+        if bundle.frames:
+            while len(self.kept) <= bundle.trajectory_index:
+                self.kept.append([])
+            frames = {name: frame.copy() for name, frame in bundle.frames.items()}  # backends may reuse buffers
+            self.kept[bundle.trajectory_index].append(dataclasses.replace(bundle, frames=frames))
+        self.writers.write(bundle)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.writers, name)

@@ -37,7 +37,7 @@ from typing import Any
 
 from .errors import CheckpointError
 
-__all__ = ["MANIFEST", "TorchRLCheckpoint", "is_torchrl_archive"]
+__all__ = ["MANIFEST", "TorchRLCheckpoint", "is_torchrl_archive", "save_unified"]
 
 MANIFEST = "manifest.json"
 TORCHRL_FORMAT = ("torchrl.checkpoint", 1)
@@ -186,10 +186,10 @@ def _read_component(ckpt: TorchRLCheckpoint, name: str, record: Mapping[str, Any
                               expected="a state-dict or JSON component, such as 'policy'", got=adapter,
                               fix="pass --checkpoint-key with the component holding the policy's weights")
     if "state.pt" in files:
-        from .checkpoint import _torch_load
+        from .safeload import torch_load
 
         data = source.read(f"{base}/state.pt")
-        return _torch_load(io.BytesIO(data), f"{ckpt.path}:{name}", len(data), ckpt.trust)
+        return torch_load(io.BytesIO(data), f"{ckpt.path}:{name}", len(data), ckpt.trust)
     if "state.tdc" in files:
         tensors = _consolidated_tensors(source, source.read(f"{base}/state.tdc"), name)
     elif "state.tdz" in files:
@@ -312,3 +312,42 @@ def _decode_scalar(kind: str, value: Mapping[str, Any], tensors: Mapping[str, An
     if kind not in simple:
         raise ValueError(f"unknown schema kind {kind!r}")
     return simple[kind]()
+
+
+class _Held:
+    """A state-dict holder: what torchrl's ``Checkpoint`` saves with its ``torchrl.state_dict`` adapter."""
+
+    def __init__(self, value: Mapping[str, Any]) -> None:
+        self.value = dict(value)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.value
+
+    def load_state_dict(self, value: Mapping[str, Any]) -> None:
+        self.value = dict(value)
+
+
+def save_unified(path: Path, format: str, state: Mapping[str, Any], env_metadata: Mapping[str, Any] | None,
+                 frames: int | None, metrics: Mapping[str, Any] | None, config: Mapping[str, Any] | None,
+                 extra: Mapping[str, Any] | None) -> Path:
+    """Writes a ``torchrl.checkpoint.Checkpoint`` (``format`` "directory" or "archive") laid out as
+    :class:`TorchRLCheckpoint` reads it: ``policy`` (the state dict), ``environment_metadata``,
+    ``trainer_state`` (``frames``), ``metrics``, ``config`` and ``extra``."""
+    import torch
+    from torchrl.checkpoint import Checkpoint
+
+    if format not in ("directory", "archive"):
+        raise CheckpointError("unknown checkpoint format", expected="None (a .pt file), 'directory' or 'archive'",
+                              got=format, fix="pass format='directory' or format='archive', or leave it out")
+
+    def component(value: Mapping[str, Any]) -> Any:  # mappings holding tensors need the state-dict adapter
+        return _Held(value) if any(isinstance(v, torch.Tensor) for v in value.values()) else dict(value)
+
+    parts: dict[str, Any] = {"policy": _Held(state)}
+    for name, value in (("environment_metadata", env_metadata), ("metrics", metrics), ("config", config),
+                        ("extra", extra)):
+        if value is not None:
+            parts[name] = component(value)
+    if frames is not None:
+        parts["trainer_state"] = {"frames": int(frames)}
+    return Path(Checkpoint(format=format, **parts).save(path))
