@@ -234,9 +234,11 @@ class _Run:
                     if sink.consume(item):
                         bar.episode_done(sink.episodes)
         except BaseException as exc:
+            sink.close(finished=False)  # issue 14: the live page ends with the run
             self.writers.abort()
             self._write_partial(sink.episodes, exc)
             raise
+        sink.close()  # issue 14: the live page ends with the run (or stays up --live-keep seconds)
         return sink.episodes, sink.trajectories
 
     def _write_partial(self, episodes: list[dict[str, Any]], exc: BaseException) -> None:

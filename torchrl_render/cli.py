@@ -114,6 +114,11 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
         group.add_argument(flag, dest=f.name, action="extend", nargs="+", default=None, metavar=meta.get("metavar"),
                            help=meta.get("help"))
         return
+    if "optional_value" in meta:  # a flag whose value may be left out (--live alone means --live 8765)
+        group.add_argument(flag, dest=f.name, type=_arg_type(f.type), default=None, nargs="?",
+                           const=meta["optional_value"], metavar=meta.get("metavar", f.name.upper()),
+                           help=meta.get("help"))
+        return
     choices = meta.get("choices")
     if isinstance(choices, str):
         choices = _registry_choices(choices)

@@ -172,6 +172,13 @@ class RenderConfig:
                                    "the live viewer of issue 14 serves on it).")
     result_frames: bool = _f(False, help="Also keep every frame in RenderResult.frames, as torchrl.render does "
                              "(memory grows with the run; by default frames only stream to the writers).")
+    # -- issue 14: watching a run live (--live: a page in the browser, for machines without a display) --
+    live: int | None = _f(None, help="Serve a live page of the run (3-D view of MuJoCo envs, else the latest "
+                          "frames; metrics so far) on this port (a free one if taken; 0: any); prints its URL "
+                          "with a token.", optional_value=8765, metavar="PORT")
+    live_host: str = _f("127.0.0.1", help="Address the live page listens on; anything but loopback is reachable "
+                        "from other machines (a warning is logged).")
+    live_keep: float = _f(0.0, help="Seconds the live page stays up after the run ends.")
 
     def __post_init__(self) -> None:
         _normalise(self)
@@ -356,6 +363,7 @@ def _validate(cfg: RenderConfig) -> None:
         _positive_int(cfg, "max_steps", "max_steps=200 (--max-steps 200), or None to run until done")
     if cfg.seed is not None:
         _check_type("seed", cfg.seed, int, "an integer or None")
+    _validate_live(cfg)  # issue 14
     _check_type("fps", cfg.fps, float, "a number")
     if not (math.isfinite(cfg.fps) and cfg.fps > 0):
         raise ConfigError("fps must be a positive number", expected="a number > 0", got=cfg.fps,
@@ -404,6 +412,22 @@ def _format_needs_frames(cfg: RenderConfig) -> bool:
 
     hook = getattr(WRITERS.load(cfg.format), "wants_frames", None)
     return bool(hook(cfg)) if hook is not None else WRITERS.entry(cfg.format).needs_frames or cfg.save_frames
+
+
+def _validate_live(cfg: RenderConfig) -> None:
+    """Issue 14: the live page's port, address and keep time."""
+    if cfg.live is not None:
+        _check_type("live", cfg.live, int, "a port number (0 picks a free one)")
+        if not 0 <= cfg.live <= 65535:
+            raise ConfigError("live must be a port number", expected="0 to 65535 (0 picks a free port)",
+                              got=cfg.live, fix="pass e.g. --live 8765")
+    _check_type("live_host", cfg.live_host, str, "an address such as 127.0.0.1")
+    if isinstance(cfg.live_keep, int) and not isinstance(cfg.live_keep, bool):
+        cfg.live_keep = float(cfg.live_keep)
+    _check_type("live_keep", cfg.live_keep, float, "a number of seconds")
+    if not (math.isfinite(cfg.live_keep) and cfg.live_keep >= 0):
+        raise ConfigError("live_keep must be a number of seconds", expected="a number >= 0", got=cfg.live_keep,
+                          fix="pass e.g. --live-keep 30")
 
 
 def _is_env_object(obj: Any) -> bool:

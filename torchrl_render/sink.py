@@ -43,6 +43,7 @@ class Sink:
         self.running: dict[int, list[Any]] = {}
         self.rendered = rendered_range(self.cfg)
         self._live: Any = None
+        self._feed = _live_feed(self.cfg)  # issue 14: --live
 
     def consume(self, item: Any) -> bool:
         """Takes a step record or a finished episode; returns True when it was an episode."""
@@ -52,6 +53,8 @@ class Sink:
         if item.trajectory in self.rendered:
             metrics = self._running(item)
             self._mujoco_state(item, metrics)
+            if self._feed is not None:  # issue 14: --live
+                self._feed.step(item, metrics)
             if self.run.needs_frames:
                 self._frame(item, metrics)
         return False
@@ -67,6 +70,14 @@ class Sink:
         self.run.writers.on_episode(metrics)
         if self.on_episode is not None:
             self.on_episode(dict(metrics))
+        if self._feed is not None:  # issue 14: --live
+            self._feed.episode(self.episodes)
+
+    def close(self, finished: bool = True) -> None:
+        """Issue 14: ends the live page, if any (after a finished run it may stay up ``live_keep`` s)."""
+        feed, self._feed = self._feed, None
+        if feed is not None:
+            feed.close(finished)
 
     # -- issue 12: MuJoCo state for the html format, the notebook viewer and mujoco_qpos_key (port as is) ------
     def _mujoco_state(self, record: Any) -> None:
@@ -144,6 +155,8 @@ class Sink:
                              record.wall, metrics=metrics)
         self.run.writers.write(bundle)
         self.frames[record.trajectory] = self.frames.get(record.trajectory, 0) + 1
+        if self._feed is not None:  # issue 14: --live (other envs: the latest frame, by reference)
+            self._feed.frame(next(iter(bundle.frames.values())), record, metrics)
 
 
 class InlineWriters(BackgroundWriters):
@@ -193,6 +206,15 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _live_feed(cfg: RenderConfig) -> Any:
+    """Issue 14: the live page's feed when ``--live`` is on (the server starts here)."""
+    if getattr(cfg, "live", None) is None:
+        return None
+    from .replay.feed import LiveFeed
+
+    return LiveFeed(cfg)
 
 
 def rendered_range(cfg: RenderConfig) -> range:

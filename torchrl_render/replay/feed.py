@@ -1,0 +1,127 @@
+"""``--live``: what the Sink hands the live page while a run goes on.
+
+:class:`LiveFeed` owns a :class:`~torchrl_render.replay.server.LiveServer`. Per rendered step the
+Sink calls :meth:`LiveFeed.step` (MuJoCo envs: the bodies' poses, computed with ``mj_kinematics``
+on a private ``MjData`` from the env's ``qpos``; the env's own data is only read), per finished
+frame :meth:`LiveFeed.frame` (other envs: the frame itself, by reference; it is PNG-encoded by the
+server thread only when a page asks for it) and per finished episode :meth:`LiveFeed.episode` (the
+metrics so far). Updates are sent at most :data:`LIVE_FPS` times a second and only while a page is
+connected: what the page misses is dropped, never the writers' frames.
+
+Example:
+    >>> import gymnasium as gym, json, urllib.request
+    >>> from types import SimpleNamespace
+    >>> feed = LiveFeed(SimpleNamespace(live=0, live_host="127.0.0.1", live_keep=0.0, env="pendulum"))
+    >>> env = gym.make("InvertedPendulum-v5"); _ = env.reset(seed=0)
+    >>> feed.hub.subscribe() is not None   # a connected page
+    True
+    >>> feed.step(SimpleNamespace(env=env, trajectory=0, step=0, reward=1.0), {"return": 1.0})
+    >>> state = json.load(urllib.request.urlopen(feed.server.origin + "/state?token=" + feed.server.token))
+    >>> state["poses"], len(state["pose"]["pos"]) == 3 * env.unwrapped.model.nbody
+    (1, True)
+    >>> feed.close(finished=False)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from .server import LiveHub, LiveServer
+
+__all__ = ["LIVE_FPS", "LiveFeed", "running_metrics"]
+
+log = logging.getLogger("torchrl_render")
+LIVE_FPS = 30.0  # updates a second at most: the page draws at the screen's rate; the run is not slowed
+
+
+def running_metrics(episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Episodes done, mean return and success rate (over episodes that report success) so far."""
+    known = [bool(e["success"]) for e in episodes if e.get("success") is not None]
+    mean = sum(float(e["sum_reward"]) for e in episodes) / len(episodes) if episodes else None
+    return {"episodes_done": len(episodes), "mean_return": mean,
+            "success_rate": sum(known) / len(known) if known else None}
+
+
+class LiveFeed:
+    """The live page of one run (see the module docstring).
+
+    Args:
+        cfg: The run's config (``live``: the port, ``live_host``, ``live_keep``; ``env`` for the title).
+    """
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg, self.hub = cfg, LiveHub()
+        title = cfg.env if isinstance(cfg.env, str) else type(cfg.env).__name__
+        self.server = LiveServer(self.hub, host=cfg.live_host, port=int(cfg.live or 0), title=str(title))
+        log.warning("live view of the run: %s", self.server.url)
+        self._sims: dict[int, Any] = {}
+        self._data: Any = None
+        self._model: Any = None
+        self._last = 0.0
+        self._interval = 1.0 / LIVE_FPS
+
+    def _due(self) -> bool:
+        now = time.perf_counter()
+        if not self.hub.watched or now - self._last < self._interval:
+            return False
+        self._last = now
+        return True
+
+    def step(self, record: Any, metrics: dict[str, Any]) -> None:
+        """A rendered step: the bodies' poses for MuJoCo envs (nothing otherwise; frames come by :meth:`frame`)."""
+        if record.env is None or not self._due():
+            return
+        sim = self._simulation(record.env)
+        if sim is None:
+            self._last = 0.0  # no poses from this env: let its frame through
+            return
+        from .poses import body_poses
+
+        model, data = sim
+        if model is not self._model:
+            self._use_model(model)
+        xpos, xquat = body_poses(model, self._data, data.qpos, data.mocap_pos, data.mocap_quat)
+        self.hub.set_pose({"episode": record.trajectory, "step": record.step, "return": metrics.get("return"),
+                           "pos": xpos.astype("float32").ravel().tolist(),
+                           "quat": xquat.astype("float32").ravel().tolist()})
+
+    def _simulation(self, env: Any) -> Any:
+        key = id(env)
+        if key not in self._sims:
+            from .state import find_simulation
+
+            self._sims[key] = find_simulation(env)
+        return self._sims[key]
+
+    def _use_model(self, model: Any) -> None:
+        import mujoco
+
+        from .scene import export_scene
+
+        self._model, self._data = model, mujoco.MjData(model)
+        self.hub.set_scene(export_scene(model))
+
+    def frame(self, frame: Any, record: Any, metrics: dict[str, Any]) -> None:
+        """A finished frame (uint8 HxWx3) of an env without a MuJoCo model, kept by reference."""
+        if self._model is not None or (record.env is not None and self._simulation(record.env) is not None):
+            return
+        if self._due():
+            self.hub.set_frame(frame, {"episode": record.trajectory, "step": record.step,
+                                       "return": metrics.get("return")})
+
+    def episode(self, episodes: list[dict[str, Any]]) -> None:
+        """An episode ended: the metrics so far (always sent, whatever the rate)."""
+        self.hub.set_metrics(running_metrics(episodes))
+
+    def close(self, finished: bool = True) -> None:
+        """Ends the page's stream; after a finished run, first keeps serving ``live_keep`` seconds."""
+        self.hub.end()
+        if self.hub.watched:
+            time.sleep(0.2)  # the pages' last requests (a frame) finish before the socket closes
+        keep = float(getattr(self.cfg, "live_keep", 0) or 0)
+        if finished and keep > 0:
+            log.warning("the run has ended; the live view stays up %.0f s: %s", keep, self.server.url)
+            time.sleep(keep)
+        self.server.close()

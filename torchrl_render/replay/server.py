@@ -1,0 +1,355 @@
+"""The live server: a small standard-library HTTP server for ``--live`` and the notebook viewer.
+
+:class:`LiveHub` holds what the page shows (the scene, the latest pose or frame, the metrics so
+far) and fans events out to the connected pages through bounded queues: the publishing side
+(the evaluation) only appends to a ``deque(maxlen=...)`` and never waits, so a slow or vanished
+browser loses events, never slows the run. :class:`LiveServer` serves the hub with
+``http.server.ThreadingHTTPServer`` on a daemon thread.
+
+Security: every request must carry the random ``token`` (403 without it); only ``GET`` on the
+fixed paths of :data:`ROUTES` (404 otherwise, 405 for other methods); request lines over 2 KiB,
+headers over 8 KiB, ``..``, backslashes or NUL bytes in the path and malformed queries get 400;
+nothing is read from disk per request. Server-sent events (``/events``) carry the updates.
+
+Example:
+    >>> import json, urllib.request, urllib.error
+    >>> server = LiveServer(LiveHub(), port=0)
+    >>> urllib.request.urlopen(server.url).status
+    200
+    >>> try:
+    ...     urllib.request.urlopen(server.origin + "/state")
+    ... except urllib.error.HTTPError as err:
+    ...     err.code
+    403
+    >>> json.load(urllib.request.urlopen(server.origin + "/state?token=" + server.token))["poses"]
+    0
+    >>> server.close()
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import secrets
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+__all__ = ["LOOPBACK", "ROUTES", "LiveHub", "LiveServer", "live_page"]
+
+log = logging.getLogger("torchrl_render.live")
+
+ROUTES = ("/", "/state", "/scene", "/events", "/frame.png", "/ack")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_REQUEST_LINE = 2048
+MAX_HEADER_BYTES = 8192
+QUEUE_EVENTS = 64  # per page: older events are dropped when a page reads slower than the run publishes
+_LIVE_SCRIPTS = ("decode.js", "view.js", "live.js")
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), allow_nan=False, default=lambda v: v.item())
+
+
+class LiveHub:
+    """What the live page shows, and the event queues of the pages connected (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Condition()
+        self.scene_json: str | None = None
+        self.scene_id = 0
+        self.pose: dict[str, Any] | None = None
+        self.metrics: dict[str, Any] = {"episodes_done": 0, "mean_return": None, "success_rate": None}
+        self.frame: Any = None  # the latest frame (uint8 HxWx3), encoded on request by the server thread
+        self.frame_seq = 0
+        self._png: tuple[int, bytes] | None = None
+        self.poses = 0
+        self.acked = 0
+        self.ended = False
+        self.queues: list[deque[str]] = []
+        self.dropped = 0
+
+    @property
+    def watched(self) -> bool:
+        """Whether a page is connected (publishers skip work nobody sees)."""
+        return bool(self.queues)
+
+    def _publish(self, event: str, data: dict[str, Any]) -> None:
+        text = f"event: {event}\ndata: {_dumps(data)}\n\n"
+        for queue in self.queues:
+            if len(queue) == queue.maxlen:
+                self.dropped += 1
+            queue.append(text)
+        self.lock.notify_all()
+
+    def set_scene(self, scene: dict[str, Any]) -> None:
+        """A new model to draw (the pages rebuild their view)."""
+        with self.lock:
+            self.scene_json, self.scene_id = _dumps(scene), self.scene_id + 1
+            self._publish("scene", {"id": self.scene_id})
+
+    def set_pose(self, pose: dict[str, Any]) -> int:
+        """Body poses (``pos``: flat xpos, ``quat``: flat xquat w-first) plus facts; returns its number."""
+        with self.lock:
+            self.poses += 1
+            self.pose = {**pose, "seq": self.poses}
+            self._publish("pose", self.pose)
+            return self.poses
+
+    def set_frame(self, frame: Any, facts: dict[str, Any]) -> None:
+        """The latest frame (kept by reference: encoded only when a page asks for it)."""
+        with self.lock:
+            self.frame, self.frame_seq = frame, self.frame_seq + 1
+            self._publish("frame", {**facts, "seq": self.frame_seq})
+
+    def set_metrics(self, metrics: dict[str, Any]) -> None:
+        with self.lock:
+            self.metrics = dict(metrics)
+            self._publish("metrics", self.metrics)
+
+    def end(self) -> None:
+        with self.lock:
+            self.ended = True
+            self._publish("end", {"poses": self.poses})
+
+    def ack(self, seq: int) -> None:
+        with self.lock:
+            self.acked = max(self.acked, seq)
+            self.lock.notify_all()
+
+    def wait_ack(self, seq: int, timeout: float) -> bool:
+        """Waits until a page reports that it applied pose ``seq``."""
+        with self.lock:
+            return self.lock.wait_for(lambda: self.acked >= seq, timeout)
+
+    def state(self) -> dict[str, Any]:
+        with self.lock:
+            return {"poses": self.poses, "pose": self.pose, "metrics": self.metrics, "frame_seq": self.frame_seq,
+                    "scene_id": self.scene_id, "ended": self.ended, "acked": self.acked}
+
+    def png(self) -> bytes | None:
+        with self.lock:
+            frame, seq = self.frame, self.frame_seq
+            if frame is None:
+                return None
+            if self._png is not None and self._png[0] == seq:
+                return self._png[1]
+        import io
+
+        from PIL import Image
+
+        buf = io.BytesIO()
+        Image.fromarray(frame).save(buf, format="PNG", compress_level=1)
+        with self.lock:
+            self._png = (seq, buf.getvalue())
+        return buf.getvalue()
+
+    def subscribe(self) -> deque[str]:
+        queue: deque[str] = deque(maxlen=QUEUE_EVENTS)
+        with self.lock:
+            self.queues.append(queue)
+        return queue
+
+    def unsubscribe(self, queue: deque[str]) -> None:
+        with self.lock:
+            if queue in self.queues:
+                self.queues.remove(queue)
+
+
+def live_page(title: str = "live") -> str:
+    """The live page: ``live.html`` with three.js and the replay page's scene modules inlined."""
+    import html
+
+    from .page import page_resource
+
+    template = page_resource("live.html").replace("<!--TITLE-->", html.escape(title))
+    three = "<script>" + page_resource("vendor/three.min.js").replace("</script", "<\\/script") + "</script>"
+    app = "".join(f"<script>/* {n} */\n" + page_resource(f"js/{n}") + "</script>\n" for n in _LIVE_SCRIPTS)
+    return template.replace("<!--THREE-->", three).replace("<!--APP-->", app)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "torchrl_render-live"
+    sys_version = ""
+    protocol_version = "HTTP/1.0"  # one request a connection; an event stream lasts until either side closes
+    timeout = 10.0  # seconds a client may stall a read or a write before it is dropped
+    live: LiveServer
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        code = {414: 400, 431: 400, 501: 405}.get(code, code)  # oversized line / headers, unknown method
+        super().send_error(code, message, explain)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        route = self._route()
+        if route is not None:
+            getattr(self, "_get_" + (route.strip("/").replace(".", "_") or "page"))()
+
+    def _route(self) -> str | None:
+        if len(self.requestline) > MAX_REQUEST_LINE or sum(len(k) + len(v) for k, v in self.headers.items()) \
+                > MAX_HEADER_BYTES:
+            self.send_error(400, "request too large")
+            return None
+        try:
+            parts = urlsplit(self.path)
+            path = unquote(parts.path, errors="strict")
+            query = parse_qs(parts.query, strict_parsing=bool(parts.query), max_num_fields=8)
+        except (ValueError, UnicodeDecodeError):
+            self.send_error(400, "malformed request")
+            return None
+        if not self.path.startswith("/") or ".." in path or "\\" in path or "\x00" in path or "//" in path:
+            self.send_error(400, "bad path")
+            return None
+        token = (query.get("token") or [""])[0]
+        if not hmac.compare_digest(token.encode(), self.live.token.encode()):
+            self.send_error(403, "a valid token is required")
+            return None
+        if path not in ROUTES:
+            self.send_error(404)
+            return None
+        self.query = query
+        return path
+
+    def _send(self, body: bytes, ctype: str, code: int = 200) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self._common_headers()
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _common_headers(self) -> None:
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")  # the token is in the URL
+
+    def _get_page(self) -> None:
+        self._send(self.live.page.encode(), "text/html; charset=utf-8")
+
+    def _get_state(self) -> None:
+        self._send(_dumps(self.live.hub.state()).encode(), "application/json")
+
+    def _get_scene(self) -> None:
+        scene = self.live.hub.scene_json
+        self._send((scene or "null").encode(), "application/json")
+
+    def _get_frame_png(self) -> None:
+        png = self.live.hub.png()
+        if png is None:
+            self._send(b"", "image/png", 204)
+        else:
+            self._send(png, "image/png")
+
+    def _get_ack(self) -> None:
+        try:
+            seq = int((self.query.get("seq") or ["0"])[0])
+        except ValueError:
+            self.send_error(400, "seq must be an integer")
+            return
+        self.live.hub.ack(seq)
+        self._send(b"{}", "application/json")
+
+    def _get_events(self) -> None:
+        hub = self.live.hub
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self._common_headers()
+        self.end_headers()
+        queue = hub.subscribe()
+        try:
+            self.wfile.write(f"event: hello\ndata: {_dumps(hub.state())}\n\n".encode())
+            self.wfile.flush()
+            while True:
+                with hub.lock:
+                    hub.lock.wait_for(lambda: queue or self.live.closing, 1.0)
+                    batch = [queue.popleft() for _ in range(len(queue))]
+                    closing = self.live.closing
+                self.wfile.write(("".join(batch) or ": keep-alive\n\n").encode())
+                self.wfile.flush()
+                if closing:  # the last events (the run's end) were sent above
+                    break
+        except OSError:  # the page went away or stalled past the timeout
+            pass
+        finally:
+            hub.unsubscribe(queue)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+        log.debug("%s %s", self.address_string(), format % args)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # never a traceback on stderr
+        log.debug("live server: request from %s failed", client_address, exc_info=True)
+
+
+class LiveServer:
+    """Serves a :class:`LiveHub` on ``host:port`` (a free port if that one is taken) from a daemon thread.
+
+    Args:
+        hub: What to serve.
+        host: Address to bind (loopback by default; anything else logs a warning).
+        port: Preferred port; ``0`` picks a free one.
+        title: The page's title.
+    """
+
+    def __init__(self, hub: LiveHub, host: str = "127.0.0.1", port: int = 0, title: str = "live") -> None:
+        self.hub, self.host, self.token, self.closing = hub, host, secrets.token_urlsafe(18), False
+        self.page = live_page(title)
+        handler = type("Handler", (_Handler,), {"live": self})
+        try:
+            self.httpd = _Server((host, int(port)), handler)
+        except OSError:
+            if not port:
+                raise
+            self.httpd = _Server((host, 0), handler)
+            log.info("port %s is taken: serving on a free port instead", port)
+        self.port = int(self.httpd.server_address[1])
+        if host not in LOOPBACK:
+            log.warning("the live server listens on %s: anyone who can reach this address and has the URL's "
+                        "token can watch the run", host)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                       name="torchrl_render-live", daemon=True)
+        self.thread.start()
+
+    @property
+    def origin(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The page's address, token included."""
+        return f"{self.origin}/?token={self.token}"
+
+    def close(self) -> None:
+        """Stops serving (idempotent); open event streams end within a second."""
+        if self.closing:
+            return
+        self.closing = True
+        with self.hub.lock:
+            self.hub.lock.notify_all()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+    def __enter__(self) -> LiveServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
+    """Polls ``predicate`` until it is true or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
