@@ -453,3 +453,37 @@ def test_messages_of_the_torchrl_style_functions(tmp_path):
         with pytest.raises(kind) as info:
             call()
         assert message in str(info.value) and "Fix:" in str(info.value)
+
+
+# -- env_backend="isaaclab", against a fake with Isaac Lab's API shape -------------------------------
+
+
+def test_isaaclab_backend_runs_episodes_over_the_sub_envs(tmp_path):
+    result = ours.render_policy(ours.RenderConfig(env="isaacfake:make_env", policy="isaacfake:make_policy",
+                                                  env_backend="isaaclab", out=tmp_path / "r.json", num_trajs=6, seed=2))
+    # independent: sub-env i starts at 0.1 (i + 1) and is pushed by 0.3 a step until |x| > 1;
+    # episodes 0-3 start on sub-envs 0-3, episodes 4 and 5 on the sub-envs that end first (1 and 2)
+    def episode(start):
+        xs, x = [], start
+        while abs(x) <= 1.0:
+            x = round(x + 0.3, 6)
+            xs.append(x)
+        return len(xs), -sum(xs)
+
+    expected = [episode(0.1 * (i + 1)) for i in (0, 1, 2, 3, 1, 2)]
+    got = [(e["length"], e["sum_reward"]) for e in result.metrics["per_episode"]]
+    assert [g[0] for g in got] == [e[0] for e in expected]
+    assert all(abs(g[1] - e[1]) < 1e-5 for g, e in zip(got, expected))
+    assert result.metadata["engine"]["num_envs"] == 4 and any("isaaclab" in w for w in result.warnings)
+    obs = result.trajectories[0]["observation"]
+    assert torch.allclose(obs[:, 0], torch.tensor([0.1, 0.4, 0.7, 1.0]))     # the "policy" group
+    assert result.trajectories[0]["critic"].shape == (4, 3)                   # other groups keep their names
+
+
+def test_isaaclab_backend_refuses_frames_and_other_num_envs(tmp_path):
+    kw = dict(env="isaacfake:make_env", policy="isaacfake:make_policy", env_backend="isaaclab", num_trajs=4)
+    with pytest.raises(ours.ConfigError, match="does not read Isaac Lab's cameras yet"):
+        ours.render_policy(ours.RenderConfig(out=tmp_path / "r.mp4", **kw))
+    with pytest.raises(ours.ConfigError, match="simulates 4 sub-envs, and --num-envs says 2"):
+        ours.render_policy(ours.RenderConfig(out=tmp_path / "r.json", num_envs=2, **kw))
+    assert list(tmp_path.iterdir()) == []

@@ -178,6 +178,10 @@ class _Run:
 
         env = build_env(self.cfg, payload, render_mode=self._render_mode())
         stack.callback(_close_quietly, env)
+        if getattr(env, "_torchrl_render_batched", False):  # issue 13: Isaac Lab's copies are the env slots
+            from .isaaclab import slots_config
+
+            self.cfg = slots_config(self.cfg, env, self.needs_frames, self.notes)
         return env
 
     def _render_mode(self) -> str | None:
@@ -198,7 +202,9 @@ class _Run:
         engine = Engine(cfg, env, policy, payload, self._render_mode(),
                         rendered_range(cfg) if self.needs_frames or self.needs_state else range(0),
                         keep=cfg.trajectories or data_format, reward_fn=reward_fn, notes=self.notes)
-        if engine.frames_in_workers:
+        if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # issue 13: batched already
+            engine.batched = env
+        elif engine.frames_in_workers:
             from .engine.workers import make_batched_env
 
             batched = make_batched_env(cfg, payload, self._render_mode(), self.needs_frames, self.notes)

@@ -35,7 +35,7 @@ __all__ = ["RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "key_to_string",
            "load_mapping", "parse_nested_key"]
 
 NestedKey = str | tuple[str, ...]
-ENV_BACKENDS = ("auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control")
+ENV_BACKENDS = ("auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control", "isaaclab")  # isaaclab: issue 13
 EXPLORATION_MODES = ("deterministic", "mode", "mean", "random")
 RENDER_QUALITIES = ("default", "balanced", "fast")
 #: x264/x265 speed presets, fastest (largest file at the same quality) first.
@@ -111,7 +111,9 @@ class RenderConfig:
     policy_device: str | None = _f(None, help="Policy device (default: --device).")
     env_device: str | None = _f(None, help="Env device (default: --device).")
     render_backend: str = _f("auto", help="Where frames come from.", choices="backends")
-    env_backend: str = _f("auto", help="How the env factory's result is wrapped.", choices=ENV_BACKENDS)
+    env_backend: str = _f("auto", help="How the env factory's result is wrapped (isaaclab: Isaac Lab's batched "
+                          "torch envs, whose copies become the env slots; see docs/migrating.md).",
+                          choices=ENV_BACKENDS)
     env_kwargs: dict[str, Any] = _f({}, help="Env factory kwargs: inline JSON or a JSON/YAML/TOML file.")
     policy_kwargs: dict[str, Any] = _f({}, help="Policy factory kwargs: inline JSON or a JSON/YAML/TOML file.")
     checkpoint_key: str | None = _f(None, help="Key of the checkpoint payload holding the policy's entry.")

@@ -155,6 +155,10 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
         from torchrl.envs import DMControlWrapper
 
         return DMControlWrapper(obj, device=device)
+    if backend == "isaaclab":  # issue 13: an already-batched Isaac Lab env
+        from .isaaclab import wrap_isaaclab
+
+        return wrap_isaaclab(obj, device)
     raise EnvError(f"the env factory {source!r} returned a {type(obj).__module__}.{type(obj).__qualname__}, "
                    "which is not an environment",
                    expected="a torchrl EnvBase, a gymnasium.Env or a dm_control Environment"
