@@ -300,7 +300,7 @@ class LiveServer:
 
     def __init__(self, hub: LiveHub, host: str = "127.0.0.1", port: int = 0, title: str = "live") -> None:
         self.hub, self.host, self.token, self.closing = hub, host, secrets.token_urlsafe(18), False
-        self.page = live_page(title)
+        self.title, self._page = title, None
         handler = type("Handler", (_Handler,), {"live": self})
         try:
             self.httpd = _Server((host, int(port)), handler)
@@ -313,9 +313,16 @@ class LiveServer:
         if host not in LOOPBACK:
             log.warning("the live server listens on %s: anyone who can reach this address and has the URL's "
                         "token can watch the run", host)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                        name="torchrl_render-live", daemon=True)
         self.thread.start()
+
+    @property
+    def page(self) -> str:
+        """The page's text, assembled on first request (about 0.6 MB: three.js inlined)."""
+        if self._page is None:
+            self._page = live_page(self.title)
+        return self._page
 
     @property
     def origin(self) -> str:
