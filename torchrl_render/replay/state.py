@@ -31,14 +31,9 @@ _STATE_FIELDS = ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "time
 
 def _inner(env: Any) -> Any:
     """Unwraps TransformedEnv and torchrl's library wrappers (instance storage only, never getattr)."""
-    for _ in range(16):
-        own = getattr(env, "__dict__", {})
-        modules = own.get("_modules") or {}
-        inner = modules.get("base_env") or own.get("base_env") or own.get("_env") or modules.get("_env")
-        if inner is None or inner is env:
-            break
-        env = inner
-    return env
+    from ..backends.base import underlying_env
+
+    return underlying_env(env)
 
 
 def _is_mj(obj: Any, name: str) -> bool:

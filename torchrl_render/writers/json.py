@@ -25,7 +25,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 from ..data import FrameBundle
 from ..metrics import aggregate
 from .base import Writer
+from .jsonl import _finite
 
 __all__ = ["JsonWriter"]
 
@@ -70,13 +70,3 @@ class JsonWriter(Writer):
 
     def _release(self) -> None:
         self._episodes = []
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
