@@ -111,7 +111,9 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
         if k > 1 and cpu_count() > 1:
             seconds = step_seconds(raw)
             engine.info["step_ms"] = round(seconds * 1e3, 4)
-            mode = "parallel" if seconds > _threshold() else "serial"
+            from . import PARALLEL_STEP_S
+
+            mode = "parallel" if seconds > PARALLEL_STEP_S else "serial"
     engine.info["batch_mode"] = mode if k > 1 else "serial"
     if mode == "serial" or k == 1:
         owned = [make_raw_env(cfg, engine.payload, render_mode=engine.render_mode) for _ in range(k - 1)]
@@ -137,12 +139,6 @@ def _finite(out: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
             raise non_finite_action(bad[~np.isfinite(bad).all(axis=tuple(range(1, bad.ndim)))][0])
     return out
-
-
-def _threshold() -> float:
-    from . import PARALLEL_STEP_S
-
-    return PARALLEL_STEP_S
 
 
 def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:

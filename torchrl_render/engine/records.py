@@ -7,7 +7,6 @@ its per-step arrays, assembled in stacked storage, and its TensorDict when asked
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,7 +97,5 @@ class Episode:
                "terminated": bool(self.terminated[-1]) if n else False,
                "truncated": bool(self.truncated[-1]) if n else False, "wall_s": self.wall_s,
                "num_frames": num_frames}
-        if out["max_reward"] is not None and math.isnan(out["max_reward"]):
-            out["max_reward"] = math.nan
         out.update(self.extra)
         return out
