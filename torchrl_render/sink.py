@@ -79,19 +79,6 @@ class Sink:
         if feed is not None:
             feed.close(finished)
 
-    # -- issue 12: MuJoCo state for the html format, the notebook viewer and mujoco_qpos_key (port as is) ------
-    def _mujoco_state(self, record: Any) -> None:
-        """Reads the env's MuJoCo state: a state bundle to the writers, ``qpos`` into the transition."""
-        if not hasattr(self, "_live"):
-            from .replay.live import LiveStates
-
-            self._live = LiveStates(self.cfg, any(getattr(g, "needs_state", False) for g in self.run.groups))
-        bundle = self._live.step(record, self.steps[-1] if record.step > 0 and self.steps else None,
-                                 self.current.sum_reward, record.trajectory in self.rendered)
-        if bundle is not None:
-            self.run.writers.write(bundle)
-            self.current.num_frames += self._live.counts_frames
-
     def _running(self, record: Any) -> dict[str, Any]:
         """The rendered episode's numbers so far, for overlays and the replay page."""
         total = self.running.setdefault(record.trajectory, [0.0, None])
