@@ -15,13 +15,14 @@ EXPECTED = [
     "show", "sweep",
 ]
 #: torchrl.render's names that we export too (issue 13); tests/test_torchrl_compat.py checks them against
-#: torchrl.render.__all__ (issue 14 adds the MuJoCo viewer names).
+#: torchrl.render.__all__ (issue 14 added the MuJoCo viewer names).
 TORCHRL_RENDER_NAMES = [
-    "CameraLayout", "EnvBackendName", "ExplorationMode", "NotebookRenderBackendName", "NotebookRolloutMode",
-    "RenderBackendName", "RenderFormat", "TensorDictPolicyAdapter", "add_step_counter", "call_with_supported_kwargs",
-    "checkpoint_hash", "collect_render_rollouts", "import_from_string", "infer_state_dict", "key_to_string",
-    "load_render_policy", "make_render_env", "normalize_env", "normalize_policy", "parse_nested_key", "seed_env",
-    "write_render_artifact",
+    "CameraLayout", "EnvBackendName", "ExplorationMode", "MujocoStateReader", "NotebookRenderBackendName",
+    "NotebookRolloutMode", "RenderBackendName", "RenderFormat", "TensorDictPolicyAdapter", "add_step_counter",
+    "call_with_supported_kwargs", "checkpoint_hash", "collect_render_rollouts", "display_mujoco_wasm_viewer",
+    "extract_qpos_trajectory", "import_from_string", "infer_state_dict", "key_to_string", "load_render_policy",
+    "make_render_env", "normalize_env", "normalize_policy", "parse_nested_key", "play_mujoco_wasm_trajectory",
+    "seed_env", "send_mujoco_wasm_qpos", "write_mujoco_wasm_viewer", "write_render_artifact",
 ]
 
 

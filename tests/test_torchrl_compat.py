@@ -19,6 +19,7 @@ import pytest
 import torch
 import torchrl.render as theirs
 import torchrl.render.cli as their_cli
+import torchrl.render.mujoco_wasm as their_mujoco_wasm
 import torchrl.render.video as their_video
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
@@ -26,12 +27,10 @@ from tensordict.nn import TensorDictModule
 import torchrl_render as ours
 import torchrl_render.artifacts as our_artifacts
 import torchrl_render.cli as our_cli
+import torchrl_render.mujoco_wasm as our_mujoco_wasm
 import torchrl_render.video as our_video
 from mediaprobe import decode_frames, probe_mp4
 
-#: Issue 14 (the live viewer) exports these; it shrinks this set as it adds them.
-OWNED_BY_ISSUE_14 = {"MujocoStateReader", "display_mujoco_wasm_viewer", "extract_qpos_trajectory",
-                     "play_mujoco_wasm_trajectory", "send_mujoco_wasm_qpos", "write_mujoco_wasm_viewer"}
 #: Names whose signature differs on purpose (docs/migrating.md says how and why).
 DIFFERENT_SIGNATURE = {
     "load_checkpoint": "returns (payload, sha256); trust= instead of weights_only=; safe by default",
@@ -47,12 +46,12 @@ def _shape(obj):
 
 
 def test_every_torchrl_render_name_is_exported():
-    missing = set(theirs.__all__) - OWNED_BY_ISSUE_14 - set(ours.__all__)
+    missing = set(theirs.__all__) - set(ours.__all__)
     assert not missing
     assert ours.__all__ == sorted(ours.__all__)
 
 
-@pytest.mark.parametrize("name", sorted(set(theirs.__all__) - OWNED_BY_ISSUE_14 - set(DATACLASSES)
+@pytest.mark.parametrize("name", sorted(set(theirs.__all__) - set(DATACLASSES)
                                         - set(DIFFERENT_SIGNATURE)))
 def test_same_signature(name):
     mine, yours = getattr(ours, name), getattr(theirs, name)
@@ -66,6 +65,7 @@ def test_same_signature(name):
     (our_cli, their_cli, ["build_parser", "config_from_args", "main"]),
     (our_video, their_video, ["compose_frame_grid", "normalize_frame_output"]),
     (our_artifacts, theirs.artifacts, ["write_render_artifact"]),
+    (our_mujoco_wasm, their_mujoco_wasm, their_mujoco_wasm.__all__),
 ])
 def test_submodules_have_the_same_functions(module, theirs_module, names):
     for name in names:

@@ -30,6 +30,14 @@ def _run(tmp_path, **kw):
     return render_policy(RenderConfig(from_pixels=True, num_trajs=2, **kw))
 
 
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _cells(path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
@@ -105,9 +113,15 @@ def test_abort_leaves_nothing(tmp_path):
 
 
 def test_live_mode_executed(tmp_path):
-    result = _run(tmp_path, notebook_rollout_mode="live", max_steps=3)
+    port = _free_port()
+    result = _run(tmp_path, notebook_rollout_mode="live", max_steps=3, notebook_viewer_port=port)
     _, cells = _cells(tmp_path / "rep.ipynb")
     assert list(cells) == LIVE and result.artifacts[0].num_frames == 0
+    # the live rollout was watchable on notebook_viewer_port; its iframe became a line when the run ended
+    assert f"live_port = {port}" in cells["rerun-kwargs"].source
+    displayed = [o for o in cells["rerun"].outputs if o["output_type"] == "display_data"]
+    assert [o["data"]["text/html"] for o in displayed] == \
+        ["<p><i>The live view ended with the run (2 episode(s) done).</i></p>"]
     shown = cells["rerun"].outputs[-1]
     assert shown["output_type"] == "execute_result"                 # render_policy(...) as the last line
     assert decode_embedded(shown["data"]["text/html"]) == [8]      # 2 episodes x (3 steps + 1)

@@ -20,6 +20,8 @@ from .config import RenderConfig, RenderEnvSpec, RenderPolicySpec
 from .data import Artifact, FrameBundle, RenderResult
 from .errors import (BackendUnavailable, CheckpointError, ConfigError, EnvError, NoFramesError, OutputExistsError,
                      PolicyError, RenderError, ResolveError, RolloutError, UnsafeCheckpointError, WriterError)
+from .mujoco_wasm import (MujocoStateReader, display_mujoco_wasm_viewer, extract_qpos_trajectory,  # issue 14
+                          play_mujoco_wasm_trajectory, send_mujoco_wasm_qpos, write_mujoco_wasm_viewer)
 from .notebook import show
 from .compat import (TensorDictPolicyAdapter, add_step_counter, call_with_supported_kwargs, checkpoint_hash,  # issue 13
                      import_from_string, infer_state_dict, key_to_string, load_render_policy, make_render_env,
@@ -42,6 +44,7 @@ __all__ = [
     "EnvError",
     "ExplorationMode",
     "FrameBundle",
+    "MujocoStateReader",
     "NoFramesError",
     "NotebookRenderBackendName",
     "NotebookRolloutMode",
@@ -66,6 +69,8 @@ __all__ = [
     "call_with_supported_kwargs",
     "checkpoint_hash",
     "collect_render_rollouts",
+    "display_mujoco_wasm_viewer",
+    "extract_qpos_trajectory",
     "import_from_string",
     "infer_state_dict",
     "key_to_string",
@@ -76,10 +81,13 @@ __all__ = [
     "normalize_env",
     "normalize_policy",
     "parse_nested_key",
+    "play_mujoco_wasm_trajectory",
     "render_policy",
     "save_render_checkpoint",
     "seed_env",
+    "send_mujoco_wasm_qpos",
     "show",
     "sweep",
+    "write_mujoco_wasm_viewer",
     "write_render_artifact",
 ]

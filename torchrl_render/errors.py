@@ -30,6 +30,8 @@ __all__ = [
     "ResolveError",
     "RolloutError",
     "UnsafeCheckpointError",
+    "ViewerError",
+    "ViewerTimeout",
     "WriterError",
     "did_you_mean",
 ]
@@ -118,6 +120,14 @@ class WriterError(RenderError):
 
 class OutputExistsError(WriterError):
     """The output path exists and ``overwrite`` is off."""
+
+
+class ViewerError(RenderError, RuntimeError):
+    """The live MuJoCo viewer (``torchrl_render.mujoco_wasm``) is not serving, or was closed."""
+
+
+class ViewerTimeout(ViewerError, TimeoutError):
+    """No page of the live viewer drew a state in time (``wait=True``)."""
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:

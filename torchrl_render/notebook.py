@@ -250,6 +250,26 @@ def show(source: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES, width: int
     return media
 
 
+def page_iframe(url: str, *, width: str = "100%", height: int = 560) -> str:
+    """An ``<iframe>`` of a served page (the live page, the MuJoCo viewer); ``url`` carries its token."""
+    return (f'<iframe class="torchrl-render-live" src="{html.escape(url, quote=True)}" '
+            f'style="width:{html.escape(str(width), quote=True)};height:{int(height)}px;border:0"></iframe>')
+
+
+def display_page(url: str, *, width: str = "100%", height: int = 560) -> Any:
+    """In a Jupyter kernel, displays a served page in an iframe and returns the display handle; else ``None``.
+
+    The handle lets the caller replace the iframe when the server stops (``handle.update(...)``),
+    so that a saved notebook does not keep an iframe of a server that is gone.
+    """
+    shell = _ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return None
+    from IPython.display import HTML, display
+
+    return display(HTML(page_iframe(url, width=width, height=height)), display_id=True)
+
+
 def _ipython() -> Any:
     if "IPython" not in sys.modules:
         return None

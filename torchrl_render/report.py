@@ -240,7 +240,10 @@ def _kwargs_source(config: dict[str, Any], live_out: str, search_path: Sequence[
     lines = ["# Editable: keyword arguments of the env and policy factories, and the mp4 the rollout writes.",
              "env_kwargs = " + _literal(config.get("env_kwargs") or {}),
              "policy_kwargs = " + _literal(config.get("policy_kwargs") or {}),
-             f"live_out = {live_out!r}"]
+             f"live_out = {live_out!r}",
+             "# The rollout is shown live below while it runs (the live page, served on localhost on this port,",
+             "# or a free one; over SSH forward it: ssh -L PORT:127.0.0.1:PORT host). None: no live view.",
+             f"live_port = {int(config.get('notebook_viewer_port') or 5178)!r}"]
     if search_path:
         lines += ["", "# Folders the env and policy factories are imported from (the original run's).",
                   "import sys", "", f"for folder in {list(search_path)!r}:",
@@ -254,7 +257,7 @@ def _rerun_source(config: dict[str, Any]) -> str:
             "overrides = " + _literal(overrides) + "\n"
             "result = render_policy(RenderConfig.from_dict(\n"
             "    {**config, **overrides, \"out\": live_out, \"env_kwargs\": env_kwargs, "
-            "\"policy_kwargs\": policy_kwargs}))\n"
+            "\"policy_kwargs\": policy_kwargs, \"live\": live_port}))\n"
             "result  # the video(s) and the metrics table\n")
 
 

@@ -270,8 +270,10 @@ class MujocoBackend(RenderBackend):
             drawer.close()
 
     def __del__(self) -> None:  # an unclosed backend frees its GL objects in its own context, not the current one
-        with contextlib.suppress(Exception):  # never raise from a finaliser (e.g. at interpreter exit)
+        try:  # never raise from a finaliser; no module global either (at interpreter exit they are None)
             self.close()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _gl_errors(mujoco: Any) -> tuple[type[BaseException], ...]:

@@ -55,7 +55,11 @@ class LiveFeed:
         self.cfg, self.hub = cfg, LiveHub()
         title = cfg.env if isinstance(cfg.env, str) else type(cfg.env).__name__
         self.server = LiveServer(self.hub, host=cfg.live_host, port=int(cfg.live or 0), title=str(title))
-        log.warning("live view of the run: %s", self.server.url)
+        from ..notebook import display_page
+
+        self._inline = display_page(self.server.url)  # in Jupyter: the page in the cell's output
+        if self._inline is None:
+            log.warning("live view of the run: %s", self.server.url)
         self._sims: dict[int, Any] = {}
         self._data: Any = None
         self._model: Any = None
@@ -125,3 +129,8 @@ class LiveFeed:
             log.warning("the run has ended; the live view stays up %.0f s: %s", keep, self.server.url)
             time.sleep(keep)
         self.server.close()
+        if self._inline is not None:  # a saved notebook keeps a line, not an iframe of a server that is gone
+            from IPython.display import HTML
+
+            done = self.hub.metrics.get("episodes_done", 0)
+            self._inline.update(HTML(f"<p><i>The live view ended with the run ({done} episode(s) done).</i></p>"))
