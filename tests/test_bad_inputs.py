@@ -308,6 +308,10 @@ CASES = [
     Case("fps-nan", [*TINY, "--fps", "nan"], ("fps must be a positive number", "Got: nan")),
     Case("notebook-viewer-port-zero", [*TINY, "--notebook-viewer-port", "0"],  # issue 13
          ("notebook_viewer_port must be at least 1", "Got: 0")),
+    Case("live-port-out-of-range", [*TINY, "--live", "70000"],  # issue 14
+         ("live must be a port number", "0 to 65535 (0 picks a free port)", "--live 8765")),
+    Case("live-keep-negative", [*TINY, "--live", "0", "--live-keep", "-1"],  # issue 14
+         ("live_keep must be a number of seconds", "Got: -1.0", "--live-keep 30")),
     Case("num-envs-above-num-trajs", [*TINY, "--num-envs", "4", "--num-trajs", "2"],
          ("num_envs is larger than num_trajs", "num_envs <= num_trajs (2)")),
     Case("max-episodes-rendered-negative", [*TINY, "--max-episodes-rendered", "-1"],

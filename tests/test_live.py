@@ -11,6 +11,7 @@ import json
 import socket
 import time
 import urllib.request
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -146,3 +147,21 @@ def test_live_port_taken_falls_back_to_a_free_port_and_keep_waits(tmp_path):
         with run_in_thread(cfg) as (url, box, thread):
             assert urlsplit(url).port != first.port
         assert time.monotonic() - started >= 0.5 and "error" not in box
+
+
+def test_live_keep_serves_the_ended_page_once_every_artifact_is_written(tmp_path):
+    """--live-keep: the page stays up after the run, and by then the artifact and its sidecar are complete."""
+    from torchrl_render.replay.server import wait_until
+
+    out = tmp_path / "kept.jsonl"
+    cfg = _cfg(out, live=0, live_keep=5.0, num_trajs=2, max_steps=5, policy="zoo:linear_policy")
+    with run_in_thread(cfg) as (url, box, thread):
+        sidecar = Path(f"{out}.metadata.json")
+        assert wait_until(sidecar.exists, 60)
+        assert thread.is_alive()  # lingering, with everything written
+        assert len(json.loads(sidecar.read_text())["metrics"]["per_episode"]) == 2
+        assert len(out.read_text().splitlines()) > 0
+        parts = urlsplit(url)
+        state = json.load(urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}/state?{parts.query}", timeout=5))
+        assert state["ended"] and state["metrics"]["episodes_done"] == 2
+    assert "error" not in box and box["result"].metrics["aggregated"]["n_episodes"] == 2

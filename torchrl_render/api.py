@@ -67,6 +67,7 @@ class _Run:
     def __init__(self, cfg: RenderConfig, command: list[str] | None, on_episode: Any = None) -> None:
         self.command = command
         self.on_episode = on_episode
+        self.live_feed: Any = None  # issue 14: the live page of a finished rollout, until its artifacts are written
         self.notes: list[str] = _Notes()
         self.cfg = cfg = _one_layout_per_camera_set(cfg, self.notes)  # issue 11, item 2
         self.needs_frames = _wants_frames(cfg) or cfg.save_frames
@@ -116,16 +117,25 @@ class _Run:
             self.writers = BackgroundWriters(self.groups) if self.cfg.background_encode else InlineWriters(self.groups)
             if self.cfg.result_frames:  # issue 13: RenderResult.frames, only when asked (memory grows)
                 self.writers = KeptFrames(self.writers)
+            stack.callback(self._stop_live)  # issue 14: a failure after the rollout stops the live page
             episodes, trajectories = self._roll(engine, backend)
             artifacts = self.writers.close()
             if self.rollout_dir is not None:
                 from .storage import save_rollouts
 
                 artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
+            lingering, self.live_feed = self.live_feed, None
         metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started)}
         meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
         meta["engine"] = dict(engine.info)
-        _write_json_atomic(self.sidecar, meta)
+        try:
+            _write_json_atomic(self.sidecar, meta)
+        except BaseException:
+            if lingering is not None:
+                lingering.close(finished=False)
+            raise
+        if lingering is not None:  # issue 14: every artifact is written; the page may stay up --live-keep s
+            lingering.close(finished=True)
         return RenderResult(artifacts[0].path if artifacts else None, trajectories,
                             [a.path for a in artifacts], meta, list(self.notes), getattr(self.writers, "kept", []),
                             artifacts, metrics)
@@ -244,8 +254,14 @@ class _Run:
             self.writers.abort()
             self._write_partial(sink.episodes, exc)
             raise
-        sink.close()  # issue 14: the live page ends with the run (or stays up --live-keep seconds)
+        self.live_feed = sink.close()  # issue 14: the stream ends; the server stops once the artifacts are written
         return sink.episodes, sink.trajectories
+
+    def _stop_live(self) -> None:
+        """Issue 14: stops the live page's server of a run that failed after its rollout."""
+        feed, self.live_feed = self.live_feed, None
+        if feed is not None:
+            feed.close(finished=False)
 
     def _write_partial(self, episodes: list[dict[str, Any]], exc: BaseException) -> None:
         """Keeps the metrics of the episodes that finished beside the (absent) artifact."""

@@ -73,11 +73,21 @@ class Sink:
         if self._feed is not None:  # issue 14: --live
             self._feed.episode(self.episodes)
 
-    def close(self, finished: bool = True) -> None:
-        """Issue 14: ends the live page, if any (after a finished run it may stay up ``live_keep`` s)."""
+    def close(self, finished: bool = True) -> Any:
+        """Issue 14: ends the live page's stream, if any.
+
+        After a failed run the page's server stops here. After a finished run the feed is returned,
+        still serving: the caller closes it once the artifacts are written (it may stay up
+        ``live_keep`` seconds so the last state can be seen).
+        """
         feed, self._feed = self._feed, None
-        if feed is not None:
-            feed.close(finished)
+        if feed is None:
+            return None
+        if not finished:
+            feed.close(finished=False)
+            return None
+        feed.hub.end()
+        return feed
 
     def _running(self, record: Any) -> dict[str, Any]:
         """The rendered episode's numbers so far, for overlays and the replay page."""

@@ -121,7 +121,8 @@ class LiveFeed:
 
     def close(self, finished: bool = True) -> None:
         """Ends the page's stream; after a finished run, first keeps serving ``live_keep`` seconds."""
-        self.hub.end()
+        if not self.hub.ended:
+            self.hub.end()
         if self.hub.watched:
             time.sleep(0.2)  # the pages' last requests (a frame) finish before the socket closes
         keep = float(getattr(self.cfg, "live_keep", 0) or 0)
