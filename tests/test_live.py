@@ -80,15 +80,14 @@ def test_live_page_shows_frames_of_other_envs(tmp_path):
                env_kwargs={"pixels": True, "size": 32, "base_len": 150}, render_backend="pixels", num_trajs=2,
                max_steps=None)
     with browser() as context, run_in_thread(cfg) as (url, box, thread):
-        if True:
-            page, errors = _open(context, url)
-            page.wait_for_function("() => live.state().frames > 0", timeout=30000)
-            page.wait_for_function("() => document.getElementById('frame').naturalWidth === 32", timeout=20000)
-            n = page.evaluate("live.state().frames")
-            page.wait_for_function(f"() => live.state().frames > {n}", timeout=20000)
-            assert page.evaluate("live.state().mode") == "frames"
-            page.wait_for_function("() => live.state().ended", timeout=60000)
-            assert page.evaluate("live.metrics().episodes_done") == 2 and errors == []
+        page, errors = _open(context, url)
+        page.wait_for_function("() => live.state().frames > 0", timeout=30000)
+        page.wait_for_function("() => document.getElementById('frame').naturalWidth === 32", timeout=20000)
+        n = page.evaluate("live.state().frames")
+        page.wait_for_function(f"() => live.state().frames > {n}", timeout=20000)
+        assert page.evaluate("live.state().mode") == "frames"
+        page.wait_for_function("() => live.state().ended", timeout=60000)
+        assert page.evaluate("live.metrics().episodes_done") == 2 and errors == []
     assert "error" not in box, box.get("error")
 
 

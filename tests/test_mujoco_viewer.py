@@ -67,6 +67,13 @@ def test_send_qpos_drives_the_page_to_the_state(viewer_dir):
     rng = np.random.default_rng(0)
     with display_mujoco_wasm_viewer(viewer_dir, port=0) as viewer, browser() as context:
         page, errors = _open(context, viewer.url)
+        # the opening view is MuJoCo's tracking camera at the posed state (the first state shown: qpos0)
+        page.wait_for_function("() => live.state().applied > 0", timeout=20000)
+        model = mujoco.MjModel.from_xml_path(str(CHEETAH))
+        data = mujoco.MjData(model)
+        mujoco.mj_forward(model, data)
+        assert model.ncam == 1 and model.cam_mode[0] != mujoco.mjtCamLight.mjCAMLIGHT_FIXED
+        np.testing.assert_allclose(page.evaluate("live.camera().position"), data.cam_xpos[0], atol=1e-4)
         for _ in range(2):
             qpos = rng.uniform(-0.6, 0.6, size=9)
             ack = send_mujoco_wasm_qpos(qpos, port=viewer.port, wait=True, timeout=20)

@@ -112,7 +112,7 @@ class MujocoViewer:
         self.viewer_dir, self.width, self.height = viewer_dir, width, height
         self.model = mujoco.MjModel.from_binary_path(str(viewer_dir / manifest["model"]))
         self._data = mujoco.MjData(self.model)
-        self.hub = LiveHub()
+        self.hub = LiveHub(run=False)
         self.server = LiveServer(self.hub, host=host, port=port, title=f"MuJoCo viewer: {viewer_dir.name}")
         self.hub.set_scene(json.loads((viewer_dir / manifest["scene"]).read_text(encoding="utf-8")))
         self._player: TrajectoryPlayer | None = None
@@ -134,14 +134,14 @@ class MujocoViewer:
         return {"pos": xpos.astype("float32").ravel().tolist(), "quat": xquat.astype("float32").ravel().tolist()}
 
     def set_qpos(self, qpos: Any, *, degrees: bool = False, wait: bool = False, timeout: float = 5.0,
-                 ack: bool = False, label: dict[str, Any] | None = None) -> int:
+                 ack: bool = False, label: str = "state sent") -> int:
         """Shows the state ``qpos``; returns the pose's number.
 
         ``wait``: returns once a page drew it; ``ack``: the pages report drawing it (without waiting).
         """
         if self.returncode is not None:
             raise ViewerError("this viewer has been closed", fix="call display_mujoco_wasm_viewer(viewer_dir) again")
-        seq = self.hub.set_pose({"episode": "-", "step": "-", **(label or {}), **self.poses(qpos, degrees),
+        seq = self.hub.set_pose({"label": label, **self.poses(qpos, degrees),
                                  "ack": bool(wait or ack)})
         if wait and not self.hub.wait_ack(seq, timeout):
             raise ViewerTimeout(f"no page drew the pose within {timeout:g} s", expected="the viewer open in a browser",

@@ -68,7 +68,8 @@ class TrajectoryPlayer(threading.Thread):
             self.done.set()
 
     def _show(self, qpos: np.ndarray, step: int, ack: bool) -> int:
-        return self.viewer.set_qpos(qpos, degrees=self.degrees, ack=ack, label={"episode": "trajectory", "step": step})
+        label = f"trajectory: waypoint {step + 1} of {len(self.waypoints)}"
+        return self.viewer.set_qpos(qpos, degrees=self.degrees, ack=ack, label=label)
 
 
 def full_qpos(model: Any, qpos: Any, degrees: bool = False) -> np.ndarray:

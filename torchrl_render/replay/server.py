@@ -58,12 +58,13 @@ def _dumps(data: Any) -> str:
 class LiveHub:
     """What the live page shows, and the event queues of the pages connected (thread-safe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, run: bool = True) -> None:
         self.lock = threading.Condition()
         self.scene_json: str | None = None
         self.scene_id = 0
         self.pose: dict[str, Any] | None = None
-        self.metrics: dict[str, Any] = {"episodes_done": 0, "mean_return": None, "success_rate": None}
+        # a run's metrics so far; none for the MuJoCo viewer's page (run=False: it shows states sent to it)
+        self.metrics: dict[str, Any] = {"episodes_done": 0, "mean_return": None, "success_rate": None} if run else {}
         self.frame: Any = None  # the latest frame (uint8 HxWx3), encoded on request by the server thread
         self.frame_seq = 0
         self._png: tuple[int, bytes] | None = None

@@ -5,13 +5,17 @@
   const $ = (id) => document.getElementById(id);
   const token = new URLSearchParams(location.search).get("token") || "";
   const url = (path, extra) => path + "?token=" + encodeURIComponent(token) + (extra || "");
-  const st = { view: null, sceneId: 0, pose: null, poses: 0, applied: 0, metrics: {}, frames: 0, ended: false,
+  const st = { view: null, sceneId: 0, homed: false, pose: null, poses: 0, applied: 0, metrics: {}, frames: 0, ended: false,
                loading: null, imgBusy: false, pendingFrame: null };
   let resolveReady;
 
   const api = {
     ready: new Promise((res) => { resolveReady = res; }),
     bodyPositions() { return st.view ? st.view.positions() : []; },
+    camera() {
+      return st.view ? { position: st.view.camera.position.toArray(), target: st.view.controls.target.toArray(),
+                         follow_body: st.view.followBody } : null;
+    },
     metrics() { return Object.assign({}, st.metrics); },
     state() {
       const p = st.pose || {};
@@ -27,7 +31,8 @@
     if (st.view) st.view.dispose();
     const assets = await RP.prepareAssets(scene);
     st.view = new RP.View($("views"), scene, assets);
-    st.view.home();
+    st.view.home();  // again at the first pose: the opening view is framed on the posed model
+    st.homed = false;
     $("frame").style.display = "none";
     const box = $("message");
     if (box) box.remove();
@@ -44,7 +49,8 @@
     st.pose = p;
     if (!st.view || p.pos.length !== st.view.bodies.length * 3) return;
     st.view.pose({ pos: p.pos, quat: p.quat }, 0);
-    st.view.label.textContent = "episode " + p.episode + "  step " + p.step;
+    if (!st.homed) { st.view.home(); st.homed = true; }
+    st.view.label.textContent = p.label || ("episode " + p.episode + "  step " + p.step);
     st.applied = p.seq;
     if (p.ack) fetch(url("/ack", "&seq=" + p.seq)).catch(() => {});
     facts();
@@ -70,10 +76,11 @@
   function facts() {
     const m = st.metrics, p = st.pose || {}, fmt = (v) => (v === null || v === undefined ? "-" :
       typeof v === "number" ? String(+v.toFixed(3)) : String(v));
-    const rows = [["episodes done", m.episodes_done], ["mean return", m.mean_return],
-                  ["success rate", m.success_rate === null || m.success_rate === undefined ? null :
-                   (100 * m.success_rate).toFixed(0) + "%"],
-                  ["episode", p.episode], ["step", p.step], ["return so far", p["return"]]];
+    const rows = m.episodes_done === undefined ? [] :  // the MuJoCo viewer's page has no run, no metrics
+      [["episodes done", m.episodes_done], ["mean return", m.mean_return],
+       ["success rate", m.success_rate === null || m.success_rate === undefined ? null :
+        (100 * m.success_rate).toFixed(0) + "%"],
+       ["episode", p.episode], ["step", p.step], ["return so far", p["return"]]];
     const table = $("metrics");
     table.innerHTML = "";
     for (const [k, v] of rows) {
