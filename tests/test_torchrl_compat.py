@@ -487,3 +487,33 @@ def test_isaaclab_backend_refuses_frames_and_other_num_envs(tmp_path):
     with pytest.raises(ours.ConfigError, match="simulates 4 sub-envs, and --num-envs says 2"):
         ours.render_policy(ours.RenderConfig(out=tmp_path / "r.json", num_envs=2, **kw))
     assert list(tmp_path.iterdir()) == []
+
+
+# -- the MuJoCo viewer names (issue 14); the viewer itself in a kernel and Chromium: tests/test_mujoco_viewer.py --
+
+def test_extract_qpos_trajectory_matches_on_every_key_spelling():
+    td = TensorDict({"qpos": torch.arange(6.0).reshape(2, 3), "next": {"qpos": torch.ones(2, 3)}}, batch_size=[2])
+    only_next = TensorDict({"next": {"qpos": torch.arange(4.0).reshape(2, 2)}}, batch_size=[2])
+    for rollout, key in [(td, "qpos"), (td, ("next", "qpos")), (only_next, "qpos"), (only_next, ("next", "qpos"))]:
+        assert ours.extract_qpos_trajectory(rollout, key) == theirs.extract_qpos_trajectory(rollout, key)
+    for mod in (ours, theirs):
+        with pytest.raises(KeyError, match="nope"):
+            mod.extract_qpos_trajectory(td, "nope")
+
+
+def test_mujoco_state_reader_captures_the_same_state_of_a_real_env():
+    from torchrl.envs import GymEnv
+
+    env = GymEnv("Hopper-v5")
+    try:
+        env.set_seed(3)
+        env.rollout(5)
+        mine, yours = ours.MujocoStateReader(), theirs.MujocoStateReader()
+        assert mine.supports(env) and yours.supports(env)
+        a, b = mine.capture(env), yours.capture(env)
+        assert set(a.keys()) >= {"qpos", "qvel"} and set(a.keys()) <= set(b.keys()) | {"time"}
+        for key in a.keys():
+            torch.testing.assert_close(a[key].double().reshape(-1), b[key].double().reshape(-1), msg=key)
+        assert not mine.supports(object()) and not yours.supports(object())
+    finally:
+        env.close()
