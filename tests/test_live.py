@@ -164,3 +164,24 @@ def test_live_keep_serves_the_ended_page_once_every_artifact_is_written(tmp_path
         state = json.load(urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}/state?{parts.query}", timeout=5))
         assert state["ended"] and state["metrics"]["episodes_done"] == 2
     assert "error" not in box and box["result"].metrics["aggregated"]["n_episodes"] == 2
+
+
+def test_a_client_that_stops_reading_loses_events_and_never_blocks_the_publisher():
+    """A real socket on the event stream that never reads: once the socket buffers are full its server thread
+    blocks on the write, its bounded queue drops the oldest events, and publishing never waits."""
+    from torchrl_render.replay.server import QUEUE_EVENTS, LiveHub, LiveServer, wait_until
+
+    hub = LiveHub()
+    with LiveServer(hub, port=0) as server:
+        stalled = socket.create_connection(("127.0.0.1", server.port))
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.sendall(f"GET /events?token={server.token} HTTP/1.0\r\n\r\n".encode())
+        assert wait_until(lambda: hub.watched, 10)
+        big = [0.5] * 20000  # ~100 KB an event: a few fill the loopback buffers
+        for i in range(400):
+            hub.set_pose({"episode": 0, "step": i, "pos": big, "quat": []})
+        assert hub.poses == 400 and hub.dropped > 0
+        assert all(len(q) <= QUEUE_EVENTS for q in hub.queues)
+        with urllib.request.urlopen(f"{server.origin}/state?token={server.token}", timeout=5) as reply:
+            assert json.load(reply)["poses"] == 400  # other clients are still served
+        stalled.close()

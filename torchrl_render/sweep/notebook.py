@@ -68,14 +68,15 @@ def write_notebook(folder: Path, info: dict[str, Any], timeout: float = 300) -> 
     import nbformat
     from nbclient import NotebookClient
 
-    from ..writers.ipynb import _native_kernel_manager
+    from ..writers.ipynb import IOPUB_TIMEOUT_S, _native_kernel_manager
     from .store import write_json_atomic
 
     folder = Path(folder)
     nb = build_notebook(folder, info)
     sockets = tempfile.mkdtemp(prefix="trr-sweep-kernel-")
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", kernel_manager_class=_native_kernel_manager(
-        sockets), resources={"metadata": {"path": str(folder)}})
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", iopub_timeout=IOPUB_TIMEOUT_S,
+                            kernel_manager_class=_native_kernel_manager(sockets),
+                            resources={"metadata": {"path": str(folder)}})
     try:
         client.execute()
     finally:

@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 
 CELL_TIMEOUT_S = 3600
 STARTUP_TIMEOUT_S = 120
+#: seconds nbclient waits for a cell's outputs after its reply (its default, 4 s, loses outputs on a loaded machine)
+IOPUB_TIMEOUT_S = 60
 PREVIEW_WIDTH = 240
 PREVIEW_FPS = 10.0
 PREVIEW_MAX_FRAMES = 120
@@ -292,7 +294,7 @@ class IpynbWriter(Writer):
         cwd.mkdir(exist_ok=True)
         sockets = tempfile.mkdtemp(prefix="trr-kernel-")  # short: a unix socket path has at most ~107 bytes
         client = NotebookClient(nb, timeout=self.timeout, startup_timeout=STARTUP_TIMEOUT_S, kernel_name="python3",
-                                kernel_manager_class=_native_kernel_manager(sockets),
+                                iopub_timeout=IOPUB_TIMEOUT_S, kernel_manager_class=_native_kernel_manager(sockets),
                                 resources={"metadata": {"path": str(cwd)}})
         try:
             client.execute()
