@@ -30,10 +30,28 @@ from typing import Any
 
 from .server import LiveHub, LiveServer
 
-__all__ = ["LIVE_FPS", "LiveFeed", "running_metrics"]
+__all__ = ["LIVE_FPS", "LiveFeed", "running_metrics", "ssh_hint"]
 
 log = logging.getLogger("torchrl_render")
 LIVE_FPS = 30.0  # updates a second at most: the page draws at the screen's rate; the run is not slowed
+
+
+def ssh_hint(server: Any) -> str:
+    """Over SSH (``$SSH_CONNECTION`` set) and on loopback: the ``ssh -L`` command that reaches the page.
+
+    Example:
+        >>> import os; from types import SimpleNamespace
+        >>> os.environ["SSH_CONNECTION"] = "10.0.0.5 50000 10.0.0.9 22"
+        >>> ssh_hint(SimpleNamespace(host="127.0.0.1", port=8765))
+        ' (over SSH, first run on your machine: ssh -L 8765:127.0.0.1:8765 10.0.0.9)'
+        >>> del os.environ["SSH_CONNECTION"]
+    """
+    import os
+
+    parts = os.environ.get("SSH_CONNECTION", "").split()
+    if len(parts) != 4 or server.host not in ("127.0.0.1", "localhost", "::1"):
+        return ""
+    return f" (over SSH, first run on your machine: ssh -L {server.port}:127.0.0.1:{server.port} {parts[2]})"
 
 
 def running_metrics(episodes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -59,7 +77,7 @@ class LiveFeed:
 
         self._inline = display_page(self.server.url)  # in Jupyter: the page in the cell's output
         if self._inline is None:
-            log.warning("live view of the run: %s", self.server.url)
+            log.warning("live view of the run: %s%s", self.server.url, ssh_hint(self.server))
         self._sims: dict[int, Any] = {}
         self._data: Any = None
         self._model: Any = None
