@@ -44,6 +44,7 @@ class Sink:
         self.rendered = rendered_range(self.cfg)
         self._live: Any = None
         self._feed = _live_feed(self.cfg)  # issue 14: --live
+        self._viewer = _viewer(run)  # issue 14: --viewer
 
     def consume(self, item: Any) -> bool:
         """Takes a step record or a finished episode; returns True when it was an episode."""
@@ -57,7 +58,20 @@ class Sink:
                 self._feed.step(item, metrics)
             if self.run.needs_frames:
                 self._frame(item, metrics)
+            if self._viewer is not None:  # issue 14: --viewer (frames finished at once, so the window is current)
+                self.flush()
+                self._viewer.step(item, metrics)
         return False
+
+    def stopped(self) -> bool:
+        """Issue 14: whether the viewer ended the run (escape, window closed); the finished episodes stand."""
+        if self._viewer is None or not self._viewer.stopped:
+            return False
+        from .viewer import stopped_note
+
+        self.pending = None  # the unfinished episode's last frame is dropped
+        self.run.notes.append(stopped_note(self.cfg, len(self.episodes)))
+        return True
 
     def _episode(self, episode: Episode) -> None:
         self.flush()
@@ -78,6 +92,8 @@ class Sink:
         feed, self._feed = self._feed, None
         if feed is not None:
             feed.close(finished)
+        if self._viewer is not None:  # issue 14: --viewer
+            self._viewer.close()
 
     def _running(self, record: Any) -> dict[str, Any]:
         """The rendered episode's numbers so far, for overlays and the replay page."""
@@ -144,6 +160,8 @@ class Sink:
         self.frames[record.trajectory] = self.frames.get(record.trajectory, 0) + 1
         if self._feed is not None:  # issue 14: --live (other envs: the latest frame, by reference)
             self._feed.frame(next(iter(bundle.frames.values())), record, metrics)
+        if self._viewer is not None:  # issue 14: --viewer (the window kind shows the video's frames)
+            self._viewer.frame(next(iter(bundle.frames.values())))
 
 
 class InlineWriters(BackgroundWriters):
@@ -202,6 +220,15 @@ def _live_feed(cfg: RenderConfig) -> Any:
     from .replay.feed import LiveFeed
 
     return LiveFeed(cfg)
+
+
+def _viewer(run: Any) -> Any:
+    """Issue 14: the on-screen viewer when ``--viewer`` is on (its window opens at the first step)."""
+    if getattr(run.cfg, "viewer", None) is None:
+        return None
+    from .viewer import Viewer
+
+    return Viewer(run.cfg, run.needs_frames)
 
 
 def rendered_range(cfg: RenderConfig) -> range:

@@ -1,0 +1,194 @@
+"""Issue 14, part 1: ``--viewer`` on a real X server (Xvfb), driven with real key presses (xdotool).
+
+The runs are real ``python -m torchrl_render`` subprocesses on real MuJoCo (HalfCheetah-v5) and
+gymnasium (CartPole-v1) envs; the screen is read back with Pillow's ImageGrab (XCB). Xvfb and
+xdotool come from Debian (tools/test_setup.sh installs them); without Xvfb these tests skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+TESTS = Path(__file__).parent
+CHEETAH = ["--policy", "zoo:linear_policy", "--env", "HalfCheetah-v5", "--width", "48", "--height", "48",
+           "--render-quality", "fast", "--seed", "3"]
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("Xvfb") is None or shutil.which("xdotool") is None,
+                                 reason="Xvfb/xdotool not installed (bash tools/test_setup.sh installs them)")]
+
+
+@pytest.fixture(scope="module")
+def display():
+    """A real X server (Xvfb :N, 800x600x24) on a free display number, for the module."""
+    number = next(n for n in range(60, 160) if not Path(f"/tmp/.X{n}-lock").exists()
+                  and not Path(f"/tmp/.X11-unix/X{n}").exists())
+    proc = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "800x600x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    socket = Path(f"/tmp/.X11-unix/X{number}")
+    deadline = time.monotonic() + 20
+    while not socket.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert socket.exists(), "Xvfb did not start"
+    yield f":{number}"
+    proc.terminate()
+    proc.wait(10)
+
+
+def grab(display: str) -> np.ndarray:
+    """The root window's pixels (H x W x 3)."""
+    from PIL import ImageGrab
+
+    return np.asarray(ImageGrab.grab(xdisplay=display).convert("RGB"))
+
+
+class Run:
+    """``python -m torchrl_render ...`` under ``display``, its stderr read line by line as it comes."""
+
+    def __init__(self, argv: list[str], display: str | None, cwd: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]), "MUJOCO_GL": "egl"}
+        env.pop("WAYLAND_DISPLAY", None)
+        if display is None:
+            env.pop("DISPLAY", None)
+        else:
+            env["DISPLAY"] = display
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen([sys.executable, "-m", "torchrl_render", *argv, "--debug"], cwd=cwd, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, text: str, timeout: float = 120) -> str:
+        """The first stderr line holding ``text`` (waits for it)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [line for line in list(self.lines) if text in line]
+            if found:
+                return found[0]
+            assert self.proc.poll() is None, f"exited {self.proc.returncode} before {text!r}:\n" + "\n".join(self.lines)
+            time.sleep(0.05)
+        raise AssertionError(f"no {text!r} in:\n" + "\n".join(self.lines))
+
+    def finish(self, timeout: float = 180) -> int:
+        self.proc.wait(timeout)
+        self._reader.join(10)
+        return self.proc.returncode
+
+
+def press(display: str, key: str) -> None:
+    """A real key press sent to MuJoCo's viewer window (found by its title)."""
+    env = {**os.environ, "DISPLAY": display}
+    wid = subprocess.run(["xdotool", "search", "--name", "MuJoCo"], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()[0]
+    subprocess.run(["xdotool", "windowfocus", "--sync", wid, "key", key], env=env, check=True, timeout=30)
+
+
+def per_episode(meta_path: Path) -> list[dict]:
+    episodes = json.loads(meta_path.read_text())["metrics"]["per_episode"]
+    return [{k: v for k, v in e.items() if k != "wall_s"} for e in episodes]
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    """The reference run, without --viewer (npz with exact frames; 3 episodes of 25 steps)."""
+    out = tmp_path_factory.mktemp("plain")
+    run = Run([*CHEETAH, "--num-trajs", "3", "--max-steps", "25", "--out", str(out / "run.npz"), "--npz-frames"],
+              None, out)
+    assert run.finish() == 0, "\n".join(run.lines)
+    return out
+
+
+def test_mujoco_viewer_shows_the_model_and_leaves_the_run_unchanged(display, baseline, tmp_path):
+    before = grab(display)
+    run = Run([*CHEETAH, "--num-trajs", "3", "--max-steps", "25", "--out", str(tmp_path / "run.npz"),
+               "--npz-frames", "--viewer", "--render-fps", "40"], display, tmp_path)
+    run.wait_for("viewer: opened the mujoco viewer, 40 steps/s")
+    time.sleep(0.5)
+    shot = grab(display)
+    assert run.finish() == 0, "\n".join(run.lines)
+    assert shot.std() > 10 and (shot != before).any(axis=-1).mean() > 0.2  # a window full of a model
+    assert len(np.unique(shot.reshape(-1, 3), axis=0)) > 100  # shaded geometry and floor, not a flat colour
+    assert per_episode(tmp_path / "run.npz.metadata.json") == per_episode(baseline / "run.npz.metadata.json")
+    with np.load(tmp_path / "run.npz") as seen, np.load(baseline / "run.npz") as plain:
+        assert sorted(seen.files) == sorted(plain.files)
+        frames = [k for k in plain.files if k.endswith("frames")]
+        arrays = [k for k in plain.files if k != "metadata_json"]  # the config in it names --viewer
+        assert frames and all(np.array_equal(seen[k], plain[k]) for k in arrays)  # exact pixels, same steps
+    assert "--viewer: MuJoCo's offscreen rendering" not in "\n".join(run.lines)  # MUJOCO_GL=egl was given
+
+
+def test_escape_ends_the_run_and_keeps_the_finished_episodes(display, baseline, tmp_path):
+    run = Run([*CHEETAH, "--num-trajs", "20", "--max-steps", "25", "--out", str(tmp_path / "run.jsonl"),
+               "--viewer", "mujoco", "--render-fps", "50"], display, tmp_path)
+    run.wait_for("viewer: showing episode 2")  # episodes 0 and 1 have finished
+    press(display, "Escape")
+    assert run.finish() == 0, "\n".join(run.lines)
+    episodes = per_episode(tmp_path / "run.jsonl.metadata.json")
+    assert 2 <= len(episodes) < 20
+    assert [e["episode_ix"] for e in episodes] == list(range(len(episodes)))
+    plain = per_episode(baseline / "run.npz.metadata.json")  # the same seeds: the same first episodes
+    without_frames = [{k: v for k, v in e.items() if k != "num_frames"} for e in episodes[:3]]  # jsonl: no frames
+    assert without_frames == [{k: v for k, v in e.items() if k != "num_frames"} for e in plain[:len(without_frames)]]
+    lines = (tmp_path / "run.jsonl").read_text().splitlines()
+    assert sum(1 for line in lines if '"episode_ix"' in line) >= len(episodes)
+    assert any("the run was ended from the viewer" in line for line in run.lines)
+
+
+def test_space_pauses_and_the_right_arrow_steps(display, baseline, tmp_path):
+    run = Run([*CHEETAH, "--num-trajs", "3", "--max-steps", "25", "--out", str(tmp_path / "run.npz"),
+               "--npz-frames", "--viewer", "--render-fps", "20"], display, tmp_path)
+    run.wait_for("viewer: opened the mujoco viewer")
+    press(display, "space")
+    paused = run.wait_for("viewer: paused at episode")
+    time.sleep(0.4)  # the viewer draws its "[paused ...]" caption
+    first = grab(display)
+    time.sleep(0.6)
+    held = grab(display)
+    assert run.proc.poll() is None and (held != first).any(axis=-1).sum() == 0, np.argwhere((held != first).any(-1))
+    assert sum("viewer: paused at" in line for line in run.lines) == 1
+    episode, step = (int(x) for x in paused.split("episode ")[1].split(", step "))
+    press(display, "Right")
+    after = run.wait_for("viewer: paused at episode %d, step %d" % (episode, step + 1) if step < 25
+                         else "viewer: paused at episode %d, step 0" % (episode + 1))
+    time.sleep(0.4)  # the viewer draws the new state
+    assert after and not np.array_equal(grab(display), first)  # one step further, and held there again
+    press(display, "space")
+    run.wait_for("viewer: resumed at episode")
+    assert run.finish() == 0, "\n".join(run.lines)
+    assert per_episode(tmp_path / "run.npz.metadata.json") == per_episode(baseline / "run.npz.metadata.json")
+
+
+def test_window_kind_shows_the_frames_of_a_non_mujoco_env(display, tmp_path):
+    before = grab(display)
+    run = Run(["--policy", "badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "30",
+               "--num-trajs", "1", "--out", str(tmp_path / "run.mp4"), "--viewer", "--render-fps", "30"],
+              display, tmp_path)
+    run.wait_for("viewer: opened the window viewer, 30 steps/s")
+    time.sleep(0.5)
+    shot = grab(display)
+    assert run.finish() == 0, "\n".join(run.lines)
+    window = shot[:400, :600]  # CartPole's 600x400 frames, in a window at the top left (no window manager)
+    assert window.std() > 10 and (window != before[:400, :600]).any(axis=-1).mean() > 0.5
+    assert (window == 255).all(axis=-1).mean() > 0.5  # CartPole's white background, with its cart and pole
+
+
+def test_no_display_names_live_and_writes_nothing(tmp_path):
+    run = Run([*CHEETAH, "--max-steps", "5", "--out", str(tmp_path / "run.mp4"), "--viewer"], None, tmp_path)
+    assert run.finish() == 2
+    message = [line for line in run.lines if line.startswith("torchrl-render: error:")]
+    assert message and "--viewer opens a window, and this machine has no display" in message[0]
+    assert "--live 8765" in message[0] and "ssh -L 8765:127.0.0.1:8765" in message[0]
+    assert list(tmp_path.iterdir()) == []
