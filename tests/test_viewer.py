@@ -96,6 +96,40 @@ def press(display: str, key: str) -> None:
     subprocess.run(["xdotool", "windowfocus", "--sync", wid, "key", key], env=env, check=True, timeout=30)
 
 
+def close_window(display: str, pid: int) -> None:
+    """Closes the window of process ``pid`` as a window manager's close button does: a WM_DELETE_WINDOW
+    message (Xlib through ctypes; Xvfb runs no window manager)."""
+    import ctypes
+    import ctypes.util
+
+    wid = int(subprocess.run(["xdotool", "search", "--pid", str(pid)], env={**os.environ, "DISPLAY": display},
+                             capture_output=True, text=True, check=True).stdout.split()[0])
+
+    class ClientMessage(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+                    ("display", ctypes.c_void_p), ("window", ctypes.c_ulong), ("message_type", ctypes.c_ulong),
+                    ("format", ctypes.c_int), ("data", ctypes.c_long * 5)]
+
+    class XEvent(ctypes.Union):
+        _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
+
+    x11 = ctypes.CDLL(ctypes.util.find_library("X11"))
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XInternAtom.restype = ctypes.c_ulong
+    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    x11.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
+    x11.XFlush.argtypes = x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    conn = x11.XOpenDisplay(display.encode())
+    assert conn, display
+    event = XEvent()
+    event.xclient.type, event.xclient.window, event.xclient.format = 33, wid, 32  # 33: ClientMessage
+    event.xclient.message_type = x11.XInternAtom(conn, b"WM_PROTOCOLS", 0)
+    event.xclient.data[0] = x11.XInternAtom(conn, b"WM_DELETE_WINDOW", 0)
+    assert x11.XSendEvent(conn, wid, 0, 0, ctypes.byref(event))
+    x11.XFlush(conn)
+    x11.XCloseDisplay(conn)
+
+
 def per_episode(meta_path: Path) -> list[dict]:
     episodes = json.loads(meta_path.read_text())["metrics"]["per_episode"]
     return [{k: v for k, v in e.items() if k != "wall_s"} for e in episodes]
@@ -130,60 +164,56 @@ def test_mujoco_viewer_shows_the_model_and_leaves_the_run_unchanged(display, bas
     assert "--viewer: MuJoCo's offscreen rendering" not in "\n".join(run.lines)  # MUJOCO_GL=egl was given
 
 
-def test_escape_ends_the_run_and_keeps_the_finished_episodes(display, baseline, tmp_path):
+def test_space_pauses_the_right_arrow_steps_and_escape_ends_the_run(display, baseline, tmp_path):
+    """One run: paused (held still), one step, resumed; then escape keeps the finished episodes (exit 0)."""
     run = Run([*CHEETAH, "--num-trajs", "20", "--max-steps", "25", "--out", str(tmp_path / "run.jsonl"),
-               "--viewer", "mujoco", "--render-fps", "50"], display, tmp_path)
-    run.wait_for("viewer: showing episode 2")  # episodes 0 and 1 have finished
-    press(display, "Escape")
-    assert run.finish() == 0, "\n".join(run.lines)
-    episodes = per_episode(tmp_path / "run.jsonl.metadata.json")
-    assert 2 <= len(episodes) < 20
-    assert [e["episode_ix"] for e in episodes] == list(range(len(episodes)))
-    plain = per_episode(baseline / "run.npz.metadata.json")  # the same seeds: the same first episodes
-    without_frames = [{k: v for k, v in e.items() if k != "num_frames"} for e in episodes[:3]]  # jsonl: no frames
-    assert without_frames == [{k: v for k, v in e.items() if k != "num_frames"} for e in plain[:len(without_frames)]]
-    lines = (tmp_path / "run.jsonl").read_text().splitlines()
-    assert sum(1 for line in lines if '"episode_ix"' in line) >= len(episodes)
-    assert any("the run was ended from the viewer" in line for line in run.lines)
-
-
-def test_space_pauses_and_the_right_arrow_steps(display, baseline, tmp_path):
-    run = Run([*CHEETAH, "--num-trajs", "3", "--max-steps", "25", "--out", str(tmp_path / "run.npz"),
-               "--npz-frames", "--viewer", "--render-fps", "20"], display, tmp_path)
+               "--viewer", "mujoco", "--render-fps", "40"], display, tmp_path)
     run.wait_for("viewer: opened the mujoco viewer")
     press(display, "space")
     paused = run.wait_for("viewer: paused at episode")
     time.sleep(0.4)  # the viewer draws its "[paused ...]" caption
     first = grab(display)
     time.sleep(0.6)
-    held = grab(display)
-    assert run.proc.poll() is None and (held != first).any(axis=-1).sum() == 0, np.argwhere((held != first).any(-1))
-    assert sum("viewer: paused at" in line for line in run.lines) == 1
+    assert run.proc.poll() is None and np.array_equal(grab(display), first)  # held: the model does not move
+    assert sum("viewer: paused at" in line for line in run.lines) == 1  # and the run does not step
     episode, step = (int(x) for x in paused.split("episode ")[1].split(", step "))
     press(display, "Right")
-    after = run.wait_for("viewer: paused at episode %d, step %d" % (episode, step + 1) if step < 25
-                         else "viewer: paused at episode %d, step 0" % (episode + 1))
+    run.wait_for("viewer: paused at episode %d, step %d" % ((episode, step + 1) if step < 25 else (episode + 1, 0)))
     time.sleep(0.4)  # the viewer draws the new state
-    assert after and not np.array_equal(grab(display), first)  # one step further, and held there again
+    assert not np.array_equal(grab(display), first)  # one step further, and held there again
+    assert sum("viewer: paused at" in line for line in run.lines) == 2
     press(display, "space")
     run.wait_for("viewer: resumed at episode")
+    run.wait_for("viewer: showing episode 2")  # episodes 0 and 1 have finished
+    press(display, "Escape")
     assert run.finish() == 0, "\n".join(run.lines)
-    assert per_episode(tmp_path / "run.npz.metadata.json") == per_episode(baseline / "run.npz.metadata.json")
+    episodes = per_episode(tmp_path / "run.jsonl.metadata.json")
+    assert 2 <= len(episodes) < 20 and [e["episode_ix"] for e in episodes] == list(range(len(episodes)))
+    plain = per_episode(baseline / "run.npz.metadata.json")  # the same seeds: the same first episodes
+    without_frames = [{k: v for k, v in e.items() if k != "num_frames"} for e in episodes[:3]]  # jsonl: no frames
+    assert without_frames == [{k: v for k, v in e.items() if k != "num_frames"} for e in plain[:len(without_frames)]]
+    lines = (tmp_path / "run.jsonl").read_text().splitlines()
+    assert sum('"episode_ix"' in line for line in lines) == len(episodes)  # the data file: finished episodes only
+    assert any("the run was ended from the viewer" in line for line in run.lines)
 
 
-def test_window_kind_shows_the_frames_of_a_non_mujoco_env(display, tmp_path):
+def test_window_kind_shows_the_frames_of_a_non_mujoco_env_and_closing_it_ends_the_run(display, tmp_path):
     run = Run(["--policy", "badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "30",
-               "--num-trajs", "3", "--out", str(tmp_path / "run.mp4"), "--viewer", "--render-fps", "30"],
+               "--num-trajs", "20", "--out", str(tmp_path / "run.mp4"), "--viewer", "--render-fps", "30"],
               display, tmp_path)
     run.wait_for("viewer: opened the window viewer, 30 steps/s")
     run.wait_for("viewer: showing episode 1")  # frames of episode 0 were shown; the window stays open
     shot = grab(display)
-    assert run.finish() == 0, "\n".join(run.lines)
     white = (shot == 255).all(axis=-1)  # CartPole's white background, around its cart and pole
     ys, xs = np.nonzero(white)
     assert (xs.max() - xs.min() + 1, ys.max() - ys.min() + 1) == (600, 400)  # one whole 600x400 frame
     inside = white[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
     assert 0.8 < inside.mean() < 1.0  # mostly background, and the cart and pole drawn on it
+    close_window(display, run.proc.pid)
+    assert run.finish() == 0, "\n".join(run.lines)
+    episodes = per_episode(tmp_path / "run.mp4.metadata.json")
+    assert 1 <= len(episodes) < 20 and (tmp_path / "run.mp4").stat().st_size > 0
+    assert any("the run was ended from the viewer" in line for line in run.lines)
 
 
 def test_no_display_names_live_and_writes_nothing(tmp_path):

@@ -225,8 +225,12 @@ class Viewer:
         self._next = time.perf_counter()
 
     def _caption(self, metrics: dict[str, Any]) -> str:
-        paused = "  [paused: space resumes, right arrow steps]" if self.controls.paused else ""
-        return f"episode {self._where[0]}  step {self._where[1]}  return {metrics.get('return', 0.0):.2f}{paused}"
+        """The window's text: the episode; while paused also the step and the return so far (the text
+        changes once an episode while running: MuJoCo's viewer applies a new text at its next drawing)."""
+        if not self.controls.paused:
+            return f"episode {self._where[0]}"
+        return (f"episode {self._where[0]}  step {self._where[1]}  return {metrics.get('return', 0.0):.2f}  "
+                "[paused: space resumes, right arrow steps]")
 
 
 def stopped_note(cfg: Any, finished: int) -> str:

@@ -45,7 +45,7 @@ class MujocoWindow:
         self._caption = ""
 
     def show_state(self, record: Any, caption: str) -> None:
-        if caption != self._caption:
+        if caption != self._caption:  # set_texts waits for the viewer's next drawing: only on a change
             self._caption = caption
             self.handle.set_texts((self.mujoco.mjtFontScale.mjFONTSCALE_150, self.mujoco.mjtGridPos.mjGRID_TOPLEFT,
                                    caption, ""))
@@ -61,9 +61,14 @@ class MujocoWindow:
         return self.handle is not None and self.handle.is_running()
 
     def close(self) -> None:
+        """Ends the viewer and waits (up to 5 s) until its thread has destroyed the window."""
         handle, self.handle = self.handle, None
-        if handle is not None:
-            handle.close()
+        if handle is None:
+            return
+        handle.close()
+        deadline = time.monotonic() + 5.0
+        while handle._sim() is not None and time.monotonic() < deadline:  # alive until its thread has ended
+            time.sleep(0.01)
 
 
 class FrameWindow:
