@@ -22,14 +22,14 @@ import pytest
 TESTS = Path(__file__).parent
 CHEETAH = ["--policy", "zoo:linear_policy", "--env", "HalfCheetah-v5", "--width", "48", "--height", "48",
            "--render-quality", "fast", "--seed", "3"]
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("Xvfb") is None or shutil.which("xdotool") is None,
-                                 reason="Xvfb/xdotool not installed (bash tools/test_setup.sh installs them)")]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def display():
     """A real X server (Xvfb :N, 800x600x24) on a free display number, for the module."""
+    if shutil.which("Xvfb") is None or shutil.which("xdotool") is None:
+        pytest.skip("Xvfb/xdotool not installed (bash tools/test_setup.sh installs them)")
     number = next(n for n in range(60, 160) if not Path(f"/tmp/.X{n}-lock").exists()
                   and not Path(f"/tmp/.X11-unix/X{n}").exists())
     proc = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "800x600x24", "-nolisten", "tcp"],
@@ -223,3 +223,30 @@ def test_no_display_names_live_and_writes_nothing(tmp_path):
     assert message and "--viewer opens a window, and this machine has no display" in message[0]
     assert "--live 8765" in message[0] and "ssh -L 8765:127.0.0.1:8765" in message[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_config_viewer_and_render_fps():
+    from torchrl_render import RenderConfig
+    from torchrl_render.errors import ConfigError
+
+    assert RenderConfig(policy="a:b", env="c:d", viewer=True).viewer == "auto"  # Python: True means auto
+    assert RenderConfig(policy="a:b", env="c:d", viewer="window", render_fps=12).render_fps == 12.0
+    with pytest.raises(ConfigError, match="viewer must be one of auto, mujoco, window. Did you mean 'mujoco'"):
+        RenderConfig(policy="a:b", env="c:d", viewer="mujo")
+    with pytest.raises(ConfigError, match="render_fps must be a positive number"):
+        RenderConfig(policy="a:b", env="c:d", render_fps=float("nan"))
+
+
+def test_keys_pause_step_and_stop():
+    from torchrl_render.viewer import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, Controls
+
+    keys = Controls()
+    keys.press(KEY_RIGHT)  # not paused: the right arrow does nothing
+    assert not keys.take_step() and not keys.paused
+    keys.press(KEY_SPACE)
+    keys.press(KEY_RIGHT)
+    keys.press(KEY_RIGHT)
+    assert keys.paused and [keys.take_step() for _ in range(3)] == [True, True, False]
+    keys.press(KEY_SPACE)
+    keys.press(KEY_ESCAPE)
+    assert not keys.paused and keys.stopped

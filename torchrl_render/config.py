@@ -443,7 +443,9 @@ def _validate_live(cfg: RenderConfig) -> None:
 
 
 def _validate_viewer(cfg: RenderConfig) -> None:
-    """Issue 14: --viewer's kind (its choices are checked with the other fields) and --render-fps."""
+    """Issue 14: --viewer's kind (its choices are checked with the other fields; True means auto) and --render-fps."""
+    if isinstance(cfg.viewer, bool):
+        cfg.viewer = "auto" if cfg.viewer else None
     if cfg.viewer is not None:
         _check_type("viewer", cfg.viewer, str, f"one of {', '.join(VIEWER_KINDS)}")
     if cfg.render_fps is None:
