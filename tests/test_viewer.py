@@ -250,3 +250,17 @@ def test_keys_pause_step_and_stop():
     keys.press(KEY_SPACE)
     keys.press(KEY_ESCAPE)
     assert not keys.paused and keys.stopped
+
+
+def test_macos_without_mjpython_is_refused_with_the_fix(monkeypatch):
+    """macOS cannot be run here: the check is launch_passive's own condition (mujoco.viewer._MJPYTHON unset)."""
+    import mujoco.viewer
+
+    from torchrl_render.viewer import mjpython_error
+
+    assert mjpython_error(mujoco.viewer) is None  # Linux: no launcher needed
+    monkeypatch.setattr(sys, "platform", "darwin")
+    error = mjpython_error(mujoco.viewer)
+    assert error is not None and "run the same command with mjpython" in str(error) and "--live 8765" in str(error)
+    monkeypatch.setattr(mujoco.viewer, "_MJPYTHON", object())  # what mjpython sets
+    assert mjpython_error(mujoco.viewer) is None

@@ -44,7 +44,7 @@ from typing import Any
 from .errors import RenderError
 
 __all__ = ["Controls", "KEY_ESCAPE", "KEY_RIGHT", "KEY_SPACE", "NoDisplayError", "Viewer", "ViewerError",
-           "check_display", "prepare_viewer", "stopped_note"]
+           "check_display", "mjpython_error", "prepare_viewer", "stopped_note"]
 
 log = logging.getLogger("torchrl_render")
 
@@ -63,18 +63,10 @@ class NoDisplayError(ViewerError):
 
 
 def check_display() -> None:
-    """Raises :class:`NoDisplayError` when no window can be opened here (no display; macOS without mjpython)."""
-    if sys.platform == "darwin":
-        from importlib.util import find_spec
-
-        if "mjpython" not in os.path.basename(sys.executable) and find_spec("mujoco") is not None \
-                and not _under_mjpython():
-            raise NoDisplayError("--viewer on macOS needs MuJoCo's launcher: mujoco.viewer only opens a window "
-                                 "from a script run with mjpython", expected="mjpython -m torchrl_render ...",
-                                 got=sys.executable, fix="run the same command with mjpython (installed with "
-                                 "the mujoco package) instead of python, or " + _LIVE_FIX)
-        return
-    if sys.platform.startswith("win"):
+    """Raises :class:`NoDisplayError` when no window can be opened here (Linux and BSD: no ``$DISPLAY`` nor
+    ``$WAYLAND_DISPLAY``). macOS and Windows always have one; on macOS MuJoCo's viewer also needs ``mjpython``,
+    which :func:`mjpython_error` checks when that viewer opens."""
+    if sys.platform == "darwin" or sys.platform.startswith("win"):
         return
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         raise NoDisplayError("--viewer opens a window, and this machine has no display", expected="DISPLAY or "
@@ -82,9 +74,14 @@ def check_display() -> None:
                              got="DISPLAY and WAYLAND_DISPLAY unset", fix=_LIVE_FIX)
 
 
-def _under_mjpython() -> bool:
-    viewer = sys.modules.get("mujoco.viewer")
-    return viewer is not None and getattr(viewer, "_MJPYTHON", None) is not None
+def mjpython_error(viewer_module: Any) -> NoDisplayError | None:
+    """macOS: MuJoCo's viewer opens only under ``mjpython`` (``launch_passive``'s own condition), else None."""
+    if sys.platform != "darwin" or getattr(viewer_module, "_MJPYTHON", None) is not None:
+        return None
+    return NoDisplayError("--viewer mujoco on macOS needs MuJoCo's launcher: mujoco.viewer opens its window only "
+                          "from a script run with mjpython", expected="mjpython -m torchrl_render ...",
+                          got=sys.executable, fix="run the same command with mjpython (installed with the mujoco "
+                          "package) instead of python, or use --viewer window, or " + _LIVE_FIX)
 
 
 def prepare_viewer(cfg: Any, notes: list[str]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .viewer import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, NoDisplayError, _LIVE_FIX
+from .viewer import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, _LIVE_FIX, NoDisplayError, mjpython_error
 
 __all__ = ["FrameWindow", "MujocoWindow"]
 
@@ -39,6 +39,9 @@ class MujocoWindow:
         import mujoco
         import mujoco.viewer
 
+        error = mjpython_error(mujoco.viewer)
+        if error is not None:
+            raise error
         self.mujoco = mujoco
         self.handle = mujoco.viewer.launch_passive(model, data, key_callback=controls.press,
                                                    show_left_ui=False, show_right_ui=False)
