@@ -51,6 +51,16 @@ def grab(display: str) -> np.ndarray:
     return np.asarray(ImageGrab.grab(xdisplay=display).convert("RGB"))
 
 
+def grab_until(display: str, shows, timeout: float = 30) -> np.ndarray:
+    """The first screenshot for which ``shows(pixels)`` holds (a window appears as fast as the machine allows)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        shot = grab(display)
+        if shows(shot) or time.monotonic() > deadline:
+            return shot
+        time.sleep(0.1)
+
+
 class Run:
     """``python -m torchrl_render ...`` under ``display``, its stderr read line by line as it comes."""
 
@@ -150,8 +160,7 @@ def test_mujoco_viewer_shows_the_model_and_leaves_the_run_unchanged(display, bas
     run = Run([*CHEETAH, "--num-trajs", "3", "--max-steps", "25", "--out", str(tmp_path / "run.npz"),
                "--npz-frames", "--viewer", "--render-fps", "40"], display, tmp_path)
     run.wait_for("viewer: opened the mujoco viewer, 40 steps/s")
-    time.sleep(0.5)
-    shot = grab(display)
+    shot = grab_until(display, lambda shot: (shot != before).any(axis=-1).mean() > 0.2)
     assert run.finish() == 0, "\n".join(run.lines)
     assert shot.std() > 10 and (shot != before).any(axis=-1).mean() > 0.2  # a window full of a model
     assert len(np.unique(shot.reshape(-1, 3), axis=0)) > 100  # shaded geometry and floor, not a flat colour
@@ -203,7 +212,7 @@ def test_window_kind_shows_the_frames_of_a_non_mujoco_env_and_closing_it_ends_th
               display, tmp_path)
     run.wait_for("viewer: opened the window viewer, 30 steps/s")
     run.wait_for("viewer: showing episode 1")  # frames of episode 0 were shown; the window stays open
-    shot = grab(display)
+    shot = grab_until(display, lambda shot: (shot == 255).all(axis=-1).sum() > 100_000)
     white = (shot == 255).all(axis=-1)  # CartPole's white background, around its cart and pole
     ys, xs = np.nonzero(white)
     assert (xs.max() - xs.min() + 1, ys.max() - ys.min() + 1) == (600, 400)  # one whole 600x400 frame
