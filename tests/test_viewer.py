@@ -67,6 +67,7 @@ class Run:
     def __init__(self, argv: list[str], display: str | None, cwd: Path) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]), "MUJOCO_GL": "egl"}
         env.pop("WAYLAND_DISPLAY", None)
+        env.pop("SDL_VIDEODRIVER", None)  # set to dummy by earlier headless runs in this process (envs.py)
         if display is None:
             env.pop("DISPLAY", None)
         else:
@@ -223,6 +224,18 @@ def test_window_kind_shows_the_frames_of_a_non_mujoco_env_and_closing_it_ends_th
     episodes = per_episode(tmp_path / "run.mp4.metadata.json")
     assert 1 <= len(episodes) < 20 and (tmp_path / "run.mp4").stat().st_size > 0
     assert any("the run was ended from the viewer" in line for line in run.lines)
+
+
+def test_window_kind_refuses_a_pygame_that_draws_off_screen(display, tmp_path, monkeypatch, capsys):
+    """SDL_VIDEODRIVER=dummy (what headless runs set for gymnasium's pygame envs) would show nothing: refused."""
+    from torchrl_render.cli import main
+
+    monkeypatch.setenv("DISPLAY", display)
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    code = main(["--policy", "badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "3",
+                 "--out", str(tmp_path / "run.mp4"), "--viewer", "window"])
+    assert code == 2 and "pygame draws off screen here (SDL_VIDEODRIVER='dummy')" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_no_display_names_live_and_writes_nothing(tmp_path):

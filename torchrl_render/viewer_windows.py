@@ -91,6 +91,13 @@ class FrameWindow:
             raise NoDisplayError(f"--viewer could not open a window: {exc}", expected="a reachable X or "
                                  "Wayland display", got=f"DISPLAY={os.environ.get('DISPLAY')!r}",
                                  fix=_LIVE_FIX) from exc
+        if pygame.display.get_driver() in ("dummy", "offscreen"):  # SDL_VIDEODRIVER: it would draw nowhere
+            pygame.display.quit()
+            raise NoDisplayError("--viewer window: pygame draws off screen here (SDL_VIDEODRIVER="
+                                 f"{os.environ.get('SDL_VIDEODRIVER')!r}), so no window would appear",
+                                 expected="an SDL video driver with a screen (x11, wayland, ...)",
+                                 got=f"SDL_VIDEODRIVER={os.environ.get('SDL_VIDEODRIVER')!r}",
+                                 fix="unset SDL_VIDEODRIVER, or " + _LIVE_FIX)
         self._keys = {pygame.K_SPACE: KEY_SPACE, pygame.K_RIGHT: KEY_RIGHT, pygame.K_ESCAPE: KEY_ESCAPE}
 
     def show_frame(self, frame: Any) -> None:
