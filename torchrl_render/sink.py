@@ -88,7 +88,7 @@ class Sink:
             self._feed.episode(self.episodes)
 
     def close(self, finished: bool = True) -> None:
-        """Issue 14: ends the live page, if any (after a finished run it may stay up ``live_keep`` s)."""
+        """Issue 14: ends the live page, if any (after a finished run it may stay up ``live_keep`` s), and the viewer."""
         feed, self._feed = self._feed, None
         if feed is not None:
             feed.close(finished)
