@@ -111,6 +111,12 @@ def existing(name: str, folder: bool = False) -> Callable[[Ctx], None]:
     return setup
 
 
+def no_display(ctx: Ctx) -> None:
+    """Issue 14: a machine without a display (a headless server, an SSH session without -X)."""
+    ctx.monkeypatch.delenv("DISPLAY", raising=False)
+    ctx.monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+
+
 def read_only_out(ctx: Ctx) -> None:
     target = ctx.out / "ro"
     target.mkdir(mode=0o500)
@@ -252,6 +258,14 @@ CASES = [
     Case("height-zero", [*TINY, "--height", "0"], ("height must be at least 1",)),
     Case("gl-invalid", [*TINY], ("MUJOCO_GL holds a value MuJoCo does not accept", "Got: vulkan"),
          setup=lambda ctx: ctx.monkeypatch.setenv("MUJOCO_GL", "vulkan")),
+    # issue 14: --viewer
+    Case("viewer-no-display", [*TINY, "--viewer"], ("--viewer opens a window, and this machine has no display",
+                                                    "Fix: watch it in the browser instead: --live 8765"),
+         setup=no_display),
+    Case("viewer-unknown-kind", [*TINY, "--viewer", "mujo"], ("argument --viewer: invalid choice: 'mujo'",
+                                                              "(choose from 'auto', 'mujoco', 'window')")),
+    Case("render-fps-zero", [*TINY, "--render-fps", "0"], ("render_fps must be a positive number",
+                                                           "Got: 0.0")),
     # formats and outputs
     Case("format-unknown-flag", [*TINY, "--format", "avi"], ("invalid choice: 'avi'", "(choose from 'mp4', 'gif'")),
     Case("format-unknown-config", ["--config", "{inp}/c.json"],

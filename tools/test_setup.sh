@@ -14,3 +14,9 @@ if [ ! -x /usr/bin/chromium ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 fi
 "$PY" -c "import playwright" 2>/dev/null || "$PY" -m pip install -q playwright==1.65.2
+
+# issue 14 (--viewer): a real X server, key presses and screenshots for tests/test_viewer.py (Debian's packages).
+if ! command -v Xvfb >/dev/null || ! command -v xdotool >/dev/null || ! command -v xwd >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xdotool x11-apps
+fi

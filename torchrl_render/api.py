@@ -92,6 +92,10 @@ class _Run:
         started = time.perf_counter()
         self._check_outputs()
         _check_devices(self.cfg)
+        if self.cfg.viewer is not None:  # issue 14: --viewer: no display -> an error now; the video stays off screen
+            from .viewer import prepare_viewer
+
+            prepare_viewer(self.cfg, self.notes)
         unset = not os.environ.get("MUJOCO_GL")
         gl = ensure_headless_gl()  # before anything imports mujoco, also for data-only runs
         from .gl import gl_notes
@@ -210,7 +214,7 @@ class _Run:
 
             reward_fn = resolve(cfg.reward_fn, "reward_fn")
         engine = Engine(cfg, env, policy, payload, self._render_mode(),
-                        rendered_range(cfg) if self.needs_frames or self.needs_state else range(0),
+                        rendered_range(cfg) if self.needs_frames or self.needs_state or cfg.viewer else range(0),
                         keep=cfg.trajectories or data_format, reward_fn=reward_fn, notes=self.notes)
         if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # issue 13: batched already
             engine.batched = env
@@ -249,6 +253,8 @@ class _Run:
                 for item in engine.episodes():
                     if sink.consume(item):
                         bar.episode_done(sink.episodes)
+                    if sink.stopped():  # issue 14: --viewer: escape or the window closed ends the run here
+                        break
         except BaseException as exc:
             sink.close(finished=False)  # issue 14: the live page ends with the run
             self.writers.abort()

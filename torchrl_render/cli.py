@@ -117,7 +117,7 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
     if "optional_value" in meta:  # a flag whose value may be left out (--live alone means --live 8765)
         group.add_argument(flag, dest=f.name, type=_arg_type(f.type), default=None, nargs="?",
                            const=meta["optional_value"], metavar=meta.get("metavar", f.name.upper()),
-                           help=meta.get("help"))
+                           choices=meta.get("choices"), help=meta.get("help"))  # choices: issue 14, --viewer
         return
     choices = meta.get("choices")
     if isinstance(choices, str):

@@ -44,6 +44,7 @@ ENV_BATCH_MODES = ("auto", "serial", "parallel")
 POLICY_BATCHES = ("batched", "per-env")
 NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
 NOTEBOOK_RENDER_BACKENDS = ("auto", "static", "mujoco_wasm", "mujoco-wasm")  # issue 12; the alias: issue 13
+VIEWER_KINDS = ("auto", "mujoco", "window")  # issue 14: --viewer
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
 _PATH_FIELDS = ("ckpt", "out", "frame_dir", "artifact_dir", "metadata")
@@ -181,6 +182,14 @@ class RenderConfig:
     live_host: str = _f("127.0.0.1", help="Address the live page listens on; anything but loopback is reachable "
                         "from other machines (a warning is logged).")
     live_keep: float = _f(0.0, help="Seconds the live page stays up after the run ends.")
+    # -- issue 14: --viewer (watching a run in a window on this machine's display) --
+    viewer: str | None = _f(None, help="Show the rendered episodes on screen as they run: mujoco opens MuJoCo's "
+                            "viewer on the env's own model and data, window shows the run's frames, auto (the "
+                            "flag alone) picks mujoco for MuJoCo envs. Keys: space pauses, right arrow steps, "
+                            "escape ends the run (finished episodes kept). Needs a display (else --live).",
+                            optional_value="auto", choices=VIEWER_KINDS, metavar="KIND")
+    render_fps: float | None = _f(None, help="Steps per second the viewer shows, in real time (default: the "
+                                  "env's metadata render_fps, else --fps); paces the viewer only.")
 
     def __post_init__(self) -> None:
         _normalise(self)
@@ -366,6 +375,7 @@ def _validate(cfg: RenderConfig) -> None:
     if cfg.seed is not None:
         _check_type("seed", cfg.seed, int, "an integer or None")
     _validate_live(cfg)  # issue 14
+    _validate_viewer(cfg)  # issue 14: --viewer
     _check_type("fps", cfg.fps, float, "a number")
     if not (math.isfinite(cfg.fps) and cfg.fps > 0):
         raise ConfigError("fps must be a positive number", expected="a number > 0", got=cfg.fps,
@@ -430,6 +440,22 @@ def _validate_live(cfg: RenderConfig) -> None:
     if not (math.isfinite(cfg.live_keep) and cfg.live_keep >= 0):
         raise ConfigError("live_keep must be a number of seconds", expected="a number >= 0", got=cfg.live_keep,
                           fix="pass e.g. --live-keep 30")
+
+
+def _validate_viewer(cfg: RenderConfig) -> None:
+    """Issue 14: --viewer's kind (its choices are checked with the other fields; True means auto) and --render-fps."""
+    if isinstance(cfg.viewer, bool):
+        cfg.viewer = "auto" if cfg.viewer else None
+    if cfg.viewer is not None:
+        _check_type("viewer", cfg.viewer, str, f"one of {', '.join(VIEWER_KINDS)}")
+    if cfg.render_fps is None:
+        return
+    if isinstance(cfg.render_fps, int) and not isinstance(cfg.render_fps, bool):
+        cfg.render_fps = float(cfg.render_fps)
+    _check_type("render_fps", cfg.render_fps, float, "a number of steps per second")
+    if not (math.isfinite(cfg.render_fps) and cfg.render_fps > 0):
+        raise ConfigError("render_fps must be a positive number", expected="a number > 0 (steps per second)",
+                          got=cfg.render_fps, fix="pass e.g. --render-fps 30, or leave it out (the env's render_fps)")
 
 
 def _is_env_object(obj: Any) -> bool:

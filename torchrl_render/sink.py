@@ -44,6 +44,7 @@ class Sink:
         self.rendered = rendered_range(self.cfg)
         self._live: Any = None
         self._feed = _live_feed(self.cfg)  # issue 14: --live
+        self._viewer = _viewer(run)  # issue 14: --viewer
 
     def consume(self, item: Any) -> bool:
         """Takes a step record or a finished episode; returns True when it was an episode."""
@@ -57,7 +58,20 @@ class Sink:
                 self._feed.step(item, metrics)
             if self.run.needs_frames:
                 self._frame(item, metrics)
+            if self._viewer is not None:  # issue 14: --viewer (frames finished at once, so the window is current)
+                self.flush()
+                self._viewer.step(item, metrics)
         return False
+
+    def stopped(self) -> bool:
+        """Issue 14: whether the viewer ended the run (escape, window closed); the finished episodes stand."""
+        if self._viewer is None or not self._viewer.stopped:
+            return False
+        from .viewer import stopped_note
+
+        self.pending = None  # the unfinished episode's last frame is dropped
+        self.run.notes.append(stopped_note(self.cfg, len(self.episodes)))
+        return True
 
     def _episode(self, episode: Episode) -> None:
         self.flush()
@@ -74,12 +88,14 @@ class Sink:
             self._feed.episode(self.episodes)
 
     def close(self, finished: bool = True) -> Any:
-        """Issue 14: ends the live page's stream, if any.
+        """Issue 14: closes the viewer's window and ends the live page's stream, if any.
 
         After a failed run the page's server stops here. After a finished run the feed is returned,
         still serving: the caller closes it once the artifacts are written (it may stay up
         ``live_keep`` seconds so the last state can be seen).
         """
+        if self._viewer is not None:  # issue 14: --viewer
+            self._viewer.close()
         feed, self._feed = self._feed, None
         if feed is None:
             return None
@@ -154,6 +170,8 @@ class Sink:
         self.frames[record.trajectory] = self.frames.get(record.trajectory, 0) + 1
         if self._feed is not None:  # issue 14: --live (other envs: the latest frame, by reference)
             self._feed.frame(next(iter(bundle.frames.values())), record, metrics)
+        if self._viewer is not None:  # issue 14: --viewer (the window kind shows the video's frames)
+            self._viewer.frame(next(iter(bundle.frames.values())))
 
 
 class InlineWriters(BackgroundWriters):
@@ -212,6 +230,15 @@ def _live_feed(cfg: RenderConfig) -> Any:
     from .replay.feed import LiveFeed
 
     return LiveFeed(cfg)
+
+
+def _viewer(run: Any) -> Any:
+    """Issue 14: the on-screen viewer when ``--viewer`` is on (its window opens at the first step)."""
+    if getattr(run.cfg, "viewer", None) is None:
+        return None
+    from .viewer import Viewer
+
+    return Viewer(run.cfg, run.needs_frames)
 
 
 def rendered_range(cfg: RenderConfig) -> range:

@@ -1,0 +1,139 @@
+"""The two windows of ``--viewer`` (see :mod:`torchrl_render.viewer`): MuJoCo's passive viewer and a pygame window.
+
+Both have the same small interface: ``show_state(record, caption)`` after each step (``record`` is
+``None`` while paused), ``show_frame(frame)``, ``pump(seconds)`` (handles the window's events for
+about that long), ``alive()`` and ``close()`` (safe twice). Heavy imports (mujoco.viewer, glfw,
+pygame) live here only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from .viewer import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, _LIVE_FIX, NoDisplayError, mjpython_error
+
+__all__ = ["FrameWindow", "MujocoWindow"]
+
+
+class MujocoWindow:
+    """``mujoco.viewer.launch_passive`` on the env's own model and data, synced after every step.
+
+    The viewer draws on its own thread with GLFW on the display; the env (and the offscreen
+    renderer of the video) stay on the run's thread. ``sync()`` copies the state into the viewer's
+    scene under the viewer's lock; nothing of the viewer writes into the env's ``MjData``
+    (its side panels, whose sliders could, are hidden).
+    """
+
+    def __init__(self, model: Any, data: Any, controls: Any) -> None:
+        self.handle: Any = None
+        import glfw
+
+        if not glfw.init():  # launch_passive would wait forever for a window its thread cannot open
+            raise NoDisplayError("--viewer could not open a window: GLFW cannot connect to the display",
+                                 expected="a reachable X or Wayland display",
+                                 got=f"DISPLAY={os.environ.get('DISPLAY')!r}", fix=_LIVE_FIX)
+        import mujoco
+        import mujoco.viewer
+
+        error = mjpython_error(mujoco.viewer)
+        if error is not None:
+            raise error
+        self.mujoco = mujoco
+        self.handle = mujoco.viewer.launch_passive(model, data, key_callback=controls.press,
+                                                   show_left_ui=False, show_right_ui=False)
+        self._caption = ""
+
+    def show_state(self, record: Any, caption: str) -> None:
+        if caption != self._caption:  # set_texts waits for the viewer's next drawing: only on a change
+            self._caption = caption
+            self.handle.set_texts((self.mujoco.mjtFontScale.mjFONTSCALE_150, self.mujoco.mjtGridPos.mjGRID_TOPLEFT,
+                                   caption, ""))
+        self.handle.sync()  # takes the viewer's lock: the scene is copied from the env's data
+
+    def show_frame(self, frame: Any) -> None:
+        """Frames are not shown: the viewer draws the simulation itself."""
+
+    def pump(self, seconds: float) -> None:
+        time.sleep(seconds)  # the viewer's own thread handles its events
+
+    def alive(self) -> bool:
+        return self.handle is not None and self.handle.is_running()
+
+    def close(self) -> None:
+        """Ends the viewer and waits (up to 5 s) until its thread has destroyed the window."""
+        handle, self.handle = self.handle, None
+        if handle is None:
+            return
+        handle.close()
+        deadline = time.monotonic() + 5.0
+        while handle._sim() is not None and time.monotonic() < deadline:  # alive until its thread has ended
+            time.sleep(0.01)
+
+
+class FrameWindow:
+    """A pygame window showing the run's frames (opened at the first frame, resized to it)."""
+
+    def __init__(self, controls: Any) -> None:
+        os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+        import pygame
+
+        self.pygame, self.controls = pygame, controls
+        self.screen: Any = None
+        self._closed = False
+        self._caption = ""
+        try:
+            pygame.display.init()
+        except pygame.error as exc:
+            raise NoDisplayError(f"--viewer could not open a window: {exc}", expected="a reachable X or "
+                                 "Wayland display", got=f"DISPLAY={os.environ.get('DISPLAY')!r}",
+                                 fix=_LIVE_FIX) from exc
+        if pygame.display.get_driver() in ("dummy", "offscreen"):  # SDL_VIDEODRIVER: it would draw nowhere
+            pygame.display.quit()
+            raise NoDisplayError("--viewer window: pygame draws off screen here (SDL_VIDEODRIVER="
+                                 f"{os.environ.get('SDL_VIDEODRIVER')!r}), so no window would appear",
+                                 expected="an SDL video driver with a screen (x11, wayland, ...)",
+                                 got=f"SDL_VIDEODRIVER={os.environ.get('SDL_VIDEODRIVER')!r}",
+                                 fix="unset SDL_VIDEODRIVER, or " + _LIVE_FIX)
+        self._keys = {pygame.K_SPACE: KEY_SPACE, pygame.K_RIGHT: KEY_RIGHT, pygame.K_ESCAPE: KEY_ESCAPE}
+
+    def show_frame(self, frame: Any) -> None:
+        if self._closed:
+            return
+        pygame = self.pygame
+        frame = np.ascontiguousarray(frame)
+        h, w = frame.shape[:2]
+        if self.screen is None or self.screen.get_size() != (w, h):
+            self.screen = pygame.display.set_mode((w, h))
+            pygame.display.set_caption(self._caption or "torchrl_render")
+        self.screen.blit(pygame.image.frombuffer(frame.tobytes(), (w, h), "RGB"), (0, 0))
+        pygame.display.flip()
+
+    def show_state(self, record: Any, caption: str) -> None:
+        if caption != self._caption and not self._closed:
+            self._caption = caption
+            self.pygame.display.set_caption(caption)
+        self.pump(0.0)
+
+    def pump(self, seconds: float) -> None:
+        pygame = self.pygame
+        if not self._closed:
+            for event in pygame.event.get():
+                if event.type == pygame.QUIT:
+                    self._closed = True
+                elif event.type == pygame.KEYDOWN and event.key in self._keys:
+                    self.controls.press(self._keys[event.key])
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def alive(self) -> bool:
+        return not self._closed
+
+    def close(self) -> None:
+        if self.screen is not None or not self._closed:
+            self._closed = True
+            self.screen = None
+            self.pygame.display.quit()
