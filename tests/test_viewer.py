@@ -286,3 +286,29 @@ def test_macos_without_mjpython_is_refused_with_the_fix(monkeypatch):
     assert error is not None and "run the same command with mjpython" in str(error) and "--live 8765" in str(error)
     monkeypatch.setattr(mujoco.viewer, "_MJPYTHON", object())  # what mjpython sets
     assert mjpython_error(mujoco.viewer) is None
+
+
+@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Hopper-v5"])
+def test_mujoco_viewer_opens_on_the_model_framed_as_the_env_frames_it(env_id):
+    """The camera the MuJoCo viewer opens with (the env's default_cam_config, tracking the followed body),
+    drawn here off screen with MuJoCo's segmentation: the whole model is in view, not a close-up."""
+    import gymnasium as gym
+    import mujoco
+
+    from torchrl_render.viewer import _env_camera
+    from torchrl_render.viewer_windows import frame_camera
+
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    model, data = env.unwrapped.model, env.unwrapped.data
+    cam = mujoco.MjvCamera()
+    frame_camera(mujoco, model, cam, _env_camera(env))
+    assert cam.type == mujoco.mjtCamera.mjCAMERA_TRACKING and cam.trackbodyid > 0
+    with mujoco.Renderer(model, 120, 160) as renderer:
+        renderer.enable_segmentation_rendering()
+        renderer.update_scene(data, camera=cam)
+        seg = renderer.render()
+    robot = (seg[..., 1] == mujoco.mjtObj.mjOBJ_GEOM) & (model.geom_bodyid[np.maximum(seg[..., 0], 0)] > 0)
+    assert 0.01 < robot.mean() < 0.5, robot.mean()
+    assert not (robot[0].any() or robot[-1].any() or robot[:, 0].any() or robot[:, -1].any())  # nothing cut off
+    env.close()

@@ -194,7 +194,8 @@ class Viewer:
             self.fps = _env_fps(record.env) or float(self.cfg.fps)
         from .viewer_windows import FrameWindow, MujocoWindow
 
-        window = MujocoWindow(*sim, self.controls) if kind == "mujoco" else FrameWindow(self.controls)
+        window = MujocoWindow(*sim, self.controls, _env_camera(record.env)) if kind == "mujoco" \
+            else FrameWindow(self.controls)
         log.info("viewer: opened the %s viewer, %.4g steps/s", kind, self.fps)
         return window
 
@@ -242,6 +243,15 @@ def stopped_note(cfg: Any, finished: int) -> str:
     return (f"--viewer: the run was ended from the viewer (escape or the window closed) after {finished} of {asked} "
             "episodes: the metrics and data files hold the finished ones; the unfinished episode is dropped "
             "(frames of it already written to a video stay there)")
+
+
+def _env_camera(env: Any) -> dict[str, Any] | None:
+    """A gymnasium MuJoCo env's ``mujoco_renderer.default_cam_config`` (how its videos are framed), else None."""
+    from .backends.base import underlying_env
+
+    renderer = getattr(getattr(underlying_env(env), "unwrapped", None), "mujoco_renderer", None)
+    config = getattr(renderer, "default_cam_config", None)
+    return dict(config) if isinstance(config, dict) else None
 
 
 def _env_fps(env: Any) -> float | None:

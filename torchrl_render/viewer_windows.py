@@ -16,7 +16,7 @@ import numpy as np
 
 from .viewer import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, _LIVE_FIX, NoDisplayError, mjpython_error
 
-__all__ = ["FrameWindow", "MujocoWindow"]
+__all__ = ["FrameWindow", "MujocoWindow", "frame_camera"]
 
 
 class MujocoWindow:
@@ -28,7 +28,7 @@ class MujocoWindow:
     (its side panels, whose sliders could, are hidden).
     """
 
-    def __init__(self, model: Any, data: Any, controls: Any) -> None:
+    def __init__(self, model: Any, data: Any, controls: Any, camera: dict[str, Any] | None = None) -> None:
         self.handle: Any = None
         import glfw
 
@@ -45,6 +45,8 @@ class MujocoWindow:
         self.mujoco = mujoco
         self.handle = mujoco.viewer.launch_passive(model, data, key_callback=controls.press,
                                                    show_left_ui=False, show_right_ui=False)
+        with self.handle.lock():
+            frame_camera(mujoco, model, self.handle.cam, camera or {})
         self._caption = ""
 
     def show_state(self, record: Any, caption: str) -> None:
@@ -72,6 +74,23 @@ class MujocoWindow:
         deadline = time.monotonic() + 5.0
         while handle._sim() is not None and time.monotonic() < deadline:  # alive until its thread has ended
             time.sleep(0.01)
+
+
+def frame_camera(mujoco: Any, model: Any, cam: Any, config: dict[str, Any]) -> None:
+    """Opens on the model as the video frames it: the env's camera settings (gymnasium's
+    ``default_cam_config``: distance, elevation, azimuth, lookat, trackbodyid) over MuJoCo's free
+    camera, tracking the body a follow camera tracks (the model's tracking camera's, else its root)."""
+    from .replay.scene import follow_body
+
+    mujoco.mjv_defaultFreeCamera(model, cam)
+    body = int(config.get("trackbodyid", follow_body(model)))
+    if body > 0:
+        cam.type, cam.trackbodyid = mujoco.mjtCamera.mjCAMERA_TRACKING, body
+    for key in ("distance", "elevation", "azimuth"):
+        if key in config:
+            setattr(cam, key, float(config[key]))
+    if "lookat" in config:
+        cam.lookat[:] = np.asarray(config["lookat"], dtype=np.float64)
 
 
 class FrameWindow:

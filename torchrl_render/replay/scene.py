@@ -25,7 +25,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-__all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "pack_array"]
+__all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "follow_body", "pack_array"]
 
 SCENE_VERSION = 1
 #: mjtGeom value -> the page's name; other types (hfield, sdf, flex) are not drawn
@@ -79,7 +79,7 @@ def export_scene(model: Any, data: Any = None) -> dict[str, Any]:
                           "diffuse": _floats(head.diffuse)}
     scene["stat"] = {"extent": float(model.stat.extent), "center": _floats(model.stat.center)}
     scene["camera"] = _camera(model, data)
-    scene["follow_body"] = _follow_body(model)
+    scene["follow_body"] = follow_body(model)
     return scene
 
 
@@ -168,7 +168,7 @@ def _camera(model: Any, data: Any) -> dict[str, Any]:
     return {"free": free, "track": track, **clip}
 
 
-def _follow_body(model: Any) -> int:
+def follow_body(model: Any) -> int:
     """The body a follow camera tracks: the tracking camera's, else the first child of the world."""
     for c in range(model.ncam):
         if int(model.cam_mode[c]) in _TRACKING:
