@@ -177,7 +177,7 @@ def test_torchrl_renders_own_notebook_cells_run_on_ours_with_the_import_changed(
     ``wait=True`` playback returns once Chromium (driven from here) drew the last waypoint."""
     import re
 
-    from nbclient import NotebookClient
+    from kernels import notebook_client
     from nbformat.v4 import new_code_cell, new_notebook
     from torchrl.render.notebook import _mujoco_wasm_cells
 
@@ -195,7 +195,7 @@ def test_torchrl_renders_own_notebook_cells_run_on_ours_with_the_import_changed(
     assert "from torchrl_render.mujoco_wasm import" in sources[0] and "wait=True" in sources[1]
     nb = new_notebook(cells=[new_code_cell(setup)] + [new_code_cell(s) for s in sources],
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
-    client = NotebookClient(nb, timeout=120, iopub_timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client = notebook_client(nb, tmp_path)
     with client.setup_kernel(), browser() as context:
         client.execute_cell(nb.cells[0], 0)
         client.execute_cell(nb.cells[1], 1)                     # display_mujoco_wasm_viewer(viewer_dir, port=...)

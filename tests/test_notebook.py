@@ -161,7 +161,7 @@ def test_build_report_cells(mode, ids):
 
 def test_display_path_in_a_real_kernel(tmp_path):
     """show(), an Artifact and a RenderResult as a cell's last line, in an ipykernel via nbclient."""
-    from nbclient import NotebookClient
+    from kernels import notebook_client
     from nbformat.v4 import new_code_cell, new_notebook
 
     _video(tmp_path / "a.mp4", n=6)
@@ -174,7 +174,7 @@ def test_display_path_in_a_real_kernel(tmp_path):
     ]
     nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                             "language": "python"}})
-    NotebookClient(nb, timeout=120, iopub_timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    notebook_client(nb, tmp_path).execute()
     shown, art, result, light = (c.outputs for c in nb.cells)
     assert [o["output_type"] for o in shown] == ["display_data"]                 # once, not twice
     assert decode_embedded(shown[0]["data"]["text/html"]) == [6]
