@@ -14,9 +14,9 @@ from pathlib import Path
 def notebook_client(nb, path: Path, timeout: float = 120):
     from nbclient import NotebookClient
 
-    from torchrl_render.writers.ipynb import IOPUB_TIMEOUT_S, _native_kernel_manager
+    from torchrl_render.kernel import IOPUB_TIMEOUT_S, native_kernel_manager
 
     sockets = tempfile.mkdtemp(prefix="trr-test-kernel-")
-    return NotebookClient(nb, timeout=timeout, iopub_timeout=IOPUB_TIMEOUT_S, kernel_name="python3",
-                          kernel_manager_class=_native_kernel_manager(sockets),
+    return NotebookClient(nb, timeout=timeout, iopub_timeout=IOPUB_TIMEOUT_S, raise_on_iopub_timeout=True,
+                          kernel_name="python3", kernel_manager_class=native_kernel_manager(sockets),
                           resources={"metadata": {"path": str(path)}})

@@ -175,7 +175,6 @@ def test_torchrl_renders_own_notebook_cells_run_on_ours_with_the_import_changed(
     """torchrl.render's generated MuJoCo-viewer cells, with ``torchrl.render.mujoco_wasm`` replaced by
     ``torchrl_render.mujoco_wasm``, run in a real kernel: the viewer shows in the cell, and its
     ``wait=True`` playback returns once Chromium (driven from here) drew the last waypoint."""
-    import re
 
     from kernels import notebook_client
     from nbformat.v4 import new_code_cell, new_notebook
@@ -195,7 +194,20 @@ def test_torchrl_renders_own_notebook_cells_run_on_ours_with_the_import_changed(
     assert "from torchrl_render.mujoco_wasm import" in sources[0] and "wait=True" in sources[1]
     nb = new_notebook(cells=[new_code_cell(setup)] + [new_code_cell(s) for s in sources],
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
-    client = notebook_client(nb, tmp_path)
+    from nbclient.exceptions import CellTimeoutError
+
+    for attempt in (1, 2):  # a kernel that loses a cell's outputs (torchrl_render.kernel) gets one replacement
+        try:
+            _drive_viewer_cells(notebook_client(nb, tmp_path), nb, port, waypoints)
+            break
+        except CellTimeoutError as exc:
+            if "IOPub" not in str(exc) or attempt == 2:
+                raise
+
+
+def _drive_viewer_cells(client, nb, port, waypoints):
+    import re
+
     with client.setup_kernel(), browser() as context:
         client.execute_cell(nb.cells[0], 0)
         client.execute_cell(nb.cells[1], 1)                     # display_mujoco_wasm_viewer(viewer_dir, port=...)

@@ -182,3 +182,20 @@ def test_display_path_in_a_real_kernel(tmp_path):
     html_text = result[0]["data"]["text/html"]
     assert decode_embedded(html_text) == [6] and "torchrl-render-episodes" in html_text
     assert light[0]["text"].strip() == "[]"                                       # display stays light
+
+
+def test_a_kernel_that_loses_a_cells_outputs_is_replaced(tmp_path):
+    """The first kernel drops every IOPub message (as a loaded machine's kernel now and then does for a cell):
+    nbclient would keep the cell empty; execute_notebook raises that and runs the notebook again, once."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from torchrl_render.kernel import execute_notebook
+
+    lose = ("import os\nfirst = not os.path.exists('attempts')\nopen('attempts', 'a').write('x')\n"
+            "if first:\n    k = get_ipython().kernel\n    send = k.session.send\n"
+            "    k.session.send = lambda stream, *a, **kw: None if stream is k.iopub_socket else send(stream, *a, **kw)\n")
+    nb = new_notebook(cells=[new_code_cell(lose), new_code_cell("print('shown')")],
+                      metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    execute_notebook(nb, tmp_path, timeout=120, iopub_timeout=3)
+    assert (tmp_path / "attempts").read_text() == "xx"  # two kernels
+    assert nb.cells[1].outputs[0]["text"] == "shown\n"

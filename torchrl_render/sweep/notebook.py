@@ -9,7 +9,6 @@ and the rendered episodes of each cell follow. Re-run it to see a sweep still in
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -66,23 +65,13 @@ def build_notebook(folder: Path, info: dict[str, Any]) -> Any:
 def write_notebook(folder: Path, info: dict[str, Any], timeout: float = 300) -> Path:
     """Builds, executes (nbclient, a kernel of this interpreter) and writes ``report.ipynb``."""
     import nbformat
-    from nbclient import NotebookClient
 
-    from ..writers.ipynb import IOPUB_TIMEOUT_S, _native_kernel_manager
+    from ..kernel import execute_notebook
     from .store import write_json_atomic
 
     folder = Path(folder)
     nb = build_notebook(folder, info)
-    sockets = tempfile.mkdtemp(prefix="trr-sweep-kernel-")
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", iopub_timeout=IOPUB_TIMEOUT_S,
-                            kernel_manager_class=_native_kernel_manager(sockets),
-                            resources={"metadata": {"path": str(folder)}})
-    try:
-        client.execute()
-    finally:
-        import shutil
-
-        shutil.rmtree(sockets, ignore_errors=True)
+    execute_notebook(nb, folder, timeout=timeout)
     path = folder / "report.ipynb"
     write_json_atomic(path, json.loads(nbformat.writes(nb)))
     return path

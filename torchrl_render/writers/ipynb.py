@@ -34,7 +34,6 @@ import logging
 import math
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +53,6 @@ log = logging.getLogger(__name__)
 
 CELL_TIMEOUT_S = 3600
 STARTUP_TIMEOUT_S = 120
-#: seconds nbclient waits for a cell's outputs after its reply (its default, 4 s, loses outputs on a loaded machine)
-IOPUB_TIMEOUT_S = 60
 PREVIEW_WIDTH = 240
 PREVIEW_FPS = 10.0
 PREVIEW_MAX_FRAMES = 120
@@ -287,17 +284,14 @@ class IpynbWriter(Writer):
 
     def _run(self, nb: Any) -> None:
         """Executes ``nb`` in place with nbclient, in a fresh kernel of this interpreter."""
-        from nbclient import NotebookClient
         from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+        from ..kernel import execute_notebook
 
         cwd = self._workdir() / "kernel"
         cwd.mkdir(exist_ok=True)
-        sockets = tempfile.mkdtemp(prefix="trr-kernel-")  # short: a unix socket path has at most ~107 bytes
-        client = NotebookClient(nb, timeout=self.timeout, startup_timeout=STARTUP_TIMEOUT_S, kernel_name="python3",
-                                iopub_timeout=IOPUB_TIMEOUT_S, kernel_manager_class=_native_kernel_manager(sockets),
-                                resources={"metadata": {"path": str(cwd)}})
         try:
-            client.execute()
+            execute_notebook(nb, cwd, timeout=self.timeout, startup_timeout=STARTUP_TIMEOUT_S)
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             failed = next((c.id for c in nb.cells if any(o.get("output_type") == "error" for o in c.get("outputs", []))),
                           None)
@@ -305,8 +299,6 @@ class IpynbWriter(Writer):
             raise WriterError(f"executing the report notebook failed in cell {failed or '?'!r}: {what}",
                               fix="check that the env and policy factories import in a fresh Python kernel, "
                                   "or pass --no-execute to write the notebook without running it") from exc
-        finally:
-            remove(Path(sockets))
 
     def _place_side_files(self, linked: list[Path]) -> list[Path]:
         """Renames the linked mp4s and what the live cells wrote to beside the notebook."""
@@ -422,31 +414,3 @@ def _check_importable_factories(cfg: Any) -> None:
                               expected=f"a {name} spec such as 'mypkg.{name}:make' (the notebook's kernel imports it)",
                               got=callable_name(spec),
                               fix=f"pass the {name} as a 'module:object' string, or use notebook_rollout_mode='saved'")
-
-
-def _native_kernel_manager(sockets: str) -> type:
-    """An AsyncKernelManager that starts this interpreter's ipykernel over IPC sockets in ``sockets``.
-
-    Only the native kernel spec is looked up (a ``python3`` spec installed elsewhere may point
-    at another Python), and IPC sockets avoid ipykernel's warning about unencrypted TCP.
-    """
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import default
-
-    class NativeKernelManager(AsyncKernelManager):
-        @default("kernel_spec_manager")
-        def _native_only(self) -> KernelSpecManager:
-            manager = KernelSpecManager(data_dir=self.data_dir)
-            manager.kernel_dirs = []
-            return manager
-
-        @default("transport")
-        def _ipc(self) -> str:
-            return "ipc" if os.name == "posix" else "tcp"
-
-        @default("ip")
-        def _ipc_path(self) -> str:
-            return os.path.join(sockets, "k") if self.transport == "ipc" else "127.0.0.1"
-
-    return NativeKernelManager
