@@ -1,8 +1,6 @@
 """Notebook clients for the tests: this interpreter's ipykernel over IPC sockets, as the ipynb writer runs it.
 
-The default TCP kernel of nbclient lost a cell's outputs once and hung once in the full suite on this
-loaded machine; the writer's own kernel manager (IPC sockets in a private folder) is what the product
-uses, so the tests use it too.
+A lost output is an error here (``raise_on_iopub_timeout``), never a silently empty cell.
 """
 
 from __future__ import annotations

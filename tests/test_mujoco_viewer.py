@@ -206,17 +206,50 @@ def test_torchrl_renders_own_notebook_cells_run_on_ours_with_the_import_changed(
 
 
 def _drive_viewer_cells(client, nb, port, waypoints):
-    import re
+    """The kernel's cells on a thread of their own (nbclient's event loop there), Chromium on this one.
 
-    with client.setup_kernel(), browser() as context:
-        client.execute_cell(nb.cells[0], 0)
-        client.execute_cell(nb.cells[1], 1)                     # display_mujoco_wasm_viewer(viewer_dir, port=...)
-        shown = [o["data"]["text/html"] for o in nb.cells[1].outputs if o["output_type"] == "display_data"]
-        url = re.search(r'src="([^"]+)"', shown[0]).group(1).replace("&amp;", "&")
-        assert url.startswith(f"http://127.0.0.1:{port}/?token=")  # the port asked (free here)
-        page, errors = _open(context, url)
-        client.execute_cell(nb.cells[2], 2)                     # play_mujoco_wasm_trajectory(..., wait=True)
-        assert not [o for o in nb.cells[2].outputs if o["output_type"] == "error"]
-        np.testing.assert_allclose(np.array(page.evaluate("live.bodyPositions()")), _xpos(waypoints[-1]), atol=1e-5)
-        client.execute_cell(nb.cells[3], 3)
-        assert errors == []
+    Nesting nbclient calls inside playwright's sync API on one thread leaves jupyter_core a task-runner
+    thread bound to that thread's name; a later notebook of the same test process then lost its outputs
+    or hung (seen in full-suite runs). Kept apart, neither touches the other's event loop.
+    """
+    import re
+    import threading
+    from concurrent.futures import Future
+
+    url, done, steps = Future(), Future(), [threading.Event() for _ in range(2)]  # page open; positions read
+
+    def kernel_side():
+        try:
+            with client.setup_kernel():
+                client.execute_cell(nb.cells[0], 0)
+                client.execute_cell(nb.cells[1], 1)             # display_mujoco_wasm_viewer(viewer_dir, port=...)
+                shown = [o["data"]["text/html"] for o in nb.cells[1].outputs if o["output_type"] == "display_data"]
+                url.set_result(re.search(r'src="([^"]+)"', shown[0]).group(1).replace("&amp;", "&"))
+                assert steps[0].wait(120)
+                client.execute_cell(nb.cells[2], 2)             # play_mujoco_wasm_trajectory(..., wait=True)
+                done.set_result([o for o in nb.cells[2].outputs if o["output_type"] == "error"])
+                assert steps[1].wait(120)
+                client.execute_cell(nb.cells[3], 3)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            for future in (url, done):
+                if not future.done():
+                    future.set_exception(exc)
+            raise
+
+    thread = threading.Thread(target=kernel_side, daemon=True)
+    thread.start()
+    try:
+        with browser() as context:
+            address = url.result(timeout=240)
+            assert address.startswith(f"http://127.0.0.1:{port}/?token=")  # the port asked (free here)
+            page, errors = _open(context, address)
+            steps[0].set()
+            assert done.result(timeout=240) == []
+            np.testing.assert_allclose(np.array(page.evaluate("live.bodyPositions()")), _xpos(waypoints[-1]),
+                                       atol=1e-5)
+            steps[1].set()
+            assert errors == []
+    finally:
+        for step in steps:
+            step.set()
+        thread.join(120)
