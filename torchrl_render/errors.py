@@ -23,6 +23,7 @@ __all__ = [
     "CheckpointError",
     "ConfigError",
     "EnvError",
+    "NoDisplayError",
     "NoFramesError",
     "OutputExistsError",
     "PolicyError",
@@ -123,7 +124,12 @@ class OutputExistsError(WriterError):
 
 
 class ViewerError(RenderError, RuntimeError):
-    """The live MuJoCo viewer (``torchrl_render.mujoco_wasm``) is not serving, or was closed."""
+    """A viewer cannot show this run: ``--viewer`` here, or the MuJoCo viewer of ``torchrl_render.mujoco_wasm``
+    (not serving, or closed)."""
+
+
+class NoDisplayError(ViewerError):
+    """``--viewer`` was asked for on a machine without a display (or one that cannot be opened)."""
 
 
 class ViewerTimeout(ViewerError, TimeoutError):

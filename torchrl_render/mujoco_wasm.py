@@ -128,10 +128,9 @@ class MujocoViewer:
 
     def poses(self, qpos: Any, degrees: bool = False) -> dict[str, list[float]]:
         """The page's pose message for ``qpos`` (a full ``nq`` vector, or one value per hinge/slide joint)."""
-        from .replay.poses import body_poses
+        from .replay.poses import pose_message
 
-        xpos, xquat = body_poses(self.model, self._data, full_qpos(self.model, qpos, degrees))
-        return {"pos": xpos.astype("float32").ravel().tolist(), "quat": xquat.astype("float32").ravel().tolist()}
+        return pose_message(self.model, self._data, full_qpos(self.model, qpos, degrees))
 
     def set_qpos(self, qpos: Any, *, degrees: bool = False, wait: bool = False, timeout: float = 5.0,
                  ack: bool = False, label: str = "state sent") -> int:

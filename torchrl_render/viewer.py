@@ -41,7 +41,7 @@ import threading
 import time
 from typing import Any
 
-from .errors import RenderError
+from .errors import NoDisplayError, ViewerError
 
 __all__ = ["Controls", "KEY_ESCAPE", "KEY_RIGHT", "KEY_SPACE", "NoDisplayError", "Viewer", "ViewerError",
            "check_display", "mjpython_error", "prepare_viewer", "stopped_note"]
@@ -52,14 +52,6 @@ log = logging.getLogger("torchrl_render")
 KEY_SPACE, KEY_RIGHT, KEY_ESCAPE = 32, 262, 256
 _LIVE_FIX = ("watch it in the browser instead: --live 8765 serves a live page on 127.0.0.1 (over SSH: "
              "ssh -L 8765:127.0.0.1:8765 <host>, then open the printed URL); or drop --viewer")
-
-
-class ViewerError(RenderError):
-    """The on-screen viewer (``--viewer``) cannot show this run."""
-
-
-class NoDisplayError(ViewerError):
-    """``--viewer`` was asked for on a machine without a display (or one that cannot be opened)."""
 
 
 def check_display() -> None:

@@ -99,15 +99,13 @@ class LiveFeed:
         if sim is None:
             self._last = 0.0  # no poses from this env: let its frame through
             return
-        from .poses import body_poses
+        from .poses import pose_message
 
         model, data = sim
         if model is not self._model:
             self._use_model(model)
-        xpos, xquat = body_poses(model, self._data, data.qpos, data.mocap_pos, data.mocap_quat)
         self.hub.set_pose({"episode": record.trajectory, "step": record.step, "return": metrics.get("return"),
-                           "pos": xpos.astype("float32").ravel().tolist(),
-                           "quat": xquat.astype("float32").ravel().tolist()})
+                           **pose_message(model, self._data, data.qpos, data.mocap_pos, data.mocap_quat)})
 
     def _simulation(self, env: Any) -> Any:
         key = id(env)

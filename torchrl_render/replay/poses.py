@@ -34,7 +34,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-__all__ = ["CHUNK_FRAMES", "PoseEncoder", "body_poses", "decode_chunk"]
+__all__ = ["CHUNK_FRAMES", "PoseEncoder", "body_poses", "decode_chunk", "pose_message"]
 
 CHUNK_FRAMES = 256
 _QUAT_SCALE = 32767.0
@@ -50,6 +50,12 @@ def body_poses(model: Any, data: Any, qpos: Any, mocap_pos: Any = None,
         data.mocap_quat[:] = np.asarray(mocap_quat, dtype=np.float64).reshape(model.nmocap, 4)
     mujoco.mj_kinematics(model, data)
     return data.xpos.copy(), data.xquat.copy()
+
+
+def pose_message(model: Any, data: Any, qpos: Any, mocap_pos: Any = None, mocap_quat: Any = None) -> dict[str, list]:
+    """The live page's pose: ``pos`` (flat ``xpos``) and ``quat`` (flat ``xquat``, w first), float32 values."""
+    xpos, xquat = body_poses(model, data, qpos, mocap_pos, mocap_quat)
+    return {"pos": xpos.astype("float32").ravel().tolist(), "quat": xquat.astype("float32").ravel().tolist()}
 
 
 def _shuffle(array: np.ndarray) -> bytes:
