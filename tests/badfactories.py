@@ -247,3 +247,24 @@ def unbatched_policy():
     """A policy written for one observation at a time: it flattens whatever it gets into one action."""
     net = torch.nn.Linear(4, 1)
     return lambda obs: torch.tanh(net(obs.float().reshape(-1, 4)[:1])).reshape(1)
+
+
+def probabilities_policy():
+    """CartPole: action probabilities instead of the chosen index."""
+    return lambda obs: torch.tensor([0.3, 0.7])
+
+
+def out_of_space_policy():
+    """CartPole has actions 0 and 1."""
+    return lambda obs: 2
+
+
+def words_policy():
+    return lambda obs: ["left"]
+
+
+def torchrl_cartpole():
+    """The user's torchrl env: its action stays torchrl's one-hot."""
+    from torchrl.envs import GymEnv
+
+    return GymEnv("CartPole-v1")

@@ -34,6 +34,7 @@ TESTS = Path(__file__).parent
 DOC = TESTS.parent / "docs" / "troubleshooting.md"
 OUT = ["--out", "{out}/run.mp4"]
 TINY = ["--policy", "tinyenv:make_policy", "--env", "tinyenv:make_env", "--from-pixels", "--max-steps", "3", *OUT]
+CARTPOLE = ["--env", "CartPole-v1", "--max-steps", "3", "--out", "{out}/run.jsonl"]
 PEND = ["--policy", "tinyenv:make_policy", "--env", "InvertedPendulum-v5", "--max-steps", "2", "--width", "64",
         "--height", "64", "--render-quality", "fast", *OUT]
 
@@ -220,6 +221,15 @@ CASES = [
     Case("policy-action-fractional-for-discrete", [*TINY, "--policy", "badfactories:fractional_policy", "--env",
                                                    "badfactories:discrete_env"],
          ("the policy's action has the wrong dtype", "torch.int64")),
+    Case("policy-action-probabilities-for-discrete", [*CARTPOLE, "--policy", "badfactories:probabilities_policy"],
+         ("the policy's action is neither an index nor a one-hot vector", "values [0.30000001192092896, 0.699999988")),
+    Case("policy-action-outside-the-space", [*CARTPOLE, "--policy", "badfactories:out_of_space_policy"],
+         ("the policy's action is outside the env's action space", "whole numbers from 0 to 1. Got: 2.")),
+    Case("policy-action-invalid-index", [*CARTPOLE, "--policy", "badfactories:out_of_space_policy", "--env",
+                                         "badfactories:torchrl_cartpole"],
+         ("the policy's action is not a valid index", "indices in [0, 2). Got: 2.")),
+    Case("policy-action-not-numbers", [*CARTPOLE, "--policy", "badfactories:words_policy"],
+         ("the policy's action is not an array of numbers", "Got: list:")),
     Case("policy-action-complex", [*TINY, "--policy", "badfactories:complex_policy"],
          ("the policy's action has the wrong dtype", "torch.complex64")),
     Case("policy-action-nan", [*TINY, "--policy", "badfactories:nan_policy"],

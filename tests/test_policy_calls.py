@@ -103,7 +103,16 @@ def test_the_kind_rule_reads_keys_annotations_and_names():
     assert {name: policy_kind(p) for name, (p, _) in cases.items()} == {n: k for n, (_, k) in cases.items()}
 
 
-@pytest.mark.parametrize("policy", [tutorial_policy, annotated_policy], ids=["named-td", "annotated"])
+def returns_the_action(td):
+    return torque(td["observation"])
+
+
+def returns_a_mapping(td):
+    return {"action": torque(td["observation"])}
+
+
+@pytest.mark.parametrize("policy", [tutorial_policy, annotated_policy, returns_the_action, returns_a_mapping],
+                         ids=["named-td", "annotated", "returns-action", "returns-mapping"])
 @pytest.mark.parametrize("num_envs", [1, 2])
 def test_a_function_of_the_tensordict_equals_a_plain_loop(tmp_path, policy, num_envs):
     ours, result = evaluate(tmp_path, policy, num_envs=num_envs)
@@ -190,3 +199,175 @@ def test_a_keyed_callable_that_is_no_module_equals_a_plain_loop(tmp_path, num_en
     ours, result = evaluate(tmp_path, KeyedCallable(), num_envs=num_envs)
     assert ours == gym_loop("Pendulum-v1", np_torque)
     assert "policy adapted as a tensordict policy" in result.warnings
+
+
+# -- an action that requires grad ----------------------------------------------------------------
+
+class ParameterView(torch.nn.Module):
+    """A learned constant torque: returns a view of its parameter (``no_grad`` does not detach it)."""
+
+    def __init__(self, value=0.3):
+        super().__init__()
+        self.p = torch.nn.Parameter(torch.tensor([value]))
+
+    def forward(self, obs):
+        return self.p.expand(*obs.shape[:-1], 1)
+
+
+class ParameterItself(ParameterView):
+    def forward(self, obs):
+        return self.p
+
+
+@pytest.mark.parametrize("num_envs,batch", [(1, "batched"), (2, "batched"), (2, "per-env")])
+@pytest.mark.parametrize("kind", [ParameterView, ParameterItself], ids=["view", "itself"])
+def test_an_action_that_requires_grad_equals_a_plain_loop(tmp_path, kind, num_envs, batch):
+    if kind is ParameterItself and batch == "batched" and num_envs > 1:
+        batch = "per-env"  # a parameter of one env's shape is no batch of actions
+    ours, result = evaluate(tmp_path, kind(), num_envs=num_envs, policy_batch=batch)
+    assert ours == gym_loop("Pendulum-v1", lambda obs: np.array([0.3], np.float32))
+    assert not result.trajectories[0]["action"].requires_grad
+
+
+def test_an_action_that_requires_grad_on_the_torchrl_path(tmp_path):
+    from tinyenv import TinyEnv
+
+    ours, result = evaluate(tmp_path, ParameterView(), env=TinyEnv, max_steps=None)
+    assert result.metadata["engine"]["path"] == "torchrl"
+    assert not result.trajectories[0]["action"].requires_grad
+    assert (result.trajectories[0]["action"] == 0.3).all()
+
+
+# -- discrete actions: an index, as gymnasium (and SB3) have it ----------------------------------
+
+def pole(obs):
+    """CartPole: push towards the side the pole falls to (an index)."""
+    return int(obs[2] + 0.5 * obs[3] > 0)
+
+
+def cartpole_loop(seeds=SEEDS, max_steps=60):
+    """Observations and returns of a plain gymnasium loop with :func:`pole`."""
+    env, out = gymnasium.make("CartPole-v1"), []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        seen, total = [obs], 0.0
+        while True:
+            obs, reward, terminated, truncated, _ = env.step(pole(obs))
+            seen.append(obs)
+            total += reward
+            if terminated or truncated or len(seen) > max_steps:
+                break
+        out.append((total, len(seen) - 1, np.stack(seen)))
+    return out
+
+
+INDEX_FORMS = {
+    "python int": lambda obs: pole(obs.numpy()),
+    "numpy integer": lambda obs: np.int64(pole(obs.numpy())),
+    "0-d tensor": lambda obs: (obs[..., 2] + 0.5 * obs[..., 3] > 0).long(),
+    "one-hot": lambda obs: torch.nn.functional.one_hot((obs[..., 2] + 0.5 * obs[..., 3] > 0).long(), 2),
+    "float index": lambda obs: (obs[..., 2] + 0.5 * obs[..., 3] > 0).double(),
+}
+
+
+def _same_as_cartpole_loop(result, ref):
+    assert [(e["sum_reward"], e["length"]) for e in result.metrics["per_episode"]] == [r[:2] for r in ref]
+    for traj, (_, _, seen) in zip(result.trajectories, ref):
+        obs = torch.cat([traj["observation"][:1], traj["next", "observation"]]).numpy()
+        np.testing.assert_array_equal(obs, seen)
+
+
+@pytest.mark.parametrize("form", list(INDEX_FORMS))
+def test_cartpole_with_an_index_equals_a_plain_loop_to_the_bit(tmp_path, form):
+    _, result = evaluate(tmp_path, INDEX_FORMS[form], env="CartPole-v1", max_steps=60)
+    assert result.metadata["engine"]["path"] == "gymnasium"
+    _same_as_cartpole_loop(result, cartpole_loop())
+
+
+@pytest.mark.parametrize("mode,batch", [("serial", "batched"), ("serial", "per-env"), ("parallel", "per-env")])
+def test_cartpole_indices_for_k_envs(tmp_path, mode, batch):
+    policy = INDEX_FORMS["0-d tensor"]  # a [K] tensor of indices for a batch
+    _, result = evaluate(tmp_path, policy, env="CartPole-v1", max_steps=60, num_trajs=4, num_envs=4,
+                         env_batch_mode=mode, policy_batch=batch)
+    assert result.metadata["engine"]["path"] == "gymnasium"
+    _same_as_cartpole_loop(result, cartpole_loop(seeds=[0, 1, 2, 3]))
+
+
+def toy_loop(space, act, seeds=SEEDS):
+    import gymtoys
+
+    env, out = gymtoys.make(space), []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        total, n = 0.0, 0
+        while True:
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
+            total, n = total + reward, n + 1
+            if terminated or truncated:
+                break
+        out.append((total, n))
+    return out
+
+
+TOY_POLICIES = {  # space -> (what the policy returns, what a plain gymnasium loop passes to step)
+    "discrete-start": (lambda obs: int(obs[0] > 0) - 1, lambda obs: int(obs[0] > 0) - 1),
+    "multidiscrete": (lambda obs: torch.stack([(obs[..., 0] > 0).long() * 2, (obs[..., 1] > 0).long()], -1),
+                      lambda obs: np.array([int(obs[0] > 0) * 2, int(obs[1] > 0)])),
+    "multidiscrete-onehot": (lambda obs: torch.tensor([0, 0, 1, 1, 0]), lambda obs: np.array([2, 0])),
+    "multibinary": (lambda obs: (obs[..., :2] > 0), lambda obs: (obs[:2] > 0).astype(np.int8)),
+}
+
+
+@pytest.mark.parametrize("case", list(TOY_POLICIES))
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_other_discrete_spaces_equal_a_plain_loop(tmp_path, case, num_envs):
+    space = case.replace("-onehot", "")
+    ours, result = evaluate(tmp_path, TOY_POLICIES[case][0], env="gymtoys:make", env_kwargs={"space": space},
+                            max_steps=None, num_envs=num_envs, policy_batch="per-env")
+    assert result.metadata["engine"]["path"] == "gymnasium"
+    assert ours == toy_loop(space, TOY_POLICIES[case][1])
+
+
+def test_an_index_for_a_torchrl_one_hot_env(tmp_path):
+    """The user's torchrl GymEnv keeps torchrl's one-hot action: an index is encoded for it."""
+    from torchrl.envs import GymEnv
+
+    policy = INDEX_FORMS["0-d tensor"]
+    _, result = evaluate(tmp_path, policy, env=lambda: GymEnv("CartPole-v1"), max_steps=60)
+    assert result.metadata["engine"]["path"] == "torchrl"
+    assert any("converted from indices () to the env's one-hot (2,)" in w for w in result.warnings)
+    _same_as_cartpole_loop(result, cartpole_loop())
+
+
+@pytest.mark.parametrize("env,kw,fragments", [
+    ("CartPole-v1", {}, ("the policy's action is neither an index nor a one-hot vector", "not probabilities")),
+    ("gymtoys:make", {"env_kwargs": {"space": "multidiscrete"}},
+     ("the policy's action is neither an index nor a one-hot vector", "[3, 2]")),
+])
+def test_probabilities_are_refused_with_advice_that_works(tmp_path, env, kw, fragments):
+    n = 2 if env == "CartPole-v1" else 5
+    with pytest.raises(PolicyError) as exc:
+        evaluate(tmp_path, lambda obs: torch.full((n,), 1 / n), env=env, **kw)
+    assert all(f in str(exc.value) for f in fragments), str(exc.value)
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", lambda: __import__("torchrl.envs").envs.GymEnv("CartPole-v1")],
+                         ids=["gymnasium", "torchrl"])
+def test_an_index_outside_the_space_is_refused(tmp_path, env):
+    with pytest.raises(PolicyError, match="(outside the env's action space|not a valid index).*2"):
+        evaluate(tmp_path, lambda obs: 2, env=env)
+
+
+# -- numpy arrays, numbers, lists; a tuple ---------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["numpy", "number", "list", "nested list"])
+def test_numpy_numbers_and_lists_are_actions(tmp_path, form):
+    make = {"numpy": lambda t: t.numpy(), "number": lambda t: float(t), "list": lambda t: t.tolist(),
+            "nested list": lambda t: [t.tolist()]}[form]
+    ours, _ = evaluate(tmp_path, lambda obs: make(torque(obs)))
+    assert ours == gym_loop("Pendulum-v1", np_torque)
+
+
+def test_a_tuple_gets_the_clear_message(tmp_path):
+    with pytest.raises(PolicyError, match=r"returned a tuple \(ndarray, NoneType\).*model.predict"):
+        evaluate(tmp_path, lambda obs: (np.zeros(1, np.float32), None))

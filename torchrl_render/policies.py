@@ -1,17 +1,8 @@
 """Turning what a policy factory returns into a TensorDict -> TensorDict step function.
 
-How a policy is called (:func:`policy_kind`), in this order:
-
-1. Anything with ``in_keys`` and ``out_keys`` (a ``TensorDictModule``, or any callable) is a
-   TensorDict policy: called with the step TensorDict.
-2. Otherwise the first parameter of the callable (of ``forward`` for a module) decides: annotated
-   with a TensorDict class, or unannotated and named ``td`` / ``tensordict``, it takes the step
-   TensorDict; annotated ``torch.Tensor`` / ``numpy.ndarray``, it takes the observation.
-3. Any other callable is tried as a tensor policy at its first call, ``policy(td[obs_key])``; if
-   that call raises (or the observation key is missing) it is called with the step TensorDict.
-   The first call that works decides for the rest of the run (noted in the warnings).
-
-A tensor policy's result is written to ``td[action_key]``.
+How a policy is called (with the step TensorDict, or with ``td[obs_key]``) is decided by one rule,
+:func:`~torchrl_render.policy_kinds.policy_kind`; a policy the rule leaves open is decided at its
+first call. A tensor policy's result is written to ``td[action_key]``.
 
 Observations are cast to the policy's floating dtype (gymnasium's float64 reaches
 a float32 network) and moved to its device; actions are cast back to the env's
@@ -21,22 +12,22 @@ action spec dtype and device. Each adaptation is noted once in the warnings.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from .actions import ActionChecker, gym_action_spec, non_finite_action
 from .checkpoint import infer_state_dict, load_into_policy
 from .config import RenderConfig, RenderPolicySpec, key_to_string
 from .errors import PolicyError, RenderError
+from .policy_kinds import both_failed, policy_kind
 from .resolve import call_factory, resolve
 
-__all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type", "policy_kind"]
+__all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type", "non_finite_action",
+           "policy_kind"]
 
-#: Unannotated first-parameter names that say a callable takes the step TensorDict.
-TENSORDICT_NAMES = ("td", "tensordict")
+
 
 
 class UserPolicyError(Exception):
@@ -79,81 +70,6 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
     runner = PolicyRunner(policy, cfg, env, notes)
     _check_exploration(runner, env, notes)
     return runner
-
-
-def policy_kind(policy: Any) -> str | None:
-    """``"tensordict"`` or ``"tensor"`` as the module docstring's rules 1-2 decide; ``None`` when only
-    the first call can tell (rule 3).
-
-    Example:
-        >>> from tensordict import TensorDictBase
-        >>> def a(td): ...
-        >>> def b(data: TensorDictBase): ...
-        >>> def c(obs): ...
-        >>> [policy_kind(f) for f in (a, b, c)]
-        ['tensordict', 'tensordict', None]
-    """
-    if getattr(policy, "in_keys", None) is not None and getattr(policy, "out_keys", None) is not None:
-        return "tensordict"
-    param = _first_parameter(policy)
-    if param is None:
-        return None
-    said = _annotation_kind(param.annotation)
-    if said is not None:
-        return said
-    return "tensordict" if param.name in TENSORDICT_NAMES else None
-
-
-def _first_parameter(policy: Any) -> inspect.Parameter | None:
-    """The first positional parameter of the policy (of ``forward`` for a module), if it has a signature."""
-    import torch
-
-    fn = policy.forward if isinstance(policy, torch.nn.Module) else policy
-    try:
-        try:
-            sig = inspect.signature(fn, eval_str=True)
-        except Exception:  # noqa: BLE001 - a string annotation that does not evaluate: read it as text
-            sig = inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin or an extension callable without a signature
-        return None
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return next((p for p in sig.parameters.values() if p.kind in positional), None)
-
-
-def _annotation_kind(annotation: Any) -> str | None:
-    """``"tensordict"`` for a TensorDict class, ``"tensor"`` for a tensor or array class, else ``None``."""
-    import numpy as np
-    import torch
-    from tensordict import TensorDictBase
-
-    if annotation is inspect.Parameter.empty:
-        return None
-    if isinstance(annotation, type):
-        if issubclass(annotation, TensorDictBase):
-            return "tensordict"
-        return "tensor" if issubclass(annotation, (torch.Tensor, np.ndarray)) else None
-    text = str(annotation)  # a string that did not evaluate, or a union / Optional of classes
-    if re.search(r"\bTensorDict(Base)?\b", text):
-        return "tensordict"
-    return "tensor" if re.search(r"\b(Tensor|ndarray)\b", text) else None
-
-
-def non_finite_action(action: Any) -> PolicyError:
-    """The error for a NaN or infinite action."""
-    values = action.tolist() if hasattr(action, "tolist") else action
-    return PolicyError("the policy produced a NaN or infinite action", got=str(values)[:200],
-                       fix="check the checkpoint's weights and the observation normalisation")
-
-
-def _both_failed(first: Exception, second: Exception) -> Exception:
-    """The error of a policy that failed on the observation and on the TensorDict: the first, with the second."""
-    said = " ".join(str(second).split())  # one paragraph: torch's dispatch errors span lines
-    also = f" (called with the step TensorDict instead, it raised {said[:200]}{'...' if len(said) > 200 else ''})"
-    if isinstance(first, PolicyError):
-        return PolicyError(first.what + also, expected=first.expected, got=first.got,
-                           fix=f"{first.fix}; a policy that takes the TensorDict: annotate its parameter "
-                               "(def policy(td: TensorDictBase))")
-    return UserPolicyError(f"{first}{also}")
 
 
 def visible_keys(td: Any) -> list[str]:
@@ -279,6 +195,8 @@ class PolicyRunner:
             self.env.full_action_spec.keys(True) else self.env.action_spec
         if self.env.batch_size:  # a batched env: the spec of one env
             self.action_spec = self.action_spec[(0,) * len(self.env.batch_size)]
+        self._check = ActionChecker(self.action_spec, self.note)
+        self._gym_check: ActionChecker | None = None
         self.exploration = exploration_type(self.cfg)
         if self.kind is not None:
             self._note_kind()
@@ -381,7 +299,19 @@ class PolicyRunner:
         with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
             action = self._dispatch(obs.get(self.cfg.obs_key), lambda: TensorDict(obs, batch_size=batch),
                                     lambda: [key_to_string(k) for k in obs])
-        return self._check(action, batch, finite=False)
+        return self.gym_check(action, batch, finite=False)
+
+    @property
+    def gym_check(self) -> ActionChecker:
+        """The checker of :meth:`act`: actions in the gymnasium env's own encoding (an index for
+        ``Discrete``, where torchrl's spec is one-hot), for the engine's gymnasium path."""
+        if self._gym_check is None:
+            from .envs import plain_gymnasium
+
+            raw = plain_gymnasium(self.env)
+            native = gym_action_spec(raw.action_space) if raw is not None else None
+            self._gym_check = self._check if native is None else ActionChecker(native[0], self.note, native[1])
+        return self._gym_check
 
     def _dispatch(self, obs: Any, make_td: Any, keys: Any) -> Any:
         """The policy's action for the observation ``obs`` (``None``: missing) or the TensorDict ``make_td()``."""
@@ -392,18 +322,27 @@ class PolicyRunner:
         return self._first_call(obs, make_td, keys)
 
     def _first_call(self, obs: Any, make_td: Any, keys: Any) -> Any:
-        """Rule 3: the observation first, the TensorDict if that raises; the call that works decides the run."""
-        try:
-            action, self.kind = self._call_tensor(obs, keys), "tensor"
-            self._note_kind()
-            return action
-        except (PolicyError, UserPolicyError) as first:
+        """Rule 3: the observation first, the TensorDict if that call raises or the observation is missing;
+        the call that works decides the run."""
+        first: Exception | None = None
+        if obs is not None:
             try:
-                action, self.kind = self._call_td(make_td()), "tensordict"
-            except (PolicyError, UserPolicyError) as second:
-                raise _both_failed(first, second) from first.__cause__
+                out = self._user(self._to_policy(obs))
+            except UserPolicyError as exc:
+                first = exc
+            else:
+                self.kind = "tensor"
+                self._note_kind()
+                return self._action_of(out)
+        try:
+            action = self._call_td(make_td())
+        except (PolicyError, UserPolicyError) as second:
+            first = first or self._missing_observation(keys)
+            raise both_failed(first, second) from first.__cause__
+        self.kind = "tensordict"
         self._note_kind(" (called with the observation it raised, with the TensorDict it worked: "
-                        "annotate its parameter as a TensorDict to skip the first try)")
+                        "annotate its parameter as a TensorDict to skip the first try)" if first else
+                        f" (the env has no {key_to_string(self.cfg.obs_key)!r} for it)")
         return action
 
     @contextmanager
@@ -424,10 +363,13 @@ class PolicyRunner:
 
     def _call_tensor(self, obs: Any, keys: Any) -> Any:
         if obs is None:
-            raise PolicyError(f"the step TensorDict has no observation key {key_to_string(self.cfg.obs_key)!r}",
-                              expected=f"one of {keys()}",
-                              got=key_to_string(self.cfg.obs_key), fix="pass --obs-key with the right name")
+            raise self._missing_observation(keys)
         return self._action_of(self._user(self._to_policy(obs)))
+
+    def _missing_observation(self, keys: Any) -> PolicyError:
+        return PolicyError(f"the step TensorDict has no observation key {key_to_string(self.cfg.obs_key)!r}",
+                           expected=f"one of {keys()}", got=key_to_string(self.cfg.obs_key),
+                           fix="pass --obs-key with the right name")
 
     def _action_of(self, out: Any) -> Any:
         """The action in what a tensor policy returned: a tensor, or a mapping holding the action key."""
@@ -451,19 +393,27 @@ class PolicyRunner:
                                   got=f"keys {keys}",
                                   fix="return the action tensor, or pass --action-key with the key it uses")
             return value
-        if isinstance(out, (tuple, list)) and out and not all(isinstance(v, (int, float, bool)) for v in out):
+        import numpy as np
+
+        if isinstance(out, tuple) and out and not all(isinstance(v, (int, float, bool, np.number)) for v in out):
             kinds = ", ".join(type(v).__name__ for v in out)
             raise PolicyError(f"the policy returned a tuple ({kinds}), not an action",
                               expected="one action tensor per step",
                               got=f"a {type(out).__name__} of {len(out)} items",
                               fix="make the factory return a callable that selects the action, e.g. "
-                                  "`lambda obs: actor(obs)[0]` for an actor that returns (action, log_prob)")
-        return out
+                                  "`lambda obs: actor(obs)[0]` for an actor that returns (action, log_prob), "
+                                  "`lambda obs: model.predict(obs, deterministic=True)[0]` for a "
+                                  "stable-baselines3 model")
+        return out  # a tensor, a numpy array, a number or a list: the action checker converts it
 
     def _call_td(self, td: Any) -> Any:
         inp = td.apply(self._to_policy) if self._needs_cast(td) else td
         out = self._user(inp)
         out = inp if out is None else out
+        from tensordict import is_tensor_collection
+
+        if not is_tensor_collection(out):  # the action itself, or a mapping holding it
+            return self._action_of(out)
         action = out.get(self.cfg.action_key, None)
         if action is None:
             raise PolicyError(f"the policy output has no action key {key_to_string(self.cfg.action_key)!r}",
@@ -502,44 +452,3 @@ class PolicyRunner:
         if tensor.device != self.device:
             self.note(f"observations moved from {tensor.device} to the policy's {self.device}")
         return tensor.to(self.device, dtype or tensor.dtype)
-
-    def _check(self, action: Any, batch: tuple[int, ...] = (), finite: bool = True) -> Any:
-        """The action, checked against the spec (shape, dtype, finite unless ``finite=False``: the engine
-        checks a whole batch in numpy instead) and cast to it."""
-        import torch
-
-        if not isinstance(action, torch.Tensor):
-            action = torch.as_tensor(action)
-        spec = self.action_spec
-        shape = torch.Size(batch) + spec.shape
-        if action.shape != shape:
-            if action.numel() != shape.numel():
-                raise PolicyError("the policy's action has the wrong shape",
-                                  expected=f"shape {tuple(shape)} (the env's action spec"
-                                           + (f", for a batch of {batch[0]} envs)" if batch else ")"),
-                                  got=f"shape {tuple(action.shape)}",
-                                  fix="make the policy output one action per step for this env"
-                                      + (" and per row of a batch (or pass --policy-batch per-env)" if batch else ""))
-            self.note(f"actions reshaped from {tuple(action.shape)} to {tuple(shape)}")
-            action = action.reshape(shape)
-        if finite and action.is_floating_point() and not bool(torch.isfinite(action).all()):
-            raise non_finite_action(action)
-        self._check_dtype(action, spec.dtype)
-        if action.dtype == spec.dtype and (spec.device is None or action.device == spec.device):
-            return action
-        if action.dtype != spec.dtype:
-            self.note(f"actions cast from {action.dtype} to the action spec's {spec.dtype}")
-        return action.to(spec.device or action.device, spec.dtype)
-
-    def _check_dtype(self, action: Any, dtype: Any) -> None:
-        import torch
-
-        if action.is_complex():
-            raise PolicyError("the policy's action has the wrong dtype", expected=f"real values ({dtype})",
-                              got=f"complex values ({action.dtype})", fix="return a real tensor from the policy")
-        integral = dtype == torch.bool or not (dtype.is_floating_point or dtype.is_complex)
-        if integral and action.is_floating_point() and not bool((action == action.round()).all()):
-            raise PolicyError("the policy's action has the wrong dtype",
-                              expected=f"whole numbers ({dtype}, the env's action spec)",
-                              got=f"fractional values {str(action.tolist())[:200]} ({action.dtype})",
-                              fix="return the chosen action index (e.g. logits.argmax(-1)), not probabilities")

@@ -113,8 +113,10 @@ def _refusal(cfg: Any, raw: Any, policy: Any) -> str | None:
 
     if obs_layout(raw.observation_space) is None:
         return f"observation space {type(raw.observation_space).__name__} is not a Box or a flat Dict of Boxes"
-    if not isinstance(raw.action_space, spaces.Box):
-        return f"action space {type(raw.action_space).__name__} is not a Box (torchrl encodes it)"
+    space = raw.action_space
+    if not isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)) or \
+            (isinstance(space, spaces.MultiDiscrete) and space.nvec.ndim != 1):
+        return f"action space {space} is not a Box, Discrete, 1-D MultiDiscrete or MultiBinary"
     if policy.recurrent:
         return "recurrent TensorDict policy (its state is carried by torchrl's primers)"
     if cfg.reward_key != "reward" or cfg.done_key != "done":

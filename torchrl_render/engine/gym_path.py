@@ -130,24 +130,43 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method, extras=extras), []
 
 
-def _finite(out: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Refuses a NaN or infinite action (one numpy check for the batch)."""
+def _checked(out: np.ndarray, rows: np.ndarray, bounds: tuple[Any, Any] | None) -> np.ndarray:
+    """Refuses a NaN or infinite action, or an integer action outside the space (one numpy check for
+    the batch each)."""
     if out.dtype.kind == "f" and not np.isfinite(out).all():
         bad = out[rows]
         if not np.isfinite(bad).all():
-            from ..policies import non_finite_action
+            from ..actions import non_finite_action
 
             raise non_finite_action(bad[~np.isfinite(bad).all(axis=tuple(range(1, bad.ndim)))][0])
+    if bounds is not None:
+        actions = out[rows]
+        outside = (actions < bounds[0]) | (actions > bounds[1])
+        if outside.any():
+            raise _out_of_space(actions[outside.reshape(len(rows), -1).any(-1)][0], bounds)
     return out
+
+
+def _out_of_space(actions: np.ndarray, bounds: tuple[Any, Any]) -> Exception:
+    from ..errors import PolicyError
+
+    low, high = (np.asarray(b).tolist() for b in bounds)
+    return PolicyError("the policy's action is outside the env's action space",
+                       expected=f"whole numbers from {low} to {high}", got=str(actions.tolist())[:200],
+                       fix="return a valid index (e.g. logits.argmax(-1)), or 0/1 values for a MultiBinary space")
 
 
 def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
     """``act(rows) -> actions [K, ...]`` and ``begin(slot, seed)`` for the policy over ``slots``."""
     import torch
 
+    from ..actions import gym_bounds
+    from ..envs import plain_gymnasium
+
     views = {key: torch.from_numpy(slots.obs[key]) for key in slots.layout}  # share the slots' memory
-    shape = tuple(policy.action_spec.shape)
-    out = np.zeros((slots.num, *shape), np.dtype(str(policy.action_spec.dtype).replace("torch.", "")))
+    spec = policy.gym_check.spec  # the action as the gymnasium env takes it (an index for Discrete)
+    out = np.zeros((slots.num, *spec.shape), np.dtype(str(spec.dtype).replace("torch.", "")))
+    bounds = gym_bounds(plain_gymnasium(policy.env).action_space)
     if per_env:
         rows = [(policy.for_worker(i), {k: v[i] for k, v in views.items()}) for i in range(slots.num)]
 
@@ -155,7 +174,7 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
             for i in active.tolist():
                 runner, obs = rows[i]
                 out[i] = runner.act(obs).numpy()
-            return _finite(out, active)
+            return _checked(out, active, bounds)
 
         def begin(i: int, seed: int | None) -> None:
             rows[i][0].begin_episode(seed)
@@ -168,6 +187,6 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
 
     def act_batch(active: np.ndarray) -> np.ndarray:
         out[:] = policy.act(views, batch).numpy()
-        return _finite(out, active)
+        return _checked(out, active, bounds)
 
     return act_batch, (lambda i, seed: None)

@@ -1,0 +1,257 @@
+"""What a policy may return for each action space, and its conversion to the env's action.
+
+Per action space (gymnasium's name; torchrl's spec in brackets), for one env (``[K, ...]`` for a
+batch of K):
+
+* ``Box`` (``Bounded`` / ``Unbounded``): the action, of the space's shape (or as many numbers).
+* ``Discrete`` (``OneHot`` / ``Categorical``): the index (a Python int, a numpy integer, a 0-d
+  tensor; ``[K]`` for a batch), or the one-hot vector.
+* ``MultiDiscrete`` (``MultiOneHot`` / ``MultiCategorical``): one index per component (an int
+  vector), or the components' one-hot vectors end to end.
+* ``MultiBinary`` (``Binary``): 0/1 values (bool, integers or whole floats).
+
+A tensor, a numpy array, a Python number or a (nested) list are all taken. Which conversion an
+action needs (reshape, index to one-hot or back, dtype cast) is decided from its shape and dtype
+the first time they are seen and kept, so a step only runs the conversions its action needs, and
+only value checks (finite, whole numbers, a valid index or one-hot) look at the values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import prod
+from typing import Any
+
+from .errors import PolicyError
+
+__all__ = ["ActionChecker", "gym_action_spec", "gym_bounds", "non_finite_action"]
+
+
+def non_finite_action(action: Any) -> PolicyError:
+    """The error for a NaN or infinite action."""
+    values = action.tolist() if hasattr(action, "tolist") else action
+    return PolicyError("the policy produced a NaN or infinite action", got=str(values)[:200],
+                       fix="check the checkpoint's weights and the observation normalisation")
+
+
+def gym_action_spec(space: Any) -> tuple[Any, Any] | None:
+    """A torchrl spec of a gymnasium discrete space in gymnasium's own encoding (indices, not torchrl's
+    one-hot) and its index offset (``start``); None for a space whose torchrl spec is already that."""
+    import numpy as np
+    import torch
+    from gymnasium import spaces
+    from torchrl.data import Categorical, MultiCategorical
+
+    dtype = getattr(torch, np.dtype(space.dtype).name)
+    if isinstance(space, spaces.Discrete):
+        return Categorical(int(space.n), shape=(), dtype=dtype), int(space.start)
+    if isinstance(space, spaces.MultiDiscrete) and space.nvec.ndim == 1:
+        return MultiCategorical([int(n) for n in space.nvec], dtype=dtype), torch.as_tensor(space.start)
+    return None
+
+
+def gym_bounds(space: Any) -> tuple[Any, Any] | None:
+    """The lowest and highest valid values of a gymnasium integer action (numpy), None for a Box."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Discrete):
+        return int(space.start), int(space.start + space.n - 1)
+    if isinstance(space, spaces.MultiDiscrete):
+        return space.start, space.start + space.nvec - 1
+    if isinstance(space, spaces.MultiBinary):
+        return 0, 1
+    return None
+
+
+class ActionChecker:
+    """Checks a policy's actions against ``spec`` (one env's) and converts them to it.
+
+    Args:
+        spec: The torchrl action spec of one env.
+        note: Called once per adaptation with a sentence for the run's warnings.
+        start: The index offset of a gymnasium ``Discrete`` / ``MultiDiscrete`` (indices in
+            ``[start, start + n)``; a one-hot position ``j`` is index ``start + j``).
+    """
+
+    def __init__(self, spec: Any, note: Callable[[str], None], start: Any = 0) -> None:
+        self.spec, self.note, self.start = spec, note, start
+        self.encoding, self.sizes, self.multi = _encoding(spec)
+        self._plans: dict[Any, Callable[[Any], Any]] = {}
+
+    def __call__(self, action: Any, batch: tuple[int, ...] = (), finite: bool = True) -> Any:
+        """The action as ``spec`` wants it (``batch`` leading dims); ``finite=False`` leaves the NaN check to
+        the caller (the engine checks a whole batch in numpy)."""
+        import torch
+
+        if not isinstance(action, torch.Tensor):
+            action = _as_tensor(action)
+        if action.requires_grad:  # a parameter, or a view of one: no_grad does not detach those
+            action = action.detach()
+        key = (action.shape, action.dtype, action.device, batch, finite)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(action, batch, finite)
+        return plan(action)
+
+    def _plan(self, action: Any, batch: tuple[int, ...], finite: bool) -> Callable[[Any], Any]:
+        """The steps an action of this shape and dtype needs, each decided here once."""
+        import torch
+
+        spec = self.spec
+        shape = torch.Size(batch) + spec.shape
+        _refuse_complex(action, spec.dtype)
+        convert = self._conversion(action, batch, shape)
+        steps = [] if convert is None else [convert]  # a conversion checks values and gives spec.dtype
+        if convert is None:
+            if action.shape != shape:
+                self.note(f"actions reshaped from {tuple(action.shape)} to {tuple(shape)}")
+                steps.append(lambda a: a.reshape(shape))
+            if finite and action.is_floating_point():
+                steps.append(_finite)
+            if _integral(spec.dtype) and action.is_floating_point():
+                steps.append(lambda a: _whole(a, spec.dtype))
+            if action.dtype != spec.dtype:
+                self.note(f"actions cast from {action.dtype} to the action spec's {spec.dtype}")
+                steps.append(lambda a: a.to(spec.dtype))
+        if spec.device is not None and action.device != spec.device:
+            steps.append(lambda a: a.to(spec.device))
+        return _chain(steps)
+
+    def _conversion(self, action: Any, batch: tuple[int, ...], shape: Any) -> Callable[[Any], Any] | None:
+        """Index -> one-hot or one-hot -> index, when the action has the other encoding's size; else
+        None. A wrong size is refused here, with what each encoding would be."""
+        import torch
+
+        n, other = action.numel(), self._other_shape()
+        if n == shape.numel() or other is None:
+            if n != shape.numel():
+                raise _wrong_shape(shape, action, batch, None)
+            return None
+        full = torch.Size(batch) + other
+        if n != full.numel():
+            raise _wrong_shape(shape, action, batch, full)
+        dtype = self.spec.dtype
+        if self.encoding == "onehot":
+            self.note(f"actions converted from indices {tuple(action.shape)} to the env's one-hot {tuple(shape)}")
+            return lambda a: _to_one_hot(a.reshape(full), self.sizes, self.multi, dtype)
+        self.note(f"actions converted from one-hot {tuple(action.shape)} to indices {tuple(shape)}")
+        return lambda a: _to_index(a.reshape(full), self.sizes, self.multi, self.start).to(dtype)
+
+    def _other_shape(self) -> Any:
+        """The shape of the encoding the spec does not use (indices for a one-hot spec and back), or None."""
+        import torch
+
+        shape, sizes = self.spec.shape, self.sizes
+        if self.encoding == "onehot":  # OneHot: [..., n] -> [...]; MultiOneHot: [..., sum] -> [..., len]
+            return shape[:-1] + (torch.Size([len(sizes)]) if self.multi else torch.Size())
+        if self.encoding == "index":  # Categorical: [...] -> [..., n]; MultiCategorical: [..., len] -> [..., sum]
+            return (shape[:-1] if self.multi else shape) + torch.Size([sum(sizes)])
+        return None
+
+
+def _encoding(spec: Any) -> tuple[str | None, list[int], bool]:
+    """``("onehot" | "index", category sizes, several components)`` of a discrete spec, else ``(None, [], False)``."""
+    from torchrl.data import Categorical, MultiCategorical, MultiOneHot, OneHot
+
+    if isinstance(spec, MultiOneHot):
+        return "onehot", [int(n) for n in spec.nvec], True
+    if isinstance(spec, OneHot):
+        return "onehot", [int(spec.space.n)], False
+    if isinstance(spec, MultiCategorical):
+        return "index", [int(n) for n in spec.nvec.reshape(-1)], True
+    if isinstance(spec, Categorical):
+        return "index", [int(spec.space.n)], False
+    return None, [], False
+
+
+def _as_tensor(action: Any) -> Any:
+    import torch
+
+    try:
+        return torch.as_tensor(action)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise PolicyError("the policy's action is not an array of numbers", expected="a tensor, a numpy array, "
+                          "a number or a (nested) list of numbers", got=f"{type(action).__name__}: {exc}",
+                          fix="return the action as a tensor or a numpy array") from exc
+
+
+def _chain(steps: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    if not steps:
+        return lambda a: a
+    if len(steps) == 1:
+        return steps[0]
+
+    def run(a: Any) -> Any:
+        for step in steps:
+            a = step(a)
+        return a
+
+    return run
+
+
+def _integral(dtype: Any) -> bool:
+    return not (dtype.is_floating_point or dtype.is_complex)
+
+
+def _finite(action: Any) -> Any:
+    import torch
+
+    if not bool(torch.isfinite(action).all()):
+        raise non_finite_action(action)
+    return action
+
+
+def _whole(action: Any, dtype: Any) -> Any:
+    if not bool((action == action.round()).all()):
+        raise PolicyError("the policy's action has the wrong dtype",
+                          expected=f"whole numbers ({dtype}, the env's action spec)",
+                          got=f"fractional values {str(action.tolist())[:200]} ({action.dtype})",
+                          fix="return the chosen action index (e.g. logits.argmax(-1)), not probabilities")
+    return action
+
+
+def _refuse_complex(action: Any, dtype: Any) -> None:
+    if action.is_complex():
+        raise PolicyError("the policy's action has the wrong dtype", expected=f"real values ({dtype})",
+                          got=f"complex values ({action.dtype})", fix="return a real tensor from the policy")
+
+
+def _wrong_shape(shape: Any, action: Any, batch: tuple[int, ...], other: Any) -> PolicyError:
+    per_batch = f", for a batch of {batch[0]} envs" if batch else ""
+    expected = f"shape {tuple(shape)} (the env's action spec{per_batch})"
+    if other is not None:  # a discrete space: name both encodings
+        expected = f"shape {tuple(other)} (indices) or {tuple(shape)} (one-hot, the env's action spec{per_batch})"
+    return PolicyError("the policy's action has the wrong shape", expected=expected,
+                       got=f"shape {tuple(action.shape)}",
+                       fix="make the policy output one action per step for this env"
+                           + (" and per row of a batch (or pass --policy-batch per-env)" if batch else ""))
+
+
+def _to_one_hot(index: Any, sizes: list[int], multi: bool, dtype: Any) -> Any:
+    """Indices ``[..., len(sizes)]`` (``[...]`` for one category) to their one-hot vectors end to end."""
+    import torch
+
+    if index.is_floating_point():
+        _whole(index, dtype)
+    index = index.long()
+    columns = list(index.unbind(-1)) if multi else [index]
+    for column, n in zip(columns, sizes):
+        if bool(((column < 0) | (column >= n)).any()):
+            raise PolicyError("the policy's action is not a valid index", expected=f"indices in [0, {n})",
+                              got=str(index.tolist())[:200], fix="return the chosen index (e.g. logits.argmax(-1))")
+    return torch.cat([torch.nn.functional.one_hot(c, n) for c, n in zip(columns, sizes)], -1).to(dtype)
+
+
+def _to_index(one_hot: Any, sizes: list[int], multi: bool, start: Any) -> Any:
+    """One-hot vectors end to end ``[..., sum(sizes)]`` to indices (``+ start``)."""
+    import torch
+
+    parts = one_hot.split(sizes, -1)
+    if not all(bool((((p == 0) | (p == 1)).all()) and (p.sum(-1) == 1).all()) for p in parts):
+        raise PolicyError("the policy's action is neither an index nor a one-hot vector",
+                          expected=f"one index per component, or one-hot vectors of {sizes} entries end to end"
+                          if multi else f"an index, or a one-hot vector of {sizes[0]} entries",
+                          got=f"values {str(one_hot.tolist())[:200]}",
+                          fix="return the chosen index (e.g. probs.argmax(-1)), not probabilities or scores")
+    index = torch.stack([p.argmax(-1) for p in parts], -1) if multi else parts[0].argmax(-1)
+    return index + start if not (isinstance(start, int) and start == 0) else index
