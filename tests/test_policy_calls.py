@@ -371,3 +371,54 @@ def test_numpy_numbers_and_lists_are_actions(tmp_path, form):
 def test_a_tuple_gets_the_clear_message(tmp_path):
     with pytest.raises(PolicyError, match=r"returned a tuple \(ndarray, NoneType\).*model.predict"):
         evaluate(tmp_path, lambda obs: (np.zeros(1, np.float32), None))
+
+
+# -- the torchrl path sums the env's float64 rewards ---------------------------------------------
+
+def lstm_policy(hidden=4):
+    from tensordict.nn import TensorDictModule, TensorDictSequential
+    from torchrl.modules import LSTMModule
+
+    torch.manual_seed(0)
+    lstm = LSTMModule(input_size=3, hidden_size=hidden, in_key="observation", out_key="embed")
+    head = TensorDictModule(torch.nn.Sequential(torch.nn.Linear(hidden, 1), torch.nn.Tanh()), ["embed"], ["action"])
+    return TensorDictSequential(lstm, head)
+
+
+def lstm_gym_loop(policy, env_id="Pendulum-v1", seeds=SEEDS, max_steps=STEPS, hidden=4):
+    """A gymnasium loop that carries the LSTM's state by hand (zeros and ``is_init`` at each reset)."""
+    def act(obs, state):
+        td = TensorDict(observation=torch.as_tensor(obs, dtype=torch.float32), is_init=torch.tensor([state is None]),
+                        recurrent_state_h=torch.zeros(1, hidden) if state is None else state[0],
+                        recurrent_state_c=torch.zeros(1, hidden) if state is None else state[1])
+        with torch.no_grad():
+            td = policy(td)
+        return td["action"].numpy(), (td["next", "recurrent_state_h"], td["next", "recurrent_state_c"])
+
+    env, out = gymnasium.make(env_id), []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        total, n, state = 0.0, 0, None
+        while True:
+            action, state = act(obs, state)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total, n = total + reward, n + 1
+            if terminated or truncated or n == max_steps:
+                break
+        out.append((total, n))
+    return out
+
+
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_custom_keys_on_the_torchrl_path_sum_float64_rewards_to_the_bit(tmp_path, num_envs):
+    ours, result = evaluate(tmp_path, torque, done_key="terminated", num_envs=num_envs)
+    assert result.metadata["engine"]["path"] == "torchrl"
+    assert ours == gym_loop("Pendulum-v1", np_torque)
+    assert result.trajectories[0]["next", "reward"].dtype == torch.float64
+
+
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_a_recurrent_policy_on_the_torchrl_path_equals_a_plain_loop_to_the_bit(tmp_path, num_envs):
+    ours, result = evaluate(tmp_path, lstm_policy(), num_envs=num_envs, env_batch_mode="serial")
+    assert result.metadata["engine"]["path"] == "torchrl"
+    assert ours == lstm_gym_loop(lstm_policy())

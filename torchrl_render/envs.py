@@ -150,6 +150,7 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
 
         wrapped = GymWrapper(obj, device=device).set_info_dict_reader(success_reader())
         wrapped._torchrl_render_wrapped = True  # ours: the engine may step ``obj`` directly
+        _keep_float64_reward(wrapped)
         return wrapped
     if backend in ("auto", "dm_control") and _is_dm_env(obj):
         from torchrl.envs import DMControlWrapper
@@ -164,6 +165,17 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
                    expected="a torchrl EnvBase, a gymnasium.Env or a dm_control Environment"
                             + ("" if backend == "auto" else f" matching env_backend={backend!r}"),
                    got=type(obj).__qualname__, fix="return the env object itself from the factory")
+
+
+def _keep_float64_reward(env: Any) -> None:
+    """gymnasium's rewards are Python floats (float64); torchrl's wrapper would store them as float32, and
+    the torchrl path's returns would then differ from a plain gymnasium loop's in the last digits."""
+    import torch
+    from torchrl.data import Unbounded
+
+    spec = env.reward_spec
+    if spec.dtype == torch.float32:
+        env.reward_spec = Unbounded(shape=spec.shape, dtype=torch.float64, device=spec.device)
 
 
 def success_reader() -> Any:
