@@ -7,6 +7,10 @@ PY=${1:-.venv/bin/python}
 # issue 15: the sweep tests start a real local Ray cluster (the `ray` extra of pyproject.toml).
 "$PY" -c 'import ray, sys; sys.exit(ray.__version__ != "2.60.0")' 2>/dev/null || "$PY" -m pip install -q 'ray==2.60.0'
 
+# The SB3 interop tests (tests/test_sb3.py, the policy conformance matrix) train tiny stable-baselines3 models.
+"$PY" -c 'import stable_baselines3, sys; sys.exit(stable_baselines3.__version__ != "2.9.2")' 2>/dev/null \
+    || "$PY" -m pip install -q 'stable-baselines3==2.9.2'
+
 # issue 12: the replay page's tests run in real headless Chromium (Debian's package), driven by playwright.
 # Never `playwright install`: it downloads a browser build; the tests use /usr/bin/chromium.
 if [ ! -x /usr/bin/chromium ]; then
