@@ -422,3 +422,36 @@ def test_a_recurrent_policy_on_the_torchrl_path_equals_a_plain_loop_to_the_bit(t
     ours, result = evaluate(tmp_path, lstm_policy(), num_envs=num_envs, env_batch_mode="serial")
     assert result.metadata["engine"]["path"] == "torchrl"
     assert ours == lstm_gym_loop(lstm_policy())
+
+
+# -- the user guide's TorchRL actor ----------------------------------------------------------------
+
+def guide_actor(spec):
+    """The user guide's ProbabilisticActor factory, as written there."""
+    from tensordict.nn import NormalParamExtractor, TensorDictModule
+    from torchrl.modules import MLP, ProbabilisticActor, TanhNormal
+
+    torch.manual_seed(0)
+    action = spec.env_specs["input_spec", "full_action_spec", "action"]
+    net = TensorDictModule(torch.nn.Sequential(MLP(out_features=2 * action.shape[-1], num_cells=[64]),
+                                               NormalParamExtractor()),
+                           in_keys=["observation"], out_keys=["loc", "scale"])
+    return ProbabilisticActor(net, in_keys=["loc", "scale"], distribution_class=TanhNormal,
+                              distribution_kwargs={"low": action.space.low, "high": action.space.high})
+
+
+def test_the_user_guides_probabilistic_actor_equals_a_deterministic_plain_loop(tmp_path):
+    from torchrl.envs import GymWrapper
+    from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+    result = render_policy(RenderConfig(policy=guide_actor, env="Pendulum-v1", num_trajs=len(SEEDS), max_steps=STEPS,
+                                        seed=SEEDS[0], out=tmp_path / "run.jsonl", progress=False))
+    ours = [(e["sum_reward"], e["length"]) for e in result.metrics["per_episode"]]
+    actor = guide_actor(type("Spec", (), {"env_specs": GymWrapper(gymnasium.make("Pendulum-v1")).specs})())
+
+    def act(obs):
+        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
+            return actor(TensorDict(observation=torch.as_tensor(obs)))["action"].numpy()
+
+    assert ours == gym_loop("Pendulum-v1", act)
+    assert result.metadata["engine"]["path"] == "gymnasium"
