@@ -20,8 +20,6 @@ from tensordict import TensorDict
 from torchrl.data import Bounded, Categorical, Composite, MultiOneHot, Unbounded
 from torchrl.envs import EnvBase
 
-torch.set_num_threads(1)  # the same kernels for the engine and the loops, whatever else runs
-
 
 # -- action spaces, as the tests' policies produce them ---------------------------------------------
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 
 import pytest
+import torch
 
 from conformance import ENVS, POLICIES, EnvCase, PolicyCase, plain_loop
 from torchrl_render import RenderConfig, render_policy
@@ -53,6 +54,16 @@ def combinations():
 PARAMS, LEFT_OUT = combinations()
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny policies run fastest on one thread on a busy machine (two spin-waiting threads made a 4-unit
+    LSTM step cost milliseconds); torchrl's batched envs set the count back when they close."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def run(tmp_path, env: EnvCase, policy: PolicyCase, k: str, obj, env_object=None, **kw):
     cfg = dict(policy=lambda: obj, env=env.env if env_object is None else env_object, obs_key=env.obs_key,
                num_trajs=len(SEEDS), max_steps=STEPS, seed=SEEDS[0], out=tmp_path / "run.jsonl", progress=False,
@@ -65,6 +76,7 @@ def run(tmp_path, env: EnvCase, policy: PolicyCase, k: str, obj, env_object=None
 def test_matrix(tmp_path, env, policy, k):
     obj = policy.build(env)
     result = run(tmp_path, env, policy, k, obj)
+    torch.set_num_threads(1)  # closing a SerialEnv / ParallelEnv resets it
     assert result.metadata["engine"]["path"] == path_of(env, policy), result.metadata["engine"]
     ours = [(e["sum_reward"], e["length"]) for e in result.metrics["per_episode"]]
     batched = KS[k].get("policy_batch") == "batched" and KS[k]["num_envs"] > 1

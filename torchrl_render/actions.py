@@ -26,6 +26,8 @@ from .errors import PolicyError
 
 __all__ = ["ActionChecker", "gym_action_spec", "gym_bounds", "non_finite_action"]
 
+_UNPLANNED = object()
+
 
 def non_finite_action(action: Any) -> PolicyError:
     """The error for a NaN or infinite action."""
@@ -76,7 +78,7 @@ class ActionChecker:
     def __init__(self, spec: Any, note: Callable[[str], None], start: Any = 0) -> None:
         self.spec, self.note, self.start = spec, note, start
         self.encoding, self.sizes, self.multi = _encoding(spec)
-        self._plans: dict[Any, Callable[[Any], Any]] = {}
+        self._plans: dict[Any, Callable[[Any], Any] | None] = {}
 
     def __call__(self, action: Any, batch: tuple[int, ...] = (), finite: bool = True) -> Any:
         """The action as ``spec`` wants it (``batch`` leading dims); ``finite=False`` leaves the NaN check to
@@ -88,12 +90,12 @@ class ActionChecker:
         if action.requires_grad:  # a parameter, or a view of one: no_grad does not detach those
             action = action.detach()
         key = (action.shape, action.dtype, action.device, batch, finite)
-        plan = self._plans.get(key)
-        if plan is None:
+        plan = self._plans.get(key, _UNPLANNED)
+        if plan is _UNPLANNED:
             plan = self._plans[key] = self._plan(action, batch, finite)
-        return plan(action)
+        return action if plan is None else plan(action)
 
-    def _plan(self, action: Any, batch: tuple[int, ...], finite: bool) -> Callable[[Any], Any]:
+    def _plan(self, action: Any, batch: tuple[int, ...], finite: bool) -> Callable[[Any], Any] | None:
         """The steps an action of this shape and dtype needs, each decided here once."""
         import torch
 
@@ -175,9 +177,10 @@ def _as_tensor(action: Any) -> Any:
                           fix="return the action as a tensor or a numpy array") from exc
 
 
-def _chain(steps: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+def _chain(steps: list[Callable[[Any], Any]]) -> Callable[[Any], Any] | None:
+    """The steps as one callable; None when there is nothing to do (the action is taken as it is)."""
     if not steps:
-        return lambda a: a
+        return None
     if len(steps) == 1:
         return steps[0]
 

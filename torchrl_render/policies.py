@@ -72,6 +72,12 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
     return runner
 
 
+def _tensordict(obs: dict[Any, Any], batch: tuple[int, ...]) -> Any:
+    from tensordict import TensorDict
+
+    return TensorDict(obs, batch_size=batch)
+
+
 def visible_keys(td: Any) -> list[str]:
     """The keys of a step TensorDict as the user knows them: without our success bookkeeping."""
     reported = td.get("success_reported", None)
@@ -294,12 +300,15 @@ class PolicyRunner:
         import torch
         from torchrl.envs.utils import set_exploration_type
 
-        from tensordict import TensorDict
-
         with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
-            action = self._dispatch(obs.get(self.cfg.obs_key), lambda: TensorDict(obs, batch_size=batch),
-                                    lambda: [key_to_string(k) for k in obs])
-        return self.gym_check(action, batch, finite=False)
+            if self.kind == "tensor":  # the common case, without the dispatch's closures
+                tensor = obs.get(self.cfg.obs_key)
+                action = self._action_of(self._user(self._to_policy(tensor))) if tensor is not None else \
+                    self._call_tensor(None, lambda: [key_to_string(k) for k in obs])
+            else:
+                action = self._dispatch(obs.get(self.cfg.obs_key), lambda: _tensordict(obs, batch),
+                                        lambda: [key_to_string(k) for k in obs])
+        return (self._gym_check or self.gym_check)(action, batch, finite=False)
 
     @property
     def gym_check(self) -> ActionChecker:
