@@ -28,8 +28,6 @@ __all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type"
            "policy_kind"]
 
 
-
-
 class UserPolicyError(Exception):
     """The user's policy raised (as opposed to a bug in our adaptation code); ``__cause__`` holds it."""
 
