@@ -82,7 +82,7 @@ def write(name: str, text: str | bytes) -> Callable[[Ctx], None]:
 def tiny_ckpt(ctx: Ctx, name: str = "p.pt", net: torch.nn.Module | None = None) -> Path:
     from torchrl_render import save_render_checkpoint
     return save_render_checkpoint(ctx.inp / name, net or torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh()),
-                                  env_metadata={"env_name": "Tiny-v0"})
+                                  env_metadata={"env_name": "Tiny-v0"}, format="pt")
 
 
 def truncated_ckpt(ctx: Ctx) -> None:

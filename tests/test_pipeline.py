@@ -66,7 +66,7 @@ def test_returns_match_the_rollout_rewards(tmp_path):
 
 def test_sidecar_contents(tmp_path):
     net = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh())
-    ckpt = save_render_checkpoint(tmp_path / "p.pt", net)
+    ckpt = save_render_checkpoint(tmp_path / "p.pt", net, format="pt")
     result = run(tmp_path, ckpt=ckpt, num_trajs=2)
     meta = json.loads((tmp_path / "run.mp4.metadata.json").read_text())
     assert meta["checkpoint"]["sha256"] == hashlib.sha256(ckpt.read_bytes()).hexdigest()
@@ -82,7 +82,7 @@ def test_checkpoint_weights_reach_the_policy(tmp_path):
     net = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh())
     torch.nn.init.constant_(net[0].weight, 0.0)
     torch.nn.init.constant_(net[0].bias, 0.5)
-    ckpt = save_render_checkpoint(tmp_path / "p.pt", net)
+    ckpt = save_render_checkpoint(tmp_path / "p.pt", net, format="pt")
     result = run(tmp_path, ckpt=ckpt, format="frames", out=tmp_path / "f")
     actions = result.trajectories[0]["action"]
     assert torch.allclose(actions, torch.full_like(actions, torch.tanh(torch.tensor(0.5)).item()))

@@ -13,6 +13,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+import torch
 
 import sweepenv
 from torchrl_render import RenderConfig, SweepConfig, render_policy, sweep
@@ -75,6 +76,21 @@ def test_config_from_files_and_flags(tmp_path):
     pend = SweepConfig(ckpt=[str(ROOT / "examples/inverted_pendulum/policy.pt")], env=["InvertedPendulum-v5"],
                        base={"policy": "examples/inverted_pendulum/policy.py:make_policy"})
     assert expand_cells(pend)[0].step == 14753
+
+
+@pytest.mark.parametrize("format", [None, "archive"])
+def test_training_step_of_torchrl_render_checkpoints(tmp_path, format):
+    """torchrl.render's save_render_checkpoint stores the training step as ``frames``."""
+    import warnings
+
+    from torchrl.render import save_render_checkpoint as theirs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        path = theirs(tmp_path / ("policy.torchrl" if format else "policy.pt"), torch.nn.Linear(3, 1), frames=4096,
+                      format=format)
+    cells = expand_cells(SweepConfig(ckpt=[str(path)], env=["tinyenv:make_env"], base={"policy": "tinyenv:make_policy"}))
+    assert cells[0].step == 4096
 
 
 @pytest.mark.parametrize("data, fragment", [

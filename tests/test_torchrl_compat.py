@@ -33,7 +33,7 @@ from mediaprobe import decode_frames, probe_mp4
 
 #: Names whose signature differs on purpose (docs/migrating.md says how and why).
 DIFFERENT_SIGNATURE = {
-    "load_checkpoint": "returns (payload, sha256); trust= instead of weights_only=; safe by default",
+    "load_checkpoint": "adds trust= (our name for weights_only=False); weights_only=None is safe for every file",
     "render_policy": "config is positional-only and optional; fields as keyword arguments; command, on_episode",
 }
 DATACLASSES = ("FrameBundle", "RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "RenderResult")
@@ -157,7 +157,7 @@ def test_normalize_frame_output():
 def test_checkpoint_hash_of_files_and_torchrl_checkpoint_folders(tmp_path):
     from torchrl.checkpoint import Checkpoint
 
-    file = ours.save_render_checkpoint(tmp_path / "p.pt", torch.nn.Linear(2, 1))
+    file = ours.save_render_checkpoint(tmp_path / "p.pt", torch.nn.Linear(2, 1), format="pt")
     folder = Checkpoint(policy=torch.nn.Linear(2, 1), metrics={"r": 1.0}).save(tmp_path / "ck")
     for path in (file, folder):
         assert ours.checkpoint_hash(path) == theirs.checkpoint_hash(path)
@@ -424,7 +424,7 @@ def test_torchrl_render_checkpoints_with_normalisation_state(tmp_path, format):
     expected = torch.tanh(obs.sum(-1, keepdim=True) * 0.1 - 0.2)        # the checkpoint's weights acted
     assert torch.allclose(result.trajectories[0]["action"], expected, atol=1e-6)
     assert result.metadata["checkpoint"]["sha256"] == theirs.checkpoint_hash(path)
-    payload = ours.load_checkpoint(path)[0]
+    payload = ours.load_checkpoint(path)
     assert payload["frames"] == 1000 and payload["env_name"] == "Pendulum-v1" and payload["metrics"] == {"return": -1.0}
 
 

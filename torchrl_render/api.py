@@ -175,10 +175,11 @@ class _Run:
             return None, None
         from .checkpoint import load_checkpoint
 
-        payload, digest = load_checkpoint(self.cfg.ckpt, trust=self.cfg.trust_checkpoint)
+        payload = load_checkpoint(self.cfg.ckpt, self.cfg.policy_device or self.cfg.device,
+                                  trust=self.cfg.trust_checkpoint)
         if self.cfg.trust_checkpoint:
             self.notes.append("checkpoint loaded with trust_checkpoint=True (full unpickling allowed)")
-        return payload, digest
+        return payload, _checkpoint_digest(self.cfg.ckpt)
 
     def _policy(self, env: Any, payload: Any, digest: str | None) -> Any:
         """The policy runner (issue 13: collect_render_rollouts hands in the one load_render_policy built)."""
@@ -360,6 +361,14 @@ def _check_devices(cfg: RenderConfig) -> None:
             raise ConfigError(f"device {device!r} is not available on this machine",
                               expected="cpu" + (f" or {kind}:0..{count - 1}" if count else ""), got=device,
                               fix="pass --device cpu (and --policy-device/--env-device cpu)")
+
+
+def _checkpoint_digest(path: Any) -> str:
+    """The checkpoint's SHA-256, through ``torchrl_render.artifacts.checkpoint_hash`` (looked up at call
+    time, as torchrl.render's pipeline does, so a script that replaces it there sees it used)."""
+    from . import artifacts
+
+    return artifacts.checkpoint_hash(path)
 
 
 def _close_quietly(env: Any) -> None:

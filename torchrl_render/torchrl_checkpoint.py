@@ -113,7 +113,7 @@ class TorchRLCheckpoint(Mapping):
                 if isinstance(value, Mapping):
                     self._keys.pop(merged)
                     self._keys.update({str(k): (lambda v=v: v) for k, v in value.items()})
-        if "trainer_state" in names and self.components["trainer_state"]["adapter"] == "torchrl.json":
+        if "trainer_state" in names and self._readable("trainer_state"):  # a JSON value or a state dict
             state = self.component("trainer_state")
             frames = state.get("frames", state.get("collected_frames")) if isinstance(state, Mapping) else None
             if frames is not None:
@@ -337,11 +337,16 @@ def save_unified(path: Path, format: str, state: Mapping[str, Any], env_metadata
     from torchrl.checkpoint import Checkpoint
 
     if format not in ("directory", "archive"):
-        raise CheckpointError("unknown checkpoint format", expected="None (a .pt file), 'directory' or 'archive'",
+        raise CheckpointError("unknown checkpoint format", expected="None or 'pt' (a .pt file), 'directory' or 'archive'",
                               got=format, fix="pass format='directory' or format='archive', or leave it out")
 
-    def component(value: Mapping[str, Any]) -> Any:  # mappings holding tensors need the state-dict adapter
-        return _Held(value) if any(isinstance(v, torch.Tensor) for v in value.values()) else dict(value)
+    def holds_tensor(value: Any) -> bool:
+        if isinstance(value, Mapping):
+            return any(holds_tensor(v) for v in value.values())
+        return isinstance(value, torch.Tensor) or (isinstance(value, (list, tuple)) and any(map(holds_tensor, value)))
+
+    def component(value: Mapping[str, Any]) -> Any:  # mappings holding tensors (nested too) need the state-dict adapter
+        return _Held(value) if holds_tensor(value) else dict(value)
 
     parts: dict[str, Any] = {"policy": _Held(state)}
     for name, value in (("environment_metadata", env_metadata), ("metrics", metrics), ("config", config),
