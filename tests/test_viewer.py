@@ -228,11 +228,11 @@ def test_window_kind_shows_the_frames_of_a_non_mujoco_env_and_closing_it_ends_th
 
 def test_window_kind_refuses_a_pygame_that_draws_off_screen(display, tmp_path, monkeypatch, capsys):
     """SDL_VIDEODRIVER=dummy (what headless runs set for gymnasium's pygame envs) would show nothing: refused."""
-    from torchrl_render.cli import main
+    from clicode import exit_code
 
     monkeypatch.setenv("DISPLAY", display)
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
-    code = main(["--policy", "badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "3",
+    code = exit_code(["--policy", "badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "3",
                  "--out", str(tmp_path / "run.mp4"), "--viewer", "window"])
     assert code == 2 and "pygame draws off screen here (SDL_VIDEODRIVER='dummy')" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

@@ -52,7 +52,11 @@ def render_policy(config: RenderConfig | None = None, /, *, command: list[str] |
     cfg = _config(config, fields)
     if cfg.validate_only:
         return RenderResult(None, [], [], {"config": cfg.to_dict(), "validate_only": True}, [])
-    return _Run(cfg, command, on_episode).execute()
+    run = _Run(cfg, command, on_episode)
+    if cfg.dry_run:  # as torchrl.render: the config and the plan, no import, no checkpoint, no env
+        return RenderResult(None, [], [], {"dry_run": True, "config": cfg.to_dict(),
+                                           "planned_paths": [str(p) for p in run.planned_paths()]}, [])
+    return run.execute()
 
 
 def _config(config: RenderConfig | None, fields: dict[str, Any]) -> RenderConfig:
@@ -115,7 +119,7 @@ class _Run:
             engine = self._engine(env, policy, payload, stack)
             stack.callback(engine.close)
             backend = stack.enter_context(self._backend(env, engine))
-            if self.cfg.dry_run:
+            if self.cfg.check_setup:
                 return self._dry_result(env, backend, digest, gl)
             engine.prepare()  # env workers start now, while the writers open and rendered episodes run
             self.writers = BackgroundWriters(self.groups) if self.cfg.background_encode else InlineWriters(self.groups)
@@ -146,9 +150,13 @@ class _Run:
 
     # -- stages ---------------------------------------------------------------------------------
 
-    def _check_outputs(self) -> None:
+    def planned_paths(self) -> list[Path]:
+        """Every path the run will write: the artifacts, the sidecar, the rollout folder."""
         paths = [p for g in self.groups for p in g.planned_paths()] + [self.sidecar]
-        paths += [self.rollout_dir] if self.rollout_dir is not None else []
+        return paths + ([self.rollout_dir] if self.rollout_dir is not None else [])
+
+    def _check_outputs(self) -> None:
+        paths = self.planned_paths()
         for group in self.groups:
             check = getattr(group.cls, "check", None)  # writer-specific preconditions, before any rollout
             for path in group.planned_paths() if check is not None else []:
@@ -285,7 +293,7 @@ class _Run:
     # -- results --------------------------------------------------------------------------------
 
     def _dry_result(self, env: Any, backend: Any, digest: str | None, gl: str | None) -> RenderResult:
-        meta = {"dry_run": True, "config": self.cfg.to_dict(), "gl": gl, "checkpoint_sha256": digest,
+        meta = {"check_setup": True, "config": self.cfg.to_dict(), "gl": gl, "checkpoint_sha256": digest,
                 "render": backend.info(), "planned_paths": [str(p) for g in self.groups for p in g.planned_paths()],
                 "warnings": list(self.notes)}
         return RenderResult(None, [], [], meta, list(self.notes))

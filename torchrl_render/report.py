@@ -61,7 +61,7 @@ class ReportVideo:
 LIVE_OVERRIDES = {"format": "mp4", "overwrite": True, "metadata": None, "progress": False,
                   "notebook_rollout_mode": "saved", "split_trajectories": False, "save_frames": False,
                   "frame_dir": None, "save_rollout": False, "save_tensordicts": False, "artifact_dir": None,
-                  "dry_run": False, "validate_only": False}
+                  "dry_run": False, "check_setup": False, "validate_only": False}
 """What the live/re-run cell changes in the run's config: one mp4 beside the notebook, no side files."""
 
 

@@ -35,7 +35,7 @@ __all__ = ["BASE_OWNED", "Cell", "SweepConfig", "expand_cells"]
 EXECUTORS = ("local", "ray")
 #: RenderConfig fields a sweep sets itself for each cell (not part of the shared base).
 BASE_OWNED = ("ckpt", "env", "out", "overwrite", "metadata", "frame_dir", "artifact_dir", "dry_run", "validate_only",
-              "progress")
+              "check_setup", "progress")
 #: Checkpoint entries holding the training step; ``frames`` is what torchrl.render's save_render_checkpoint
 #: writes (and its unified checkpoints' trainer_state ``frames`` / ``collected_frames``).
 _STEP_KEYS = ("step", "global_step", "train_step", "train_steps", "training_step", "iteration", "epoch", "frames",
