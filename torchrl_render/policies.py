@@ -1,9 +1,17 @@
 """Turning what a policy factory returns into a TensorDict -> TensorDict step function.
 
-* A ``TensorDictModuleBase``, or any module/callable with ``in_keys`` and
-  ``out_keys``, is a TensorDict policy and is called with the step TensorDict.
-* Anything else callable is a tensor policy: ``action = policy(td[obs_key])``,
-  written to ``td[action_key]``.
+How a policy is called (:func:`policy_kind`), in this order:
+
+1. Anything with ``in_keys`` and ``out_keys`` (a ``TensorDictModule``, or any callable) is a
+   TensorDict policy: called with the step TensorDict.
+2. Otherwise the first parameter of the callable (of ``forward`` for a module) decides: annotated
+   with a TensorDict class, or unannotated and named ``td`` / ``tensordict``, it takes the step
+   TensorDict; annotated ``torch.Tensor`` / ``numpy.ndarray``, it takes the observation.
+3. Any other callable is tried as a tensor policy at its first call, ``policy(td[obs_key])``; if
+   that call raises (or the observation key is missing) it is called with the step TensorDict.
+   The first call that works decides for the rest of the run (noted in the warnings).
+
+A tensor policy's result is written to ``td[action_key]``.
 
 Observations are cast to the policy's floating dtype (gymnasium's float64 reaches
 a float32 network) and moved to its device; actions are cast back to the env's
@@ -13,6 +21,8 @@ action spec dtype and device. Each adaptation is noted once in the warnings.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +33,10 @@ from .config import RenderConfig, RenderPolicySpec, key_to_string
 from .errors import PolicyError, RenderError
 from .resolve import call_factory, resolve
 
-__all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type"]
+__all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type", "policy_kind"]
+
+#: Unannotated first-parameter names that say a callable takes the step TensorDict.
+TENSORDICT_NAMES = ("td", "tensordict")
 
 
 class UserPolicyError(Exception):
@@ -68,11 +81,79 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
     return runner
 
 
+def policy_kind(policy: Any) -> str | None:
+    """``"tensordict"`` or ``"tensor"`` as the module docstring's rules 1-2 decide; ``None`` when only
+    the first call can tell (rule 3).
+
+    Example:
+        >>> from tensordict import TensorDictBase
+        >>> def a(td): ...
+        >>> def b(data: TensorDictBase): ...
+        >>> def c(obs): ...
+        >>> [policy_kind(f) for f in (a, b, c)]
+        ['tensordict', 'tensordict', None]
+    """
+    if getattr(policy, "in_keys", None) is not None and getattr(policy, "out_keys", None) is not None:
+        return "tensordict"
+    param = _first_parameter(policy)
+    if param is None:
+        return None
+    said = _annotation_kind(param.annotation)
+    if said is not None:
+        return said
+    return "tensordict" if param.name in TENSORDICT_NAMES else None
+
+
+def _first_parameter(policy: Any) -> inspect.Parameter | None:
+    """The first positional parameter of the policy (of ``forward`` for a module), if it has a signature."""
+    import torch
+
+    fn = policy.forward if isinstance(policy, torch.nn.Module) else policy
+    try:
+        try:
+            sig = inspect.signature(fn, eval_str=True)
+        except Exception:  # noqa: BLE001 - a string annotation that does not evaluate: read it as text
+            sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or an extension callable without a signature
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return next((p for p in sig.parameters.values() if p.kind in positional), None)
+
+
+def _annotation_kind(annotation: Any) -> str | None:
+    """``"tensordict"`` for a TensorDict class, ``"tensor"`` for a tensor or array class, else ``None``."""
+    import numpy as np
+    import torch
+    from tensordict import TensorDictBase
+
+    if annotation is inspect.Parameter.empty:
+        return None
+    if isinstance(annotation, type):
+        if issubclass(annotation, TensorDictBase):
+            return "tensordict"
+        return "tensor" if issubclass(annotation, (torch.Tensor, np.ndarray)) else None
+    text = str(annotation)  # a string that did not evaluate, or a union / Optional of classes
+    if re.search(r"\bTensorDict(Base)?\b", text):
+        return "tensordict"
+    return "tensor" if re.search(r"\b(Tensor|ndarray)\b", text) else None
+
+
 def non_finite_action(action: Any) -> PolicyError:
     """The error for a NaN or infinite action."""
     values = action.tolist() if hasattr(action, "tolist") else action
     return PolicyError("the policy produced a NaN or infinite action", got=str(values)[:200],
                        fix="check the checkpoint's weights and the observation normalisation")
+
+
+def _both_failed(first: Exception, second: Exception) -> Exception:
+    """The error of a policy that failed on the observation and on the TensorDict: the first, with the second."""
+    said = " ".join(str(second).split())  # one paragraph: torch's dispatch errors span lines
+    also = f" (called with the step TensorDict instead, it raised {said[:200]}{'...' if len(said) > 200 else ''})"
+    if isinstance(first, PolicyError):
+        return PolicyError(first.what + also, expected=first.expected, got=first.got,
+                           fix=f"{first.fix}; a policy that takes the TensorDict: annotate its parameter "
+                               "(def policy(td: TensorDictBase))")
+    return UserPolicyError(f"{first}{also}")
 
 
 def visible_keys(td: Any) -> list[str]:
@@ -136,8 +217,8 @@ def _check_exploration(runner: PolicyRunner, env: Any, notes: list[str]) -> None
     mode = cfg.exploration_mode or ("deterministic" if cfg.deterministic else "random")
     samplers = _samplers(runner.policy)
     if mode == "random" and not samplers:
-        notes.append(f"--stochastic has no effect: the {runner.kind} policy has no probabilistic module (such as "
-                     "torchrl's ProbabilisticActor) or exploration module, so it acts the same in every mode")
+        notes.append(f"--stochastic has no effect: the {runner.kind or 'plain'} policy has no probabilistic module "
+                     "(such as torchrl's ProbabilisticActor) or exploration module, so it acts the same in every mode")
     dists = sorted({getattr(m.distribution_class, "__name__", str(m.distribution_class)) for m in samplers
                     if hasattr(m, "distribution_class")})
     if mode not in ("mode", "mean") or not dists or not runner.is_td:
@@ -188,8 +269,8 @@ class PolicyRunner:
     def __post_init__(self) -> None:
         import torch
 
-        self.is_td = bool(getattr(self.policy, "in_keys", None) is not None
-                          and getattr(self.policy, "out_keys", None) is not None)
+        #: "tensordict", "tensor", or None until the first call decides (see the module docstring).
+        self.kind = policy_kind(self.policy)
         params = list(self.policy.parameters()) if isinstance(self.policy, torch.nn.Module) else []
         floats = [p for p in params if p.is_floating_point()]
         self.dtype = floats[0].dtype if floats else None
@@ -199,10 +280,18 @@ class PolicyRunner:
         if self.env.batch_size:  # a batched env: the spec of one env
             self.action_spec = self.action_spec[(0,) * len(self.env.batch_size)]
         self.exploration = exploration_type(self.cfg)
-        self.kind = "tensordict" if self.is_td else "tensor"
+        if self.kind is not None:
+            self._note_kind()
+
+    @property
+    def is_td(self) -> bool:
+        """Whether the policy is called with the step TensorDict."""
+        return self.kind == "tensordict"
+
+    def _note_kind(self, why: str = "") -> None:
         self.note(f"policy adapted as a {self.kind} policy"
                   + (f" ({key_to_string(self.cfg.obs_key)} -> {key_to_string(self.cfg.action_key)})"
-                     if not self.is_td else ""))
+                     if not self.is_td else "") + why)
 
     @property
     def stateful(self) -> bool:
@@ -242,14 +331,11 @@ class PolicyRunner:
 
     def adapt_env(self, env: Any) -> Any:
         """Adds ``is_init`` tracking and zero-state primers for recurrent torchrl policies."""
-        if not self.is_td:
-            return env
-        from torchrl.envs import Compose, InitTracker, TransformedEnv
-        from torchrl.modules.utils import get_primers_from_module
-
-        primers = get_primers_from_module(self.policy, warn=False)
+        primers = self._primers()
         if primers is None:
             return env
+        from torchrl.envs import Compose, InitTracker, TransformedEnv
+
         self.note("recurrent policy: the env gained InitTracker and zero-state primers (state reset per episode)")
         return TransformedEnv(env, Compose(InitTracker(), primers))
 
@@ -261,11 +347,18 @@ class PolicyRunner:
     @property
     def recurrent(self) -> bool:
         """A TensorDict policy with recurrent-state primers (LSTM/GRU modules)."""
-        if not self.is_td:
-            return False
+        return self._primers() is not None
+
+    def _primers(self) -> Any:
+        """torchrl's primers of the policy's recurrent sub-modules; None for a policy without any (torchrl
+        looks for them among a module's children, so a TensorDict callable that is no module has none)."""
+        import torch
+
+        if not (self.is_td and isinstance(self.policy, torch.nn.Module)):
+            return None
         from torchrl.modules.utils import get_primers_from_module
 
-        return get_primers_from_module(self.policy, warn=False) is not None
+        return get_primers_from_module(self.policy, warn=False)
 
     def __call__(self, td: Any) -> Any:
         """Acts on a step TensorDict (unbatched, or batched over ``td.batch_size``); writes the action."""
@@ -273,7 +366,7 @@ class PolicyRunner:
         from torchrl.envs.utils import set_exploration_type
 
         with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
-            action = self._call_td(td) if self.is_td else self._call_tensor(td)
+            action = self._dispatch(td.get(self.cfg.obs_key, None), lambda: td, lambda: visible_keys(td))
         td.set(self.cfg.action_key, self._check(action, tuple(td.batch_size)))
         return td
 
@@ -283,19 +376,35 @@ class PolicyRunner:
         import torch
         from torchrl.envs.utils import set_exploration_type
 
-        with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
-            if self.is_td:
-                from tensordict import TensorDict
+        from tensordict import TensorDict
 
-                action = self._call_td(TensorDict(obs, batch_size=batch))
-            else:
-                tensor = obs.get(self.cfg.obs_key)
-                if tensor is None:
-                    raise PolicyError(f"the observation has no key {key_to_string(self.cfg.obs_key)!r}",
-                                      expected=f"one of {[key_to_string(k) for k in obs]}",
-                                      got=key_to_string(self.cfg.obs_key), fix="pass --obs-key with the right name")
-                action = self._action_of(self._user(self._to_policy(tensor)))
+        with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
+            action = self._dispatch(obs.get(self.cfg.obs_key), lambda: TensorDict(obs, batch_size=batch),
+                                    lambda: [key_to_string(k) for k in obs])
         return self._check(action, batch, finite=False)
+
+    def _dispatch(self, obs: Any, make_td: Any, keys: Any) -> Any:
+        """The policy's action for the observation ``obs`` (``None``: missing) or the TensorDict ``make_td()``."""
+        if self.kind == "tensordict":
+            return self._call_td(make_td())
+        if self.kind == "tensor":
+            return self._call_tensor(obs, keys)
+        return self._first_call(obs, make_td, keys)
+
+    def _first_call(self, obs: Any, make_td: Any, keys: Any) -> Any:
+        """Rule 3: the observation first, the TensorDict if that raises; the call that works decides the run."""
+        try:
+            action, self.kind = self._call_tensor(obs, keys), "tensor"
+            self._note_kind()
+            return action
+        except (PolicyError, UserPolicyError) as first:
+            try:
+                action, self.kind = self._call_td(make_td()), "tensordict"
+            except (PolicyError, UserPolicyError) as second:
+                raise _both_failed(first, second) from first.__cause__
+        self._note_kind(" (called with the observation it raised, with the TensorDict it worked: "
+                        "annotate its parameter as a TensorDict to skip the first try)")
+        return action
 
     @contextmanager
     def _own_rng(self) -> Iterator[None]:
@@ -313,11 +422,10 @@ class PolicyRunner:
             self._rng_state = torch.get_rng_state()
             torch.set_rng_state(outer)
 
-    def _call_tensor(self, td: Any) -> Any:
-        obs = td.get(self.cfg.obs_key, None)
+    def _call_tensor(self, obs: Any, keys: Any) -> Any:
         if obs is None:
             raise PolicyError(f"the step TensorDict has no observation key {key_to_string(self.cfg.obs_key)!r}",
-                              expected=f"one of {visible_keys(td)}",
+                              expected=f"one of {keys()}",
                               got=key_to_string(self.cfg.obs_key), fix="pass --obs-key with the right name")
         return self._action_of(self._user(self._to_policy(obs)))
 
