@@ -393,6 +393,8 @@ CASES = [
     Case("html-env-without-mujoco", [*TINY, "--out", "{out}/run.html"],
          ("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, and this env has "
           "none", "--out run.mp4")),
+    Case("qpos-key-env-without-state", [*TINY, "--mujoco-qpos-key", "qpos", "--out", "{out}/run.jsonl"],
+         ("mujoco_qpos_key records the env's MuJoCo state, and this env exposes none", "get_state()")),
     # issue 10: the evaluation engine
     Case("eval-n-timesteps-with-num-trajs", [*TINY, "--num-trajs", "3", "--eval-n-timesteps", "100"],
          ("num_trajs and eval_n_timesteps were both given", "drop --num-trajs")),
