@@ -188,10 +188,17 @@ def test_save_frames_beside_the_video(tmp_path):
     assert len(result.artifacts) == 2
 
 
-def test_dry_run_writes_nothing(tmp_path):
-    result = run(tmp_path, dry_run=True)
-    assert result.metadata["dry_run"] and list(tmp_path.iterdir()) == []
+def test_check_setup_builds_everything_and_writes_nothing(tmp_path):
+    result = run(tmp_path, check_setup=True)
+    assert result.metadata["check_setup"] and list(tmp_path.iterdir()) == []
     assert result.metadata["render"]["render_backend"] == "pixels"
+
+
+def test_dry_run_builds_nothing_and_writes_nothing(tmp_path):
+    result = render_policy(RenderConfig(policy="no_such_mod:p", env="no_such_mod:e", ckpt=tmp_path / "none.pt",
+                                        out=tmp_path / "run.mp4", dry_run=True))
+    assert result.metadata["dry_run"] and list(tmp_path.iterdir()) == []
+    assert result.metadata["planned_paths"] == [str(tmp_path / "run.mp4"), str(tmp_path / "run.mp4.metadata.json")]
 
 
 def test_validate_only_imports_nothing(tmp_path):

@@ -283,5 +283,5 @@ def _report(result: Any, cfg: RenderConfig, quiet: bool) -> None:
                   f"{agg['n_episodes']} episode(s) in {agg['eval_s']:.1f}s", file=sys.stderr)
         for note in result.warnings:
             print(f"note: {note}", file=sys.stderr)
-    for path in result.frame_paths:
-        print(path)
+    for artifact in result.artifacts:  # the files and folders written (a PNG folder once, not each frame)
+        print(artifact.path)

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -154,7 +155,8 @@ def make_render_env(config: Any, checkpoint: Any | None = None) -> Any:
 
     check_payload(checkpoint, "make_render_env")
     ensure_headless_gl()
-    return build_env(config, checkpoint, render_mode=_Run(config, None)._render_mode())
+    framed = dataclasses.replace(config, result_frames=True)  # collect_render_rollouts keeps frames, for any format
+    return build_env(config, checkpoint, render_mode=_Run(framed, None)._render_mode())
 
 
 def normalize_env(env: Any, config: Any) -> Any:

@@ -10,10 +10,13 @@ is then executed with nbclient in an ipykernel of this interpreter (so that it o
 its outputs) unless ``execute_notebook`` is off, validated, and written.
 
 Rollout modes (``notebook_rollout_mode``): ``saved`` (the run's episodes are embedded; the
-re-run cell is left for the reader), ``live`` (no video from the run: the notebook's own
-cells roll the policy out, from an editable kwargs cell, and write ``<stem>_live.mp4``),
-``both``. Files beside the notebook (linked mp4s, the live mp4 and its metadata) are moved
-into place by rename, only when the notebook is complete, and listed in the artifact info.
+re-run cell is left for the reader), ``live`` (nothing is rolled out and the notebook is not
+executed, as in torchrl.render: its own cells roll the policy out when run, with
+``collect_rollouts_in_notebook()``, and write ``<stem>_live.mp4``), ``both`` (saved, then the
+live cells, executed). Files beside the notebook (linked mp4s, the live mp4 and its metadata)
+are moved into place by rename, only when the notebook is complete, and listed in the artifact
+info; so is the asset folder (torchrl.render's ``<stem>/``: ``config.json``, the saved rollouts as
+``rollouts/traj_000.pt``..., and the run's ``metadata.json``, which the pipeline adds).
 
 Example:
     >>> import numpy as np, tempfile, pathlib, nbformat
@@ -23,7 +26,7 @@ Example:
     ...     for step in range(3):
     ...         w.write(FrameBundle({"default": np.zeros((16, 16, 3), np.uint8)}, step, 0))
     >>> [c.id for c in nbformat.read(out, as_version=4).cells][:3]
-    ['title', 'config', 'metrics']
+    ['title', 'metrics', 'config']
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ from ..errors import ConfigError, OutputExistsError, WriterError
 from ..notebook import EMBED_LIMIT_BYTES, display_width
 from ..report import ReportVideo, build_report, equivalent_command
 from .base import Writer, no_frames_error, remove
+from .base import _commit as commit
 from .mp4 import PRESET, Mp4Writer
 
-__all__ = ["IpynbWriter"]
+__all__ = ["IpynbWriter", "asset_folder", "portable_config"]
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +76,11 @@ class IpynbWriter(Writer):
         embed_limit_bytes: Most mp4 bytes embedded in the notebook; later videos are linked.
         fps, codec, crf, preset: Passed to the per-episode :class:`Mp4Writer`.
         preview: Add an animated PNG preview under each video (for GitHub).
-        overwrite: Replace existing files beside the notebook (linked and live mp4s).
+        overwrite: Replace existing files beside the notebook (linked and live mp4s, the asset folder).
         command: The command line shown in the title cell.
         search_path: Folders the notebook's kernel adds to ``sys.path`` (to import the factories).
         timeout: Seconds one cell may run when executed.
+        assets: The asset folder (default ``<stem>/`` beside the notebook).
     """
 
     format = "ipynb"
@@ -85,18 +90,20 @@ class IpynbWriter(Writer):
                  codec: str | None = None, crf: int = 23, preset: str = PRESET, preview: bool = True,
                  overwrite: bool = False,
                  command: str | None = None, search_path: list[str] | None = None,
-                 timeout: float = CELL_TIMEOUT_S) -> None:
+                 timeout: float = CELL_TIMEOUT_S, assets: str | Path | None = None) -> None:
         super().__init__(path)
         if mode not in MODES:
             raise ConfigError("notebook_rollout_mode is not known", expected=", ".join(MODES), got=mode,
                               fix="pass --notebook-rollout-mode saved, live or both")
         self.config = config or {}
-        self.mode, self.execute, self.limit = mode, bool(execute), embed_limit_bytes
+        self.mode, self.execute, self.limit = mode, bool(execute) and mode != "live", embed_limit_bytes
         self.fps, self.codec, self.crf, self.preview = float(fps), codec, int(crf), bool(preview)
         self.preset = preset
         self.overwrite, self.command, self.timeout = overwrite, command, timeout
         self.search_path = list(search_path) if search_path is not None else [os.getcwd()]
         self.stem = self.path.stem
+        self.assets = Path(assets) if assets is not None else self.path.with_suffix("")
+        self._saved_rollouts = 0
         self._work: Path | None = None
         self._open: dict[int, tuple[Mp4Writer, _Preview]] = {}
         self._done: dict[int, tuple[Path, int, dict[str, Any], bytes | None]] = {}
@@ -110,12 +117,13 @@ class IpynbWriter(Writer):
         """Reads the notebook fields and the video options, after :meth:`check`."""
         cls.check(path, cfg)
         limit_mb = getattr(cfg, "notebook_embed_limit_mb", None)
-        writer = cls(path, config=_portable_config(cfg), mode=cfg.notebook_rollout_mode,
+        writer = cls(path, config=portable_config(cfg), mode=cfg.notebook_rollout_mode,
                      execute=bool(getattr(cfg, "execute_notebook", True)),
                      embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
                      fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf, preset=cfg.video_preset,
                      preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
-                     command=equivalent_command(cfg.to_dict()), search_path=_search_path())
+                     command=equivalent_command(cfg.to_dict()), search_path=_search_path(),
+                     assets=asset_folder(path, cfg))
         if cls.wants_state(cfg):  # issue 12: facts for the episodes' 3-D viewers
             from .html import HtmlWriter
 
@@ -152,9 +160,10 @@ class IpynbWriter(Writer):
         return cfg.notebook_rollout_mode != "live"
 
     def side_paths(self, episodes: Any) -> list[Path]:
-        """Files this report may write beside the notebook."""
+        """Files this report may write beside the notebook (and its asset folder)."""
         folder = self.path.parent
-        paths = [folder / f"{self.stem}_ep{i}.mp4" for i in episodes] if self.mode != "live" else []
+        paths = [self.assets]
+        paths += [folder / f"{self.stem}_ep{i}.mp4" for i in episodes] if self.mode != "live" else []
         if self.mode != "saved":
             paths += [folder / self.live_out, folder / f"{self.live_out}.metadata.json"]
         return paths
@@ -186,6 +195,29 @@ class IpynbWriter(Writer):
         if preview is not None:
             preview.add(next(iter(bundle.frames.values())))
         self.num_frames += 1
+
+    def on_trajectory(self, episode: Any) -> None:
+        """Saves the episode's TensorDict as ``rollouts/traj_<i>.pt`` in the asset folder (torchrl.render's
+        layout, which its notebook cells and its users read back with ``torch.load``)."""
+        if self.mode == "live" or getattr(episode, "trajectory", None) is None:
+            return
+        import torch
+
+        folder = self._asset_work() / "rollouts"
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.save(episode.trajectory, folder / f"traj_{episode.index:03d}.pt")
+        self._saved_rollouts += 1
+
+    @classmethod
+    def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
+        """Writes the run's metadata as ``metadata.json`` in the asset folder (where torchrl.render's is)."""
+        import json
+
+        folder = asset_folder(path, cfg)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".metadata.json.tmp-{os.getpid()}"
+        tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, folder / "metadata.json")
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         """Keeps the metrics and finishes the episode's mp4."""
@@ -241,7 +273,9 @@ class IpynbWriter(Writer):
         import nbformat
 
         nb = build_report(config=self.config, metrics=self._metrics(), videos=videos, mode=self.mode,
-                          command=self.command, live_out=self.live_out, search_path=self.search_path)
+                          command=self.command, live_out=self.live_out, search_path=self.search_path,
+                          assets=(_relative(self.assets, self.path.parent), str(self.assets.absolute())))
+        self._write_assets()
         if self.execute:
             self._run(nb)
         nbformat.validate(nb)
@@ -254,7 +288,8 @@ class IpynbWriter(Writer):
                 "videos": [{"episode": v.episode, "embedded": v.data is not None, "bytes": v.size,
                             "path": None if v.data is not None else str(self.path.parent / v.name)}
                            for v in videos],
-                "embed_limit_bytes": self.limit, "side_files": [str(p) for p in side],
+                "embed_limit_bytes": self.limit, "side_files": [str(p) for p in side if p != self.assets],
+                "assets": str(self.assets), "saved_rollouts": self._saved_rollouts,
                 "bytes": self.tmp.stat().st_size}
 
     def _metrics(self) -> dict[str, Any]:
@@ -300,21 +335,36 @@ class IpynbWriter(Writer):
                               fix="check that the env and policy factories import in a fresh Python kernel, "
                                   "or pass --no-execute to write the notebook without running it") from exc
 
+    def _asset_work(self) -> Path:
+        """Where the asset folder is built: at its place relative to the kernel's working folder, so that the
+        notebook's asset cell finds it when the notebook is executed."""
+        relative = Path(_relative(self.assets, self.path.parent))
+        return self._workdir() / ("assets" if relative.is_absolute() else Path("kernel") / relative)
+
+    def _write_assets(self) -> None:
+        """The asset folder's ``config.json`` (its rollouts came with the episodes)."""
+        import json
+
+        folder = self._asset_work()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text(json.dumps(self.config, indent=2, sort_keys=True) + "\n",
+                                            encoding="utf-8")
+
     def _place_side_files(self, linked: list[Path]) -> list[Path]:
-        """Renames the linked mp4s and what the live cells wrote to beside the notebook."""
+        """Renames the asset folder, the linked mp4s and what the live cells wrote to beside the notebook."""
         kernel = (self._work / "kernel") if self._work is not None else None
-        sources = list(linked)
+        sources = [(self._asset_work(), self.assets)] + [(p, self.path.parent / p.name) for p in linked]
         if kernel is not None and kernel.is_dir():
-            sources += sorted(p for p in kernel.iterdir() if p.is_file() and not p.name.startswith("."))
-        placed = []
-        for source in sources:
-            target = self.path.parent / source.name
+            sources += [(p, self.path.parent / p.name) for p in sorted(kernel.iterdir())
+                        if p.is_file() and not p.name.startswith(".")]
+        for _, target in sources:
             if target.exists() and not self.overwrite:
                 raise OutputExistsError(f"{str(target)!r} already exists", got=str(target),
                                         fix="pass --overwrite (overwrite=True) or choose another --out")
-            os.replace(source, target)
-            placed.append(target)
-        return placed
+        for source, target in sources:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            commit(source, target)
+        return [target for _, target in sources]
 
     def _release(self) -> None:
         for video, _ in self._open.values():
@@ -369,7 +419,7 @@ class _Preview:
         return buffer.getvalue()
 
 
-def _portable_config(cfg: Any) -> dict[str, Any]:
+def portable_config(cfg: Any) -> dict[str, Any]:
     """``cfg.to_dict()`` with paths and file specs made absolute, so the notebook's cells find them."""
     data = cfg.to_dict()
     for name in ("ckpt", "out", "frame_dir", "artifact_dir", "metadata"):
@@ -382,6 +432,20 @@ def _portable_config(cfg: Any) -> dict[str, Any]:
             if target.endswith(".py"):
                 data[name] = f"{os.path.abspath(target)}:{attr}"
     return data
+
+
+def asset_folder(path: Path, cfg: Any) -> Path:
+    """The notebook's asset folder: ``artifact_dir`` when given, else ``<stem>/`` beside it (torchrl.render's)."""
+    artifact_dir = getattr(cfg, "artifact_dir", None)
+    return Path(artifact_dir) if artifact_dir is not None else Path(path).with_suffix("")
+
+
+def _relative(folder: Path, base: Path) -> str:
+    """``folder`` relative to ``base`` when inside it, else absolute."""
+    try:
+        return str(folder.absolute().relative_to(base.absolute()))
+    except ValueError:
+        return str(folder.absolute())
 
 
 def _search_path() -> list[str]:
