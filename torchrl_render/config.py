@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .engine.seeding import SEED_MODES
 from .errors import ConfigError, did_you_mean
 
 __all__ = ["RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "key_to_string",
@@ -108,6 +109,10 @@ class RenderConfig:
     exploration_mode: str | None = _f(None, help="TorchRL exploration type; overrides --deterministic.",
                                       choices=EXPLORATION_MODES)
     seed: int | None = _f(0, help="Base seed; trajectory i uses seed+i.")
+    seed_mode: str = _f("per-episode", help="per-episode: episode i is reset with seed+i as its env's ecosystem "
+                        "seeds it (gymnasium's reset(seed=seed+i)); torchrl: as torchrl.render, the env is seeded "
+                        "once (env.set_seed(seed)) and its episodes follow one another (--num-envs 1).",
+                        choices=SEED_MODES)
     device: str = _f("cpu", help="Default device for env and policy.")
     policy_device: str | None = _f(None, help="Policy device (default: --device).")
     env_device: str | None = _f(None, help="Env device (default: --device).")
@@ -353,6 +358,10 @@ def _validate(cfg: RenderConfig) -> None:
     if not (isinstance(cfg.env, str) or callable(cfg.env) or _is_env_object(cfg.env)):
         raise ConfigError("env must be a factory or an env id", expected="'module:object', a gymnasium id or a callable",
                           got=type(cfg.env).__name__, fix="pass e.g. env='HalfCheetah-v5'")
+    if cfg.seed_mode == "torchrl" and cfg.num_envs > 1:
+        raise ConfigError("seed_mode='torchrl' seeds one env once and runs its episodes one after another, so it "
+                          "takes one env", expected="--num-envs 1 with --seed-mode torchrl", got=cfg.num_envs,
+                          fix="drop --num-envs, or use --seed-mode per-episode (episode i seeded seed+i)")
     if cfg.num_envs > 1 and _is_env_object(cfg.env):
         raise ConfigError(f"an env object cannot be copied into {cfg.num_envs} env workers: each one builds its own "
                           "env", expected="with num_envs > 1, a factory: 'module:object', a gymnasium id, or a callable",

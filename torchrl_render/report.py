@@ -176,7 +176,10 @@ def _video_cell(video: ReportVideo) -> Any:
     from nbformat.v4 import new_code_cell, new_output
 
     caption = _episode_caption(video)
-    if video.data is not None:
+    if not video.name:  # no frames were rendered (--render-backend null): the 3-D replay alone
+        source = f"# {caption}: its 3-D replay is below (re-running this cell is not needed)."
+        html_text = ""
+    elif video.data is not None:
         source = f"# {caption}: embedded below (re-running this cell is not needed)."
         html_text = video_html(video.data, caption=caption, width=video.width)
     else:
@@ -188,8 +191,8 @@ def _video_cell(video: ReportVideo) -> Any:
         from .notebook import viewer_html
 
         html_text = ('<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'
-                     f'<div>{html_text}</div><div style="flex:1 1 520px;min-width:320px">'
-                     f"{viewer_html(video.viewer)}</div></div>")
+                     + (f'<div>{html_text}</div>' if html_text else "")
+                     + f'<div style="flex:1 1 520px;min-width:320px">{viewer_html(video.viewer)}</div></div>')
     outputs = [new_output("display_data", data={"text/html": html_text, "text/plain": caption})]
     if video.preview is not None:
         outputs.append(new_output("display_data", data={
@@ -286,5 +289,6 @@ def _episode_caption(video: ReportVideo) -> str:
         bits.append(f"return {_fmt(float(m['sum_reward']))}")
     if m.get("success") is not None:
         bits.append("success" if m["success"] else "failure")
-    bits.append(f"{_mb(video.size)} mp4")
+    if video.name:
+        bits.append(f"{_mb(video.size)} mp4")
     return ", ".join(bits)

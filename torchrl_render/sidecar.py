@@ -87,7 +87,20 @@ def torchrl_fields(cfg: Any, *, episodes: list[dict[str, Any]], cameras: list[st
         "max_steps": cfg.max_steps, "fps": cfg.fps, "render_backend": cfg.render_backend,
         "env_backend": cfg.env_backend, "notebook_rollout_mode": cfg.notebook_rollout_mode,
         "trajectories": trajectory_entries(episodes, cameras),
+        **_mujoco_viewer(cfg),
     }
+
+
+def _mujoco_viewer(cfg: Any) -> dict[str, Any]:
+    """torchrl.render's ``mujoco_wasm`` entry of a notebook with the MuJoCo viewer and a model file."""
+    if cfg.format != "ipynb" or cfg.notebook_render_backend != "mujoco_wasm" or cfg.mujoco_model_path is None:
+        return {}
+    from .writers.ipynb import MUJOCO_VIEWER_DIR
+
+    key = cfg.mujoco_qpos_key
+    return {"mujoco_wasm": {"viewer_dir": MUJOCO_VIEWER_DIR, "model_path": str(cfg.mujoco_model_path),
+                            "qpos_key": key_to_string(key) if key is not None else None,
+                            "viewer_port": cfg.notebook_viewer_port}}
 
 
 def _version(name: str) -> str | None:

@@ -2,10 +2,11 @@
 
 The engine's path for envs that are torchrl envs of the user's, dm_control tasks and
 recurrent TensorDict policies (gymnasium envs take the batched numpy path, ``batch.py``).
-Trajectory ``i`` is seeded ``seed + i`` (see :mod:`.seeding`). Step 0 is the state after reset;
+Trajectory ``i`` is seeded ``seed + i``, or the env once as torchrl.render does (see :mod:`.seeding`). Step 0 is the state after reset;
 step ``t > 0`` is the state after the ``t``-th action, so a trajectory of ``n`` steps yields
 ``n + 1`` records (and a video of it has ``n + 1`` frames). A step cut by ``max_steps`` is
-marked truncated and done.
+marked truncated and done, in its record and in its transition (``("next", "truncated")`` and the
+done key set, as torchrl's ``StepCounter`` marks them).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..errors import PolicyError, RenderError, RolloutError
 from .records import StepRecord
-from .seeding import reseed_for_reset
+from .seeding import episode_seed, reseed_for_reset, seed_once
 
 __all__ = ["rollout"]
 
@@ -27,15 +28,21 @@ def _flag(td: Any, key: Any) -> bool:
 
 
 def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: int | None,
-            seed: int | None, done_key: Any = "done", reward_key: Any = "reward") -> Iterator[StepRecord]:
+            seed: int | None, done_key: Any = "done", reward_key: Any = "reward",
+            seed_mode: str = "per-episode") -> Iterator[StepRecord]:
     """Rolls ``policy`` out in ``env`` for each trajectory index, one step at a time."""
     from torchrl.envs.utils import step_mdp
 
     from ..backends.base import underlying_env
 
     raw = underlying_env(env)
+    seed_once(env, seed_mode, seed)
+    # with max_steps, every step holds what torchrl's StepCounter writes (torchrl.render appends one): a
+    # ("next", "truncated") marking the cut (an env without that entry gets it, False until the cut) and step_count
+    add_truncated = max_steps is not None and "truncated" not in env.full_done_spec.keys()
+    add_count = max_steps is not None and "step_count" not in env.full_observation_spec.keys()
     for traj in trajectories:
-        traj_seed = None if seed is None else seed + traj
+        traj_seed = episode_seed(seed_mode, seed, traj)
         try:
             reseed_for_reset(env, raw, traj_seed)
             td = env.reset()
@@ -44,6 +51,10 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
         except Exception as exc:
             raise RolloutError(f"the env raised while resetting episode {traj}: {type(exc).__name__}: {exc}",
                                fix="check the env factory and its reset()") from exc
+        if add_truncated:
+            _set_flag(td, "truncated", False, done_key)
+        if add_count:
+            _set_count(td, 0, done_key)
         begin = getattr(policy, "begin_episode", None)
         if begin is not None:
             begin(traj_seed)
@@ -62,6 +73,13 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
             nxt = td.get("next")
             reward = nxt.get(reward_key, None)
             done, cut = _flag(nxt, done_key), step == max_steps
+            if add_truncated:
+                _set_flag(nxt, "truncated", False, done_key)
+            if add_count:
+                _set_count(nxt, step, done_key)
+            if cut and not done:
+                _set_flag(nxt, "truncated", True, done_key)
+                _set_flag(nxt, done_key, True, done_key)
             record = StepRecord(
                 traj, step, nxt, td, traj_seed,
                 reward=float(reward.sum()) if reward is not None else 0.0,
@@ -71,6 +89,25 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
             if record.done:
                 break
             td = step_mdp(td, keep_other=True)
+
+
+def _set_flag(nxt: Any, key: Any, value: bool, done_key: Any) -> None:
+    """Sets an end flag of the step's ``next`` (shaped as the done entry), as torchrl's ``StepCounter`` marks a
+    step cut by ``max_steps``: ``truncated`` and the done key."""
+    import torch
+
+    like = nxt.get(done_key, None)
+    shape = like.shape if like is not None else torch.Size([*nxt.batch_size, 1])
+    nxt.set(key, torch.full(shape, value, dtype=torch.bool, device=nxt.device))
+
+
+def _set_count(td: Any, count: int, done_key: Any) -> None:
+    """``step_count`` as torchrl's ``StepCounter`` writes it (int64, shaped as the done entry)."""
+    import torch
+
+    like = td.get(done_key, None)
+    shape = like.shape if like is not None else torch.Size([*td.batch_size, 1])
+    td.set("step_count", torch.full(shape, count, dtype=torch.int64, device=td.device))
 
 
 def _act(policy: Any, td: Any, traj: int, step: int) -> Any:

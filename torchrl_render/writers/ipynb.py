@@ -62,6 +62,7 @@ PREVIEW_FPS = 10.0
 PREVIEW_MAX_FRAMES = 120
 PREVIEW_COLOURS = 64
 MODES = ("saved", "live", "both")
+MUJOCO_VIEWER_DIR = "mujoco_wasm"  # in the asset folder, as torchrl.render names it
 _NEEDED_TO_EXECUTE = ("nbclient", "ipykernel", "matplotlib")
 
 
@@ -98,6 +99,7 @@ class IpynbWriter(Writer):
         self.config = config or {}
         self.mode, self.execute, self.limit = mode, bool(execute) and mode != "live", embed_limit_bytes
         self.fps, self.codec, self.crf, self.preview = float(fps), codec, int(crf), bool(preview)
+        self.frames_wanted = mode != "live"  # False for --render-backend null (from_config)
         self.preset = preset
         self.overwrite, self.command, self.timeout = overwrite, command, timeout
         self.search_path = list(search_path) if search_path is not None else [os.getcwd()]
@@ -124,6 +126,7 @@ class IpynbWriter(Writer):
                      preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
                      command=equivalent_command(cfg.to_dict()), search_path=_search_path(),
                      assets=asset_folder(path, cfg))
+        writer.frames_wanted = cls.wants_frames(cfg)
         if cls.wants_state(cfg):  # issue 12: facts for the episodes' 3-D viewers
             from .html import HtmlWriter
 
@@ -156,8 +159,9 @@ class IpynbWriter(Writer):
 
     @classmethod
     def wants_frames(cls, cfg: Any) -> bool:
-        """Frames are needed unless the notebook rolls out by itself (``live``)."""
-        return cfg.notebook_rollout_mode != "live"
+        """Frames are needed unless the notebook rolls out by itself (``live``) or none were asked for
+        (``--render-backend null``: the notebook shows the metrics, and the 3-D replay of MuJoCo envs)."""
+        return cfg.notebook_rollout_mode != "live" and cfg.render_backend != "null"
 
     def side_paths(self, episodes: Any) -> list[Path]:
         """Files this report may write beside the notebook (and its asset folder)."""
@@ -265,7 +269,7 @@ class IpynbWriter(Writer):
     # -- the end --------------------------------------------------------------------------------
 
     def _finish(self) -> dict[str, Any]:
-        if self.mode != "live" and self.num_frames == 0:
+        if self.frames_wanted and self.num_frames == 0:
             raise no_frames_error(self.format, self.path)
         for traj in list(self._open):
             self._close_video(traj)
@@ -303,7 +307,12 @@ class IpynbWriter(Writer):
         budget = self.limit
         by_episode = {e["episode_ix"]: e for e in self._episodes}
         videos, linked = [], []
-        for traj in sorted(self._done):
+        for traj in sorted(set(self._done) | set(self._viewer_pages)):
+            if traj not in self._done:  # a 3-D replay without a video (no frames were rendered)
+                page = self._viewer_pages[traj]
+                videos.append(ReportVideo(traj, "", 0, None, None, by_episode.get(traj), self.limit,
+                                          viewer=page.read_text(encoding="utf-8")))
+                continue
             path, size, info, preview = self._done[traj]
             fits = budget is None or size <= budget
             if fits and budget is not None:
@@ -342,13 +351,20 @@ class IpynbWriter(Writer):
         return self._workdir() / ("assets" if relative.is_absolute() else Path("kernel") / relative)
 
     def _write_assets(self) -> None:
-        """The asset folder's ``config.json`` (its rollouts came with the episodes)."""
+        """The asset folder's ``config.json`` (its rollouts came with the episodes) and, for the MuJoCo viewer
+        with a model file, torchrl.render's ``mujoco_wasm/`` viewer folder (what its notebook cells serve)."""
         import json
 
         folder = self._asset_work()
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "config.json").write_text(json.dumps(self.config, indent=2, sort_keys=True) + "\n",
                                             encoding="utf-8")
+        model = self.config.get("mujoco_model_path")
+        if model and self.config.get("notebook_render_backend") == "mujoco_wasm":
+            from ..mujoco_wasm import write_mujoco_wasm_viewer
+
+            write_mujoco_wasm_viewer(folder / MUJOCO_VIEWER_DIR, model,
+                                     asset_paths=self.config.get("mujoco_asset_paths") or None)
 
     def _place_side_files(self, linked: list[Path]) -> list[Path]:
         """Renames the asset folder, the linked mp4s and what the live cells wrote to beside the notebook."""
