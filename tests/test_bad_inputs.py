@@ -396,6 +396,8 @@ CASES = [
     Case("qpos-key-env-without-state", [*TINY, "--mujoco-qpos-key", "qpos", "--out", "{out}/run.jsonl"],
          ("mujoco_qpos_key records the env's MuJoCo state, and this env exposes none", "get_state()")),
     # issue 10: the evaluation engine
+    Case("seed-mode-torchrl-num-envs", [*TINY, "--seed-mode", "torchrl", "--num-envs", "2", "--num-trajs", "2"],
+         ("seed_mode='torchrl' seeds one env once and runs its episodes one after another", "--seed-mode per-episode")),
     Case("eval-n-timesteps-with-num-trajs", [*TINY, "--num-trajs", "3", "--eval-n-timesteps", "100"],
          ("num_trajs and eval_n_timesteps were both given", "drop --num-trajs")),
     Case("no-trajectories-with-save-rollout", [*TINY, "--no-trajectories", "--save-rollout"],

@@ -156,13 +156,19 @@ def features_env(spec):
     return env
 
 
-def test_the_render_policy_chain_loads_the_checkpoint_as_torchrl_render(tmp_path):
+@pytest.mark.parametrize("layout", ["pt", "archive"])
+def test_the_render_policy_chain_loads_the_checkpoint_as_torchrl_render(tmp_path, layout):
+    """torchrl.render's render_policy body, on both packages; a unified checkpoint reaches the factory as a dict."""
     weights = torch.nn.Linear(3, 1)
     torch.nn.init.constant_(weights.weight, 0.25)
     torch.nn.init.constant_(weights.bias, -0.5)
-    path = tmp_path / "policy.pt"
-    torch.save({"model_state_dict": {f"module.{k}": v for k, v in weights.state_dict().items()},
-                "env_name": "Pendulum"}, path)
+    state = {f"module.{k}": v for k, v in weights.state_dict().items()}
+    if layout == "pt":
+        path = tmp_path / "policy.pt"
+        torch.save({"model_state_dict": state, "env_name": "Pendulum"}, path)
+    else:
+        path = theirs.save_render_checkpoint(tmp_path / "policy.torchrl", state, env_metadata={"env_name": "Pendulum"},
+                                             format="archive")
     actions = {}
     for name, module in (("ours", ours), ("theirs", theirs)):
         SEEN.clear()
@@ -175,7 +181,7 @@ def test_the_render_policy_chain_loads_the_checkpoint_as_torchrl_render(tmp_path
             result = module.collect_render_rollouts(env, policy, config)
         finally:
             env.close()
-        assert [type(c) for c in SEEN] == [dict] and SEEN[0]["env_name"] == "Pendulum"
+        assert len(SEEN) == 1 and isinstance(SEEN[0], dict) and SEEN[0]["env_name"] == "Pendulum"
         (traj,) = result.trajectories
         expected = traj["features"] @ weights.weight.detach().T + weights.bias.detach()  # the checkpoint acted
         torch.testing.assert_close(traj["action"], expected)

@@ -11,10 +11,10 @@ Loading never runs code from the file unless asked to:
   component): read here, without importing torchrl, component by component
   and only when a component is asked for, so a trainer checkpoint's optimizer,
   replay buffer or collector is never read to render its policy. The payload is
-  a :class:`TorchRLCheckpoint` mapping laid out like ``torchrl.render``'s
+  a :class:`TorchRLCheckpoint` ``dict`` laid out like ``torchrl.render``'s
   (``model_state_dict`` = the ``policy`` component, environment metadata and
-  ``extra`` entries at the top level, ``frames``, ``metrics``, ``config``), and
-  every other component under its own name.
+  ``extra`` entries at the top level, ``frames``, ``metrics``, ``config``); every
+  other component is read only when named (``--checkpoint-key``).
 
 Example:
     >>> import tempfile, os, torch
@@ -206,6 +206,8 @@ def infer_state_dict(payload: Any, checkpoint_key: str | None = None,
 
 
 def _pick(payload: Any, key: str, flag: str) -> Any:
+    if isinstance(payload, TorchRLCheckpoint) and key not in payload and key in payload.components:
+        return payload.component(key)  # a component outside torchrl.render's layout, read when named
     if not isinstance(payload, Mapping) or key not in payload:
         keys = sorted(map(str, payload)) if isinstance(payload, Mapping) else []
         raise CheckpointError(f"the checkpoint has no entry {key!r}",
