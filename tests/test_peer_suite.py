@@ -27,8 +27,8 @@ APPLICABLE = 24  # run.sh's README: the tests of TorchRL's suite that apply to a
 @pytest.mark.skipif(not (PEER / "run.sh").is_file(),
                     reason=f"torchrl.render's suite is not beside the project ({PEER} is absent)")
 def test_torchrl_render_suite_passes_on_torchrl_render():
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-           "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)  # this checkout's package
+    env = {**os.environ, "PYTHONPATH": path, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
     proc = subprocess.run(["bash", str(PEER / "run.sh"), sys.executable], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=1200)
     output = proc.stdout + proc.stderr

@@ -90,7 +90,8 @@ def test_training_step_of_torchrl_render_checkpoints(tmp_path, format):
         warnings.simplefilter("ignore", FutureWarning)
         path = theirs(tmp_path / ("policy.torchrl" if format else "policy.pt"), torch.nn.Linear(3, 1), frames=4096,
                       format=format)
-    cells = expand_cells(SweepConfig(ckpt=[str(path)], env=["tinyenv:make_env"], base={"policy": "tinyenv:make_policy"}))
+    sweep_cfg = SweepConfig(ckpt=[str(path)], env=["tinyenv:make_env"], base={"policy": "tinyenv:make_policy"})
+    cells = expand_cells(sweep_cfg)
     assert cells[0].step == 4096
 
 

@@ -17,8 +17,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from .config import RenderConfig, key_to_string
-from .data import Artifact, RenderResult
+from .config import RenderConfig
+from .data import Artifact, RenderResult, frame_paths
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
 from .metrics import aggregate
 from .sink import InlineWriters, KeptFrames, Progress, Sink
@@ -84,7 +84,8 @@ class _Run:
         self.sidecar = Path(cfg.metadata or f"{cfg.out}.metadata.json")
         folder = Path(cfg.artifact_dir) if cfg.artifact_dir is not None else cfg.out.parent
         stem = cfg.out.stem if cfg.out.suffix else cfg.out.name
-        saved = (cfg.save_rollout or cfg.save_tensordicts) and cfg.format != "ipynb"  # a notebook's asset folder has them
+        # a notebook's asset folder holds its rollouts (torchrl.render's layout, which its cells read)
+        saved = (cfg.save_rollout or cfg.save_tensordicts) and cfg.format != "ipynb"
         self.rollout_dir = folder / f"{stem}_rollouts" if saved else None
 
     def execute(self) -> RenderResult:
@@ -330,21 +331,12 @@ class _Run:
 
     def _metadata(self, env: Any, backend: Any, digest: str | None, gl: str | None, metrics: dict[str, Any],
                   artifacts: list[Artifact], started: float) -> dict[str, Any]:
-        """The sidecar: torchrl.render's keys (:mod:`.sidecar`) and ours."""
-        from .envs import describe_env
-        from .sidecar import torchrl_fields, versions
+        """The sidecar: torchrl.render's keys and ours (:mod:`.sidecar`)."""
+        from .sidecar import run_metadata
 
-        wall = time.perf_counter() - started
-        frames = sum(e["num_frames"] for e in metrics["per_episode"])
-        meta = torchrl_fields(self.cfg, episodes=metrics["per_episode"], cameras=self.cfg.camera, digest=digest,
-                              argv=self.command)
-        meta["keys"].update({k: key_to_string(getattr(self.cfg, k)) for k in ("obs_key", "action_key", "reward_key")})
-        return {"torchrl_render_metadata": 1, **meta, "argv": self.command, "versions": versions(),
-                "gl_backend": gl, "env_info": describe_env(env) if env is not None else None,
-                "render": backend.info() if backend is not None else None, "metrics": metrics,
-                "artifacts": [a.to_dict() for a in artifacts],
-                "timing": {"wall_s": wall, "frames": frames, "frames_per_s": frames / wall if wall > 0 else None},
-                "warnings": list(self.notes)}
+        return run_metadata(self.cfg, env=env, backend=backend, digest=digest, gl=gl, metrics=metrics,
+                            artifacts=artifacts, wall=time.perf_counter() - started, argv=self.command,
+                            notes=list(self.notes))
 
 
 class _Notes(list):
@@ -392,16 +384,6 @@ def _check_devices(cfg: RenderConfig) -> None:
             raise ConfigError(f"device {device!r} is not available on this machine",
                               expected="cpu" + (f" or {kind}:0..{count - 1}" if count else ""), got=device,
                               fix="pass --device cpu (and --policy-device/--env-device cpu)")
-
-
-def frame_paths(artifacts: list[Artifact]) -> list[Path]:
-    """``RenderResult.frame_paths``: each artifact's file, and a PNG folder's PNG files (torchrl.render lists
-    every frame file there)."""
-    paths: list[Path] = []
-    for artifact in artifacts:
-        folder = artifact.path.is_dir() and artifact.format == "frames"
-        paths.extend(sorted(artifact.path.rglob("*.png")) if folder else [artifact.path])
-    return paths
 
 
 def _checkpoint_digest(path: Any) -> str:

@@ -42,8 +42,8 @@ from .safeload import CORRUPT_FIX as _CORRUPT_FIX
 from .safeload import torch_load as _torch_load
 from .torchrl_checkpoint import MANIFEST, TorchRLCheckpoint, is_torchrl_archive
 
-__all__ = ["TorchRLCheckpoint", "check_payload", "infer_state_dict", "load_checkpoint", "load_into_policy", "read_checkpoint",
-           "save_render_checkpoint", "sha256_file"]
+__all__ = ["TorchRLCheckpoint", "check_payload", "infer_state_dict", "load_checkpoint", "load_into_policy",
+           "read_checkpoint", "save_render_checkpoint", "sha256_file"]
 
 STATE_DICT_KEYS = ("model_state_dict", "policy_state_dict", "state_dict", "policy", "model", "actor")
 _REMOTE = ("http://", "https://", "s3://", "gs://", "hf://", "ftp://")
@@ -291,14 +291,7 @@ def save_render_checkpoint(path: str | Path | None, model: Any, *, env_metadata:
         from .torchrl_checkpoint import save_unified
 
         return save_unified(path, format, state, env_metadata, frames, metrics, config, extra)
-    payload: dict[str, Any] = {"model_state_dict": state}
-    payload.update(env_metadata or {})
-    if frames is not None:
-        payload["frames"] = int(frames)
-    for key, value in (("metrics", metrics), ("config", config)):
-        if value is not None:
-            payload[key] = dict(value)
-    payload.update(extra or {})
+    payload = _legacy_payload(state, env_metadata, frames, metrics, config, extra)
     _check_safe(payload, "payload")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
@@ -307,6 +300,20 @@ def save_render_checkpoint(path: str | Path | None, model: Any, *, env_metadata:
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _legacy_payload(state: dict[str, Any], env_metadata: Mapping[str, Any] | None, frames: int | None,
+                    metrics: Mapping[str, Any] | None, config: Mapping[str, Any] | None,
+                    extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """torchrl.render's ``.pt`` layout: the weights, the env metadata merged at the top, then the rest."""
+    payload: dict[str, Any] = {"model_state_dict": state, **(env_metadata or {})}
+    if frames is not None:
+        payload["frames"] = int(frames)
+    for key, value in (("metrics", metrics), ("config", config)):
+        if value is not None:
+            payload[key] = dict(value)
+    payload.update(extra or {})
+    return payload
 
 
 _LEGACY_DEFAULT = ("save_render_checkpoint(format=None) writes the legacy torch.save payload; as in torchrl.render, "

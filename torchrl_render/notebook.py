@@ -262,7 +262,7 @@ def build_notebook(result: Any, config: Any) -> dict[str, Any]:
     import nbformat
 
     from .report import ReportVideo, build_report, equivalent_command
-    from .writers.ipynb import asset_folder, portable_config
+    from .writers.notebook_paths import asset_folder, portable_config, relative
 
     videos, budget = [], EMBED_LIMIT_BYTES
     for i, path in enumerate(p for p in map(Path, result.frame_paths) if p.suffix.lower() == ".mp4" and p.is_file()):
@@ -273,7 +273,7 @@ def build_notebook(result: Any, config: Any) -> dict[str, Any]:
     assets = asset_folder(Path(config.out), config)
     nb = build_report(config=portable_config(config), metrics=getattr(result, "metrics", None) or {},
                       videos=videos, mode=config.notebook_rollout_mode, command=equivalent_command(config.to_dict()),
-                      assets=(os.path.relpath(assets, Path(config.out).parent), str(assets.absolute())))
+                      assets=(relative(assets, Path(config.out).parent), str(assets.absolute())))
     return json.loads(nbformat.writes(nb))
 
 

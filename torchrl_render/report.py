@@ -100,26 +100,37 @@ def build_report(*, config: dict[str, Any], metrics: dict[str, Any], videos: Seq
              new_code_cell(ASSETS.format(relative=assets[0], absolute=assets[1]), id="assets"),
              new_code_cell(CFG, id="cfg")]
     if mode in ("saved", "both"):
-        episodes = metrics.get("per_episode") or []
-        if episodes:
-            cells.append(new_code_cell(_saved_plot_source(episodes), id="returns-plot"))
-        cells.append(new_markdown_cell(_episodes_source(videos), id="episodes"))
-        cells += [_video_cell(v) for v in videos]
+        cells += _episode_cells(metrics, videos)
     cells.append(new_markdown_cell(rerun_heading(mode, live_out), id="rerun-heading"))
-    if mode == "saved":
-        cells.append(new_code_cell(kwargs_source(config, live_out, search_path), id="rerun-kwargs"))
-        rerun = new_code_cell(rerun_source(config), id="rerun")
-        rerun.metadata["tags"] = ["skip-execution"]
-        cells.append(rerun)
-    else:
-        cells += [new_code_cell(live_source(config, live_out, search_path), id="live-rollout"),
-                  new_code_cell(LIVE_SHOW, id="live-show"), new_code_cell(_LIVE_PLOT, id="live-plot")]
+    cells += _rollout_cells(mode, config, live_out, search_path)
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
         "torchrl_render": {"mode": mode, "config": config}})
     nbformat.validate(nb)
     return nb
+
+
+def _episode_cells(metrics: dict[str, Any], videos: Sequence[ReportVideo]) -> list[Any]:
+    """The saved rollout: the return plot, then one cell per rendered episode."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell
+
+    episodes = metrics.get("per_episode") or []
+    cells = [new_code_cell(_saved_plot_source(episodes), id="returns-plot")] if episodes else []
+    cells.append(new_markdown_cell(_episodes_source(videos), id="episodes"))
+    return cells + [_video_cell(v) for v in videos]
+
+
+def _rollout_cells(mode: str, config: dict[str, Any], live_out: str, search_path: Sequence[str]) -> list[Any]:
+    """Saved: the re-run left for the reader; live/both: torchrl.render's in-notebook collection, shown."""
+    from nbformat.v4 import new_code_cell
+
+    if mode != "saved":
+        return [new_code_cell(live_source(config, live_out, search_path), id="live-rollout"),
+                new_code_cell(LIVE_SHOW, id="live-show"), new_code_cell(_LIVE_PLOT, id="live-plot")]
+    rerun = new_code_cell(rerun_source(config), id="rerun")
+    rerun.metadata["tags"] = ["skip-execution"]
+    return [new_code_cell(kwargs_source(config, live_out, search_path), id="rerun-kwargs"), rerun]
 
 
 def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, command: str | None,

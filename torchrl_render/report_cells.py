@@ -32,7 +32,7 @@ def config_source(config: dict[str, Any]) -> str:
 
 NO_METRICS = "No episode was rolled out when this notebook was written: the cells below roll the policy out."
 
-ASSETS = """# The run's asset folder (as torchrl.render's): its metadata (written after the notebook) and saved rollouts.
+ASSETS = """# The run's asset folder (as torchrl.render's): its metadata (written after this notebook), its rollouts.
 import json
 from pathlib import Path
 

@@ -29,7 +29,8 @@ from typing import Any
 
 from .config import key_to_string
 
-__all__ = ["VERSIONED", "asset_dir", "command_text", "torchrl_fields", "trajectory_entries", "versions"]
+__all__ = ["VERSIONED", "asset_dir", "command_text", "run_metadata", "torchrl_fields", "trajectory_entries",
+           "versions"]
 
 VERSIONED = ("torchrl_render", "torch", "torchrl", "tensordict", "gymnasium", "mujoco", "dm_control", "av", "numpy",
              "pillow")
@@ -54,7 +55,7 @@ def command_text(argv: list[str] | None) -> str:
 def asset_dir(cfg: Any) -> Path:
     """torchrl.render's ``asset_dir``: the notebook's asset folder, else where side artifacts go."""
     if cfg.format == "ipynb":
-        from .writers.ipynb import asset_folder
+        from .writers.notebook_paths import asset_folder
 
         return asset_folder(cfg.out, cfg)
     return Path(cfg.artifact_dir) if cfg.artifact_dir is not None else Path(cfg.out).parent
@@ -70,9 +71,11 @@ def trajectory_entries(episodes: list[dict[str, Any]], cameras: list[str]) -> li
 def torchrl_fields(cfg: Any, *, episodes: list[dict[str, Any]], cameras: list[str],
                    digest: str | None = None, argv: list[str] | None = None) -> dict[str, Any]:
     """The keys of torchrl.render's sidecar, for this run (``argv`` is the CLI's, when it ran one)."""
+    from .writers.notebook_paths import relative
+
     config = cfg.to_dict()
     folder = asset_dir(cfg)
-    shown = folder if cfg.format != "ipynb" else _relative(folder, Path(cfg.out).parent)
+    shown = folder if cfg.format != "ipynb" else relative(folder, Path(cfg.out).parent)
     return {
         "config": config, "command": command_text(argv), "torchrl_version": _version("torchrl"),
         "torch_version": _version("torch"), "python_version": sys.version.split()[0],
@@ -103,15 +106,24 @@ def _mujoco_viewer(cfg: Any) -> dict[str, Any]:
                             "viewer_port": cfg.notebook_viewer_port}}
 
 
+def run_metadata(cfg: Any, *, env: Any, backend: Any, digest: str | None, gl: str | None, metrics: dict[str, Any],
+                 artifacts: list[Any], wall: float, argv: list[str] | None, notes: list[str]) -> dict[str, Any]:
+    """A run's whole sidecar: :func:`torchrl_fields` and ours (``env`` / ``backend`` ``None``: nothing was built)."""
+    from .envs import describe_env
+
+    frames = sum(e["num_frames"] for e in metrics["per_episode"])
+    meta = torchrl_fields(cfg, episodes=metrics["per_episode"], cameras=cfg.camera, digest=digest, argv=argv)
+    meta["keys"].update({k: key_to_string(getattr(cfg, k)) for k in ("obs_key", "action_key", "reward_key")})
+    return {"torchrl_render_metadata": 1, **meta, "argv": argv, "versions": versions(), "gl_backend": gl,
+            "env_info": describe_env(env) if env is not None else None,
+            "render": backend.info() if backend is not None else None, "metrics": metrics,
+            "artifacts": [a.to_dict() for a in artifacts],
+            "timing": {"wall_s": wall, "frames": frames, "frames_per_s": frames / wall if wall > 0 else None},
+            "warnings": notes}
+
+
 def _version(name: str) -> str | None:
     try:
         return importlib_metadata.version(name)
     except importlib_metadata.PackageNotFoundError:
         return None
-
-
-def _relative(folder: Path, base: Path) -> str:
-    try:
-        return str(folder.absolute().relative_to(base.absolute()))
-    except ValueError:
-        return str(folder.absolute())

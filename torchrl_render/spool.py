@@ -26,7 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .api import _Run, _write_json_atomic, frame_paths
+from .api import _Run, _write_json_atomic
+from .data import frame_paths
 from .data import RenderResult
 from .errors import NoFramesError, OutputExistsError
 

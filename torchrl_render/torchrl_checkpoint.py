@@ -334,7 +334,8 @@ def save_unified(path: Path, format: str, state: Mapping[str, Any], env_metadata
     from torchrl.checkpoint import Checkpoint
 
     if format not in ("directory", "archive"):
-        raise CheckpointError("unknown checkpoint format", expected="None or 'pt' (a .pt file), 'directory' or 'archive'",
+        raise CheckpointError("unknown checkpoint format",
+                              expected="None or 'pt' (a .pt file), 'directory' or 'archive'",
                               got=format, fix="pass format='directory' or format='archive', or leave it out")
 
     def holds_tensor(value: Any) -> bool:

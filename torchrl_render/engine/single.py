@@ -2,7 +2,8 @@
 
 The engine's path for envs that are torchrl envs of the user's, dm_control tasks and
 recurrent TensorDict policies (gymnasium envs take the batched numpy path, ``batch.py``).
-Trajectory ``i`` is seeded ``seed + i``, or the env once as torchrl.render does (see :mod:`.seeding`). Step 0 is the state after reset;
+Trajectory ``i`` is seeded ``seed + i``, or the env once as torchrl.render does (see :mod:`.seeding`).
+Step 0 is the state after reset;
 step ``t > 0`` is the state after the ``t``-th action, so a trajectory of ``n`` steps yields
 ``n + 1`` records (and a video of it has ``n + 1`` frames). A step cut by ``max_steps`` is
 marked truncated and done, in its record and in its transition (``("next", "truncated")`` and the
@@ -37,24 +38,10 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
 
     raw = underlying_env(env)
     seed_once(env, seed_mode, seed)
-    # with max_steps, every step holds what torchrl's StepCounter writes (torchrl.render appends one): a
-    # ("next", "truncated") marking the cut (an env without that entry gets it, False until the cut) and step_count
-    add_truncated = max_steps is not None and "truncated" not in env.full_done_spec.keys()
-    add_count = max_steps is not None and "step_count" not in env.full_observation_spec.keys()
+    marks = _StepCounterMarks(env, max_steps, done_key)
     for traj in trajectories:
         traj_seed = episode_seed(seed_mode, seed, traj)
-        try:
-            reseed_for_reset(env, raw, traj_seed)
-            td = env.reset()
-        except RenderError:
-            raise
-        except Exception as exc:
-            raise RolloutError(f"the env raised while resetting episode {traj}: {type(exc).__name__}: {exc}",
-                               fix="check the env factory and its reset()") from exc
-        if add_truncated:
-            _set_flag(td, "truncated", False, done_key)
-        if add_count:
-            _set_count(td, 0, done_key)
+        td = marks.reset(_reset(env, raw, traj, traj_seed))
         begin = getattr(policy, "begin_episode", None)
         if begin is not None:
             begin(traj_seed)
@@ -62,24 +49,11 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
         step = 0
         while max_steps is None or step < max_steps:
             step += 1
-            td = _act(policy, td, traj, step)
-            try:
-                td = env.step(td)
-            except RenderError:
-                raise
-            except Exception as exc:
-                raise RolloutError(f"the env raised at step {step} of episode {traj}: {type(exc).__name__}: {exc}",
-                                   fix="check the env's step(), or the action the policy produced") from exc
+            td = _step(env, _act(policy, td, traj, step), traj, step)
             nxt = td.get("next")
             reward = nxt.get(reward_key, None)
             done, cut = _flag(nxt, done_key), step == max_steps
-            if add_truncated:
-                _set_flag(nxt, "truncated", False, done_key)
-            if add_count:
-                _set_count(nxt, step, done_key)
-            if cut and not done:
-                _set_flag(nxt, "truncated", True, done_key)
-                _set_flag(nxt, done_key, True, done_key)
+            marks.step(nxt, step, cut and not done)
             record = StepRecord(
                 traj, step, nxt, td, traj_seed,
                 reward=float(reward.sum()) if reward is not None else 0.0,
@@ -91,23 +65,61 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
             td = step_mdp(td, keep_other=True)
 
 
-def _set_flag(nxt: Any, key: Any, value: bool, done_key: Any) -> None:
-    """Sets an end flag of the step's ``next`` (shaped as the done entry), as torchrl's ``StepCounter`` marks a
-    step cut by ``max_steps``: ``truncated`` and the done key."""
-    import torch
+def _reset(env: Any, raw: Any, traj: int, traj_seed: int | None) -> Any:
+    try:
+        reseed_for_reset(env, raw, traj_seed)
+        return env.reset()
+    except RenderError:
+        raise
+    except Exception as exc:
+        raise RolloutError(f"the env raised while resetting episode {traj}: {type(exc).__name__}: {exc}",
+                           fix="check the env factory and its reset()") from exc
 
-    like = nxt.get(done_key, None)
-    shape = like.shape if like is not None else torch.Size([*nxt.batch_size, 1])
-    nxt.set(key, torch.full(shape, value, dtype=torch.bool, device=nxt.device))
+
+def _step(env: Any, td: Any, traj: int, step: int) -> Any:
+    try:
+        return env.step(td)
+    except RenderError:
+        raise
+    except Exception as exc:
+        raise RolloutError(f"the env raised at step {step} of episode {traj}: {type(exc).__name__}: {exc}",
+                           fix="check the env's step(), or the action the policy produced") from exc
 
 
-def _set_count(td: Any, count: int, done_key: Any) -> None:
-    """``step_count`` as torchrl's ``StepCounter`` writes it (int64, shaped as the done entry)."""
-    import torch
+class _StepCounterMarks:
+    """With ``max_steps``, what torchrl's ``StepCounter`` writes (torchrl.render appends one): ``step_count``
+    at every step, and ``("next", "truncated")`` with the done key set at the step cut by ``max_steps``. An env
+    without a ``truncated`` entry gets it at every step (False until the cut), so the steps stack."""
 
-    like = td.get(done_key, None)
-    shape = like.shape if like is not None else torch.Size([*td.batch_size, 1])
-    td.set("step_count", torch.full(shape, count, dtype=torch.int64, device=td.device))
+    def __init__(self, env: Any, max_steps: int | None, done_key: Any) -> None:
+        self.done_key = done_key
+        self.truncated = max_steps is not None and "truncated" not in env.full_done_spec.keys()
+        self.count = max_steps is not None and "step_count" not in env.full_observation_spec.keys()
+
+    def reset(self, td: Any) -> Any:
+        if self.truncated:
+            self._set(td, "truncated", False)
+        if self.count:
+            self._set(td, "step_count", 0)
+        return td
+
+    def step(self, nxt: Any, step: int, cut: bool) -> None:
+        if self.truncated:
+            self._set(nxt, "truncated", False)
+        if self.count:
+            self._set(nxt, "step_count", step)
+        if cut:
+            self._set(nxt, "truncated", True)
+            self._set(nxt, self.done_key, True)
+
+    def _set(self, td: Any, key: Any, value: bool | int) -> None:
+        """``value`` shaped as the done entry (bool flags; ``step_count`` int64, as ``StepCounter``'s)."""
+        import torch
+
+        like = td.get(self.done_key, None)
+        shape = like.shape if like is not None else torch.Size([*td.batch_size, 1])
+        dtype = torch.bool if isinstance(value, bool) else torch.int64
+        td.set(key, torch.full(shape, value, dtype=dtype, device=td.device))
 
 
 def _act(policy: Any, td: Any, traj: int, step: int) -> Any:

@@ -32,16 +32,11 @@ Example:
 from __future__ import annotations
 
 import importlib.util
-import io
 import logging
-import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-from PIL import Image
 
 from ..data import FrameBundle
 from ..errors import ConfigError, OutputExistsError, WriterError
@@ -50,17 +45,15 @@ from ..report import ReportVideo, build_report, equivalent_command
 from .base import Writer, no_frames_error, remove
 from .base import _commit as commit
 from .mp4 import PRESET, Mp4Writer
+from .notebook_paths import asset_folder, portable_config, relative, search_path
+from .preview import Preview
 
-__all__ = ["IpynbWriter", "asset_folder", "portable_config"]
+__all__ = ["IpynbWriter"]
 
 log = logging.getLogger(__name__)
 
 CELL_TIMEOUT_S = 3600
 STARTUP_TIMEOUT_S = 120
-PREVIEW_WIDTH = 240
-PREVIEW_FPS = 10.0
-PREVIEW_MAX_FRAMES = 120
-PREVIEW_COLOURS = 64
 MODES = ("saved", "live", "both")
 MUJOCO_VIEWER_DIR = "mujoco_wasm"  # in the asset folder, as torchrl.render names it
 _NEEDED_TO_EXECUTE = ("nbclient", "ipykernel", "matplotlib")
@@ -107,7 +100,7 @@ class IpynbWriter(Writer):
         self.assets = Path(assets) if assets is not None else self.path.with_suffix("")
         self._saved_rollouts = 0
         self._work: Path | None = None
-        self._open: dict[int, tuple[Mp4Writer, _Preview]] = {}
+        self._open: dict[int, tuple[Mp4Writer, Preview]] = {}
         self._done: dict[int, tuple[Path, int, dict[str, Any], bytes | None]] = {}
         self._episodes: list[dict[str, Any]] = []
         self._viewers: dict[int, Any] = {}  # issue 12: the 3-D viewer per episode, when states arrive
@@ -124,7 +117,7 @@ class IpynbWriter(Writer):
                      embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
                      fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf, preset=cfg.video_preset,
                      preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
-                     command=equivalent_command(cfg.to_dict()), search_path=_search_path(),
+                     command=equivalent_command(cfg.to_dict()), search_path=search_path(),
                      assets=asset_folder(path, cfg))
         writer.frames_wanted = cls.wants_frames(cfg)
         if cls.wants_state(cfg):  # issue 12: facts for the episodes' 3-D viewers
@@ -193,7 +186,7 @@ class IpynbWriter(Writer):
                                   expected="each episode's frames before its end", got=f"step {bundle.step}")
             video = Mp4Writer(self._workdir() / f"{self.stem}_ep{traj}.mp4", fps=self.fps, codec=self.codec,
                               crf=self.crf, preset=self.preset)
-            self._open[traj] = (video, _Preview(self.fps) if self.preview else None)
+            self._open[traj] = (video, Preview(self.fps) if self.preview else None)
         video, preview = self._open[traj]
         video.write(bundle)
         if preview is not None:
@@ -278,7 +271,7 @@ class IpynbWriter(Writer):
 
         nb = build_report(config=self.config, metrics=self._metrics(), videos=videos, mode=self.mode,
                           command=self.command, live_out=self.live_out, search_path=self.search_path,
-                          assets=(_relative(self.assets, self.path.parent), str(self.assets.absolute())))
+                          assets=(relative(self.assets, self.path.parent), str(self.assets.absolute())))
         self._write_assets()
         if self.execute:
             self._run(nb)
@@ -347,8 +340,8 @@ class IpynbWriter(Writer):
     def _asset_work(self) -> Path:
         """Where the asset folder is built: at its place relative to the kernel's working folder, so that the
         notebook's asset cell finds it when the notebook is executed."""
-        relative = Path(_relative(self.assets, self.path.parent))
-        return self._workdir() / ("assets" if relative.is_absolute() else Path("kernel") / relative)
+        inside = Path(relative(self.assets, self.path.parent))
+        return self._workdir() / ("assets" if inside.is_absolute() else Path("kernel") / inside)
 
     def _write_assets(self) -> None:
         """The asset folder's ``config.json`` (its rollouts came with the episodes) and, for the MuJoCo viewer
@@ -392,87 +385,6 @@ class IpynbWriter(Writer):
         work, self._work = self._work, None
         if work is not None:
             remove(work)
-
-
-class _Preview:
-    """Every k-th frame, downscaled, for an animated PNG; k doubles whenever the frame cap is passed.
-
-    The frames share one small palette (taken from a strip of frames spread over the episode),
-    which makes the preview about 4x smaller than full colour; at most
-    ``PREVIEW_MAX_FRAMES`` small frames are held, so memory stays flat.
-    """
-
-    def __init__(self, fps: float) -> None:
-        self.fps = fps
-        self.stride = max(1, round(fps / PREVIEW_FPS))
-        self.seen = 0
-        self.frames: list[Image.Image] = []
-
-    def add(self, frame: np.ndarray) -> None:
-        if self.seen % self.stride == 0:
-            image = Image.fromarray(frame)
-            factor = math.ceil(image.width / PREVIEW_WIDTH)
-            self.frames.append(image.reduce(factor) if factor > 1 else image)
-            if len(self.frames) > PREVIEW_MAX_FRAMES:
-                self.frames, self.stride = self.frames[::2], self.stride * 2
-        self.seen += 1
-
-    def encode(self) -> bytes | None:
-        if not self.frames:
-            return None
-        frames, self.frames = self.frames, []
-        picks = frames[:: max(1, len(frames) // 8)][:8]
-        strip = Image.new("RGB", (sum(f.width for f in picks), max(f.height for f in picks)))
-        x = 0
-        for f in picks:
-            strip.paste(f, (x, 0))
-            x += f.width
-        palette = strip.quantize(PREVIEW_COLOURS, method=Image.Quantize.MEDIANCUT)
-        first, *rest = [f.quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
-        buffer = io.BytesIO()
-        first.save(buffer, format="PNG", save_all=bool(rest), append_images=rest,
-                   duration=round(1000 * self.stride / self.fps), loop=0)
-        return buffer.getvalue()
-
-
-def portable_config(cfg: Any) -> dict[str, Any]:
-    """``cfg.to_dict()`` with paths and file specs made absolute, so the notebook's cells find them."""
-    data = cfg.to_dict()
-    for name in ("ckpt", "out", "frame_dir", "artifact_dir", "metadata"):
-        if data.get(name):
-            data[name] = os.path.abspath(data[name])  # normalised too: no "w4/../w1" in the notebook
-    for name in ("env", "policy"):
-        spec = data.get(name)
-        if isinstance(spec, str) and ":" in spec:
-            target, _, attr = spec.rpartition(":")
-            if target.endswith(".py"):
-                data[name] = f"{os.path.abspath(target)}:{attr}"
-    return data
-
-
-def asset_folder(path: Path, cfg: Any) -> Path:
-    """The notebook's asset folder: ``artifact_dir`` when given, else ``<stem>/`` beside it (torchrl.render's)."""
-    artifact_dir = getattr(cfg, "artifact_dir", None)
-    return Path(artifact_dir) if artifact_dir is not None else Path(path).with_suffix("")
-
-
-def _relative(folder: Path, base: Path) -> str:
-    """``folder`` relative to ``base`` when inside it, else absolute."""
-    try:
-        return str(folder.absolute().relative_to(base.absolute()))
-    except ValueError:
-        return str(folder.absolute())
-
-
-def _search_path() -> list[str]:
-    """The working directory and the sys.path folders that are not part of the Python installation."""
-    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    out: list[str] = []
-    for entry in [os.getcwd(), *sys.path]:
-        folder = Path(entry or os.getcwd()).resolve()
-        if str(folder) not in out and folder.is_dir() and not any(folder.is_relative_to(p) for p in prefixes):
-            out.append(str(folder))
-    return out
 
 
 def _check_can_execute() -> None:
