@@ -38,13 +38,13 @@ def main() -> int:
 
     from torchrl_render import RenderConfig
     from torchrl_render.backends.mujoco import MujocoBackend
-    from torchrl_render.checkpoint import load_checkpoint
+    from torchrl_render.checkpoint import read_checkpoint
     from torchrl_render.envs import build_env
     from torchrl_render.policies import build_policy
 
     cfg = RenderConfig(ckpt=CHEETAH / "policy.pt", policy=f"{CHEETAH / 'policy.py'}:make_policy",
                        env=f"{CHEETAH / 'policy.py'}:make_env", seed=0)
-    payload, digest = load_checkpoint(cfg.ckpt)
+    payload, digest = read_checkpoint(cfg.ckpt)
     env = build_env(cfg, payload)
     policy = build_policy(cfg, env, payload, digest, [])
     env = policy.adapt_env(env)

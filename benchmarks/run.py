@@ -217,7 +217,7 @@ def _job_stages(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     from torchrl_render import RenderConfig
     from torchrl_render.backends.base import underlying_env
     from torchrl_render.backends.mujoco import MujocoBackend, _find_simulation
-    from torchrl_render.checkpoint import load_checkpoint
+    from torchrl_render.checkpoint import read_checkpoint
     from torchrl_render.data import FrameBundle
     from torchrl_render.envs import build_env
     from torchrl_render.gl import ensure_headless_gl
@@ -228,7 +228,7 @@ def _job_stages(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     n = spec["frames"]
     cfg = RenderConfig(ckpt=CKPT, policy=POLICY, env=ENV, out=tmp / "stage.mp4", seed=0)
     clock, t_setup = _Clock(), time.perf_counter()
-    payload, digest = load_checkpoint(cfg.ckpt)
+    payload, digest = read_checkpoint(cfg.ckpt)
     env = build_env(cfg, payload, render_mode="rgb_array")
     policy = build_policy(cfg, env, payload, digest, [])
     env = policy.adapt_env(env)

@@ -83,7 +83,7 @@ def write(name: str, text: str | bytes) -> Callable[[Ctx], None]:
 def tiny_ckpt(ctx: Ctx, name: str = "p.pt", net: torch.nn.Module | None = None) -> Path:
     from torchrl_render import save_render_checkpoint
     return save_render_checkpoint(ctx.inp / name, net or torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh()),
-                                  env_metadata={"env_name": "Tiny-v0"})
+                                  env_metadata={"env_name": "Tiny-v0"}, format="pt")
 
 
 def truncated_ckpt(ctx: Ctx) -> None:
@@ -157,7 +157,8 @@ CASES = [
     Case("ckpt-truncated", ["--ckpt", "{inp}/p.pt", *TINY], ("cannot be read", "truncated or corrupt"),
          setup=truncated_ckpt),
     Case("ckpt-remote-url", ["--ckpt", "https://example.com/policy.pt", *TINY],
-         ("is a URL; only local files are read", "download it first")),
+         ("Only local checkpoint paths are read, and checkpoint 'https://example.com/policy.pt' is a URL",
+          "download it first")),
     Case("ckpt-needs-pickle", ["--ckpt", "{inp}/p.pt", *TINY],
          ("only full unpickling can load", "runs code", "Unsupported global", "--trust-checkpoint"),
          setup=pickle_ckpt, check=no_code_ran),
@@ -322,8 +323,9 @@ CASES = [
     Case("env-kwargs-rejected-by-env", [*TINY, "--env-kwargs", '{"colour": 1}'],
          ("the env factory 'tinyenv:make_env' raised TypeError", "'colour'")),
     # numbers, devices, missing fields
-    Case("no-env", ["--policy", "a:b"], ("no env was given", "--env HalfCheetah-v5")),
-    Case("no-policy", ["--env", "c:d"], ("no policy was given",)),
+    Case("no-env", ["--policy", "a:b"], ("Missing required rlrender option --env: no env was given",
+                                         "--env HalfCheetah-v5")),
+    Case("no-policy", ["--env", "c:d"], ("Missing required rlrender option --policy: no policy was given",)),
     Case("max-steps-zero", [*TINY, "--max-steps", "0"], ("max_steps must be at least 1",)),
     Case("max-steps-negative", [*TINY, "--max-steps", "-5"], ("max_steps must be at least 1", "Got: -5")),
     Case("num-trajs-zero", [*TINY, "--num-trajs", "0"], ("num_trajs must be at least 1",)),
@@ -358,8 +360,8 @@ CASES = [
                                        "--render-mode", "rgb_array", *OUT],
          ("takes no render_mode parameter (nor a spec), so --render-mode rgb_array cannot reach it",
           "def make_env(render_mode=None)")),
-    Case("classic-control-without-pygame", ["--policy", "tinyenv:make_policy", "--env", "CartPole-v1", "--dry-run",
-                                            *OUT],
+    Case("classic-control-without-pygame", ["--policy", "tinyenv:make_policy", "--env", "CartPole-v1",
+                                            "--check-setup", *OUT],
          ("'CartPole-v1' needs pygame to render its frames", "pip install 'gymnasium[classic-control]'"),
          setup=lambda ctx: ctx.monkeypatch.setitem(sys.modules, "pygame", None)),  # import pygame -> ImportError
     Case("out-windows-path", [*TINY, "--out", "C:\\Users\\me\\run.mp4"],
@@ -401,7 +403,11 @@ CASES = [
     Case("html-env-without-mujoco", [*TINY, "--out", "{out}/run.html"],
          ("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, and this env has "
           "none", "--out run.mp4")),
+    Case("qpos-key-env-without-state", [*TINY, "--mujoco-qpos-key", "qpos", "--out", "{out}/run.jsonl"],
+         ("mujoco_qpos_key records the env's MuJoCo state, and this env exposes none", "get_state()")),
     # issue 10: the evaluation engine
+    Case("seed-mode-torchrl-num-envs", [*TINY, "--seed-mode", "torchrl", "--num-envs", "2", "--num-trajs", "2"],
+         ("seed_mode='torchrl' seeds one env once and runs its episodes one after another", "--seed-mode per-episode")),
     Case("eval-n-timesteps-with-num-trajs", [*TINY, "--num-trajs", "3", "--eval-n-timesteps", "100"],
          ("num_trajs and eval_n_timesteps were both given", "drop --num-trajs")),
     Case("no-trajectories-with-save-rollout", [*TINY, "--no-trajectories", "--save-rollout"],
@@ -502,7 +508,8 @@ def test_a_real_subprocess_prints_one_paragraph(tmp_path):
 def test_the_cli_leaves_third_party_info_logs_out(tmp_path):
     """Only torchrl_render's own log lines (and the error) reach stderr: not PyOpenGL's or absl's INFO chatter."""
     code = ("import logging, sys; from torchrl_render.cli import main; "
-            "code = main(['--policy', 'a:b', '--env', 'c:d', '--fps', '0']); "
+            "code = 0\ntry:\n    main(['--policy', 'a:b', '--env', 'c:d', '--fps', '0'])\n"
+            "except SystemExit as exc:\n    code = exc.code\n"
             "logging.getLogger('absl').info('third-party chatter'); sys.exit(code)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from torchrl_render import (
     load_checkpoint,
     save_render_checkpoint,
 )
-from torchrl_render.checkpoint import infer_state_dict, load_into_policy
+from torchrl_render.checkpoint import infer_state_dict, load_into_policy, read_checkpoint
 
 
 class Evil:
@@ -28,8 +29,9 @@ class Evil:
 
 def test_round_trip_and_sha256(tmp_path):
     net = torch.nn.Linear(3, 2)
-    path = save_render_checkpoint(tmp_path / "p.pt", net, env_metadata={"env_name": "X"}, metrics={"r": 1.0})
-    payload, digest = load_checkpoint(path)
+    path = save_render_checkpoint(tmp_path / "p.pt", net, env_metadata={"env_name": "X"}, metrics={"r": 1.0},
+                                  format="pt")
+    payload, digest = read_checkpoint(path)
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
     sd, where = infer_state_dict(payload)
     assert where == "model_state_dict" and torch.equal(sd["weight"], net.weight)
@@ -38,7 +40,7 @@ def test_round_trip_and_sha256(tmp_path):
 
 def test_save_refuses_unpicklable_metadata(tmp_path):
     with pytest.raises(CheckpointError, match="only full unpickling could load"):
-        save_render_checkpoint(tmp_path / "p.pt", torch.nn.Linear(1, 1), env_metadata={"obj": object()})
+        save_render_checkpoint(tmp_path / "p.pt", torch.nn.Linear(1, 1), env_metadata={"obj": object()}, format="pt")
     assert not (tmp_path / "p.pt").exists()
 
 
@@ -66,7 +68,7 @@ def test_bad_paths(tmp_path, maker, fragment):
 
 
 def test_truncated_checkpoint(tmp_path):
-    path = save_render_checkpoint(tmp_path / "p.pt", torch.nn.Linear(30, 30))
+    path = save_render_checkpoint(tmp_path / "p.pt", torch.nn.Linear(30, 30), format="pt")
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match="truncated or corrupt"):
@@ -74,7 +76,7 @@ def test_truncated_checkpoint(tmp_path):
 
 
 def test_remote_url_refused():
-    with pytest.raises(CheckpointError, match="is a URL; only local files are read"):
+    with pytest.raises(CheckpointError, match="Only local checkpoint paths are read, and checkpoint .* is a URL"):
         load_checkpoint("https://example.com/policy.pt")
 
 
@@ -125,7 +127,7 @@ def test_safetensors(tmp_path):
     from safetensors.torch import save_file
     sd = torch.nn.Linear(2, 2).state_dict()
     save_file(sd, str(tmp_path / "w.safetensors"))
-    payload, _ = load_checkpoint(tmp_path / "w.safetensors")
+    payload = load_checkpoint(tmp_path / "w.safetensors")
     assert infer_state_dict(payload)[1] == "<root>"
 
 
@@ -148,10 +150,10 @@ def test_torchrl_render_checkpoint_read_without_torchrl(tmp_path, fmt):
         path = theirs(tmp_path / ("ck.torchrl" if fmt == "archive" else "ck"), net,
                       env_metadata={"env_name": "X-v0", "vecnorm": {"loc": torch.arange(3.0)}}, frames=12,
                       metrics={"r": 1.5}, config={"lr": 0.1}, extra={"note": "hi"}, format=fmt)
-    payload, digest = load_checkpoint(path)
+    payload, digest = read_checkpoint(path)
     assert digest == checkpoint_hash(path)
     if fmt == "directory":  # its manifest stands for the folder
-        assert load_checkpoint(path / "manifest.json")[1] == digest
+        assert read_checkpoint(path / "manifest.json")[1] == digest
     sd, where = infer_state_dict(payload)
     assert where == "model_state_dict" and sd.keys() == net.state_dict().keys()
     assert all(torch.equal(sd[k], v) for k, v in net.state_dict().items())
@@ -184,10 +186,10 @@ def test_torchrl_trainer_checkpoint_reads_only_the_policy(tmp_path, fmt):
             for f in next((path / "components").glob(f"*-{name}")).rglob("*"):
                 if f.is_file():
                     f.write_bytes(b"garbage")
-    payload, _ = load_checkpoint(path)
+    payload = load_checkpoint(path)
     sd, _ = infer_state_dict(payload)
     assert all(torch.equal(sd[k], v) for k, v in net.state_dict().items())
-    assert payload.loaded == ["policy", "trainer_state"] and payload["frames"] == 7
+    assert payload.loaded == ["policy", "trainer_state"] and payload["frames"] == 7 and isinstance(payload, dict)
     assert not any("optimizer" in r or "replay_buffer" in r for r in payload.source.reads)
     with pytest.raises(CheckpointError, match="'torchrl.dump_load' adapter.*--checkpoint-key"):
         infer_state_dict(payload, checkpoint_key="replay_buffer")
@@ -199,7 +201,7 @@ def test_torchrl_state_dict_payload_formats(tmp_path, payload_format):
     net = _policy()
     ck = Checkpoint()
     ck.register("policy", net, adapter=StateDictCheckpointAdapter(payload_format=payload_format))
-    payload, _ = load_checkpoint(ck.save(tmp_path / "ck"))
+    payload = load_checkpoint(ck.save(tmp_path / "ck"))
     sd, _ = infer_state_dict(payload)
     assert all(torch.equal(sd[k], v) for k, v in net.state_dict().items())
 
@@ -217,13 +219,11 @@ def test_torchrl_checkpoint_with_pickle_runs_nothing(tmp_path):
     ck = Checkpoint()
     ck.register("policy", Holder(), adapter=StateDictCheckpointAdapter(payload_format="torch"))
     path = ck.save(tmp_path / "ck")
-    payload, _ = load_checkpoint(path)
-    with pytest.raises(UnsafeCheckpointError, match="--trust-checkpoint"):
-        payload["model_state_dict"]
+    with pytest.raises(UnsafeCheckpointError, match="--trust-checkpoint"):  # the policy is read at load
+        load_checkpoint(path)
     assert not marker.exists()
-    trusted, _ = load_checkpoint(path, trust=True)
-    trusted["model_state_dict"]
-    assert marker.exists()
+    trusted = load_checkpoint(path, trust=True)
+    assert "x" in trusted["model_state_dict"] and marker.exists()
 
 
 def _torchrl_dir(tmp_path):
@@ -242,7 +242,7 @@ def test_damaged_torchrl_checkpoints(tmp_path, damage, fragment):
     path = _torchrl_dir(tmp_path)
     damage(path)
     with pytest.raises(CheckpointError) as exc:
-        payload, _ = load_checkpoint(path)
+        payload = load_checkpoint(path)
         infer_state_dict(payload)
     assert fragment in str(exc.value)
 
@@ -253,9 +253,8 @@ def test_torchrl_manifest_cannot_point_outside(tmp_path):
     manifest = json.loads((path / "manifest.json").read_text())
     manifest["components"]["policy"]["path"] = "../../etc"
     (path / "manifest.json").write_text(json.dumps(manifest))
-    payload, _ = load_checkpoint(path)
     with pytest.raises(CheckpointError, match="outside the checkpoint"):
-        payload["policy"]
+        load_checkpoint(path)
 
 
 def test_torchrl_checkpoint_end_to_end(tmp_path):
@@ -272,3 +271,76 @@ def test_torchrl_checkpoint_end_to_end(tmp_path):
     actions = result.trajectories[0]["action"]
     assert torch.allclose(actions, torch.full_like(actions, float(torch.tanh(torch.tensor(0.25)))))
     assert any("loaded from checkpoint entry 'model_state_dict'" in w for w in result.warnings)
+
+
+def test_load_checkpoint_returns_the_payload_as_torchrl_render_does(tmp_path):
+    from torchrl.render import load_checkpoint as theirs
+
+    path = tmp_path / "p.pt"
+    torch.save({"model_state_dict": {"w": torch.ones(2)}, "env_name": "X"}, path)
+    ours = load_checkpoint(path, "cpu")
+    assert ours.keys() == theirs(path).keys() and torch.equal(ours["model_state_dict"]["w"], torch.ones(2))
+
+
+def test_weights_only_false_is_trust(tmp_path):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.pt"
+    torch.save({"x": Evil(str(marker))}, path)
+    for safe in ({}, {"weights_only": True}, {"weights_only": None}):
+        with pytest.raises(UnsafeCheckpointError):
+            load_checkpoint(path, **safe)
+    assert not marker.exists()
+    load_checkpoint(path, weights_only=False)
+    assert marker.exists()
+
+
+def test_save_render_checkpoint_warns_on_the_legacy_default_and_makes_the_folder(tmp_path, recwarn):
+    path = tmp_path / "deep" / "er" / "p.pt"
+    with pytest.warns(FutureWarning, match="v0.15"):
+        assert save_render_checkpoint(path, torch.nn.Linear(2, 1)) == path
+    assert "model_state_dict" in torch.load(path, weights_only=True)
+    recwarn.clear()
+    save_render_checkpoint(tmp_path / "new" / "q.pt", torch.nn.Linear(2, 1), format="pt")
+    assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
+    archive = save_render_checkpoint(tmp_path / "other" / "r.torchrl", torch.nn.Linear(2, 1), format="archive")
+    assert archive.is_file()
+
+
+def test_archive_keeps_nested_tensors_as_tensors(tmp_path):
+    stats = {"vecnorm": {"loc": torch.ones(2), "scale": torch.full((2,), 2.0)}, "env_name": "X"}
+    path = save_render_checkpoint(tmp_path / "p.torchrl", torch.nn.Linear(2, 2), env_metadata=stats, format="archive")
+    payload = load_checkpoint(path)
+    assert torch.equal(payload["vecnorm"]["scale"], torch.full((2,), 2.0)) and payload["env_name"] == "X"
+
+
+def test_trainer_state_component_gives_frames(tmp_path):
+    from torchrl.checkpoint import Checkpoint
+
+    class Trainer:  # a component with state_dict(), as torchrl's trainers have
+        def state_dict(self):
+            return {"collected_frames": 37}
+
+        def load_state_dict(self, state):
+            pass
+
+    path = Checkpoint(format="archive", policy=torch.nn.Linear(2, 2), trainer_state=Trainer()).save(
+        tmp_path / "t.torchrl")
+    assert load_checkpoint(path)["frames"] == 37
+
+
+@pytest.mark.parametrize("given", ["tuple", "path"])
+def test_a_payload_of_the_wrong_type_is_refused(tmp_path, given):
+    from torchrl_render import RenderConfig, load_render_policy, make_render_env
+
+    path = tmp_path / "p.pt"
+    torch.save({"model_state_dict": torch.nn.Linear(3, 1).state_dict()}, path)
+    wrong = read_checkpoint(path) if given == "tuple" else str(path)
+    cfg = RenderConfig(ckpt=path, policy="tinyenv:make_policy", env="tinyenv:make_env", format="jsonl",
+                       out=tmp_path / "r.jsonl")
+    with pytest.raises(CheckpointError, match="takes the loaded checkpoint payload") as exc:
+        make_render_env(cfg, checkpoint=wrong)
+    if given == "tuple":  # pinned: docs/troubleshooting.md quotes it
+        doc = (Path(__file__).parent.parent / "docs" / "troubleshooting.md").read_text()
+        assert " ".join(str(exc.value).split()) in doc
+    with pytest.raises(CheckpointError, match="takes the loaded checkpoint payload"):
+        load_render_policy(cfg, None, checkpoint=wrong)

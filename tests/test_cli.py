@@ -54,7 +54,7 @@ def test_print_config_and_config_file_override(tmp_path, capsys):
     (["--policy", "a:b", "--env", "c:d", "--out", "x.gif", "--format", "mp4"], "says gif, but format is 'mp4'"),
     (["--policy", "a:b", "--env", "c:d", "--max-steps", "0"], "max_steps must be at least 1"),
     (["--policy", "a:b", "--env", "c:d", "--fps", "-2"], "fps must be a positive number"),
-    (["--policy", "a:b"], "no env was given"),
+    (["--policy", "a:b"], "Missing required rlrender option --env: no env was given"),
     (["--policy", "a:b", "--env", "c:d", "--env-kwargs", "{bad"], "env_kwargs is not valid JSON"),
     (["--config", "missing.toml"], "does not exist"),
     (["--policy", "nomodule_zz:p", "--env", "tinyenv:make_env", "--out", "{tmp}/o.mp4"], "cannot import module"),
@@ -64,7 +64,9 @@ def test_print_config_and_config_file_override(tmp_path, capsys):
 ])
 def test_user_errors_exit_2_with_one_paragraph(tmp_path, capsys, argv, fragment):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    assert main(argv) == 2
+    with pytest.raises(SystemExit) as exc:  # as argparse's errors and torchrl.render's main
+        main(argv)
+    assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("torchrl-render: error: ") and fragment in err
     assert "Traceback" not in err and err.count("\n") == 1
@@ -78,7 +80,9 @@ def test_argparse_errors_exit_2(capsys):
 
 
 def test_debug_shows_traceback(capsys):
-    assert main(["--policy", "a:b", "--env", "c:d", "--fps", "0", "--debug"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["--policy", "a:b", "--env", "c:d", "--fps", "0", "--debug"])
+    assert exc.value.code == 2
     assert "Traceback" in capsys.readouterr().err
 
 

@@ -355,9 +355,9 @@ def test_a_policy_returning_a_mapping_with_the_action_just_works(tmp_path, env):
 @pytest.mark.parametrize("env", ["InvertedPendulum-v5", "test_vector:torchrl_pendulum"])
 def test_a_policy_returning_a_tuple_is_told_how_to_select_the_action(tmp_path, env):
     """Issue 11 item 6: SAC actors return (action, log_prob); say so, not 'wrong shape (2,)'."""
-    from torchrl_render.cli import main
+    from clicode import exit_code
 
-    code = main(["--policy", "test_engine:sac_like_policy", "--env", env, "--max-steps", "2",
+    code = exit_code(["--policy", "test_engine:sac_like_policy", "--env", env, "--max-steps", "2",
                  "--out", str(tmp_path / "t.jsonl"), "--quiet"])
     assert code == 2 and not (tmp_path / "t.jsonl").exists()
     with pytest.raises(Exception, match=r"returned a tuple \(Tensor, Tensor\), not an action.*lambda obs: "

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from torchrl_render.cli import main
+from clicode import exit_code
 from torchrl_render.writers import WRITERS
 
 TESTS = Path(__file__).parent
@@ -39,7 +39,7 @@ def names(folder: Path) -> list[str]:
 
 
 def cli(argv: list[str], capsys) -> tuple[int, str]:
-    code = main([str(a) for a in argv])
+    code = exit_code([str(a) for a in argv])
     return code, capsys.readouterr().err
 
 

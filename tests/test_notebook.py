@@ -128,12 +128,14 @@ def test_equivalent_command():
                                                  "--out render.mp4 --camera a,b --stochastic --env-kwargs '{\"x\": 1}'")
 
 
+HEAD = ["title", "metrics", "config", "assets", "cfg"]  # torchrl.render's first five cells (indices 2 and 4 run)
+
+
 @pytest.mark.parametrize("mode, ids", [
-    ("saved", ["title", "config", "metrics", "returns-plot", "episodes", "episode-0", "episode-2", "rerun-heading",
-               "rerun-kwargs", "rerun"]),
-    ("live", ["title", "config", "rerun-heading", "rerun-kwargs", "rerun", "live-plot"]),
-    ("both", ["title", "config", "metrics", "returns-plot", "episodes", "episode-0", "episode-2", "rerun-heading",
-              "rerun-kwargs", "rerun", "live-plot"]),
+    ("saved", HEAD + ["returns-plot", "episodes", "episode-0", "episode-2", "rerun-heading", "rerun-kwargs", "rerun"]),
+    ("live", HEAD + ["rerun-heading", "live-rollout", "live-show", "live-plot"]),
+    ("both", HEAD + ["returns-plot", "episodes", "episode-0", "episode-2", "rerun-heading", "live-rollout",
+                     "live-show", "live-plot"]),
 ])
 def test_build_report_cells(mode, ids):
     videos = [ReportVideo(0, "r_ep0.mp4", 3, data=b"abc", preview=b"png"),
@@ -143,11 +145,20 @@ def test_build_report_cells(mode, ids):
                       command="torchrl-render --policy m:p", search_path=["/somewhere"])
     nbformat.validate(nb)
     assert [c.id for c in nb.cells] == ids and nb.nbformat == 4 and nb.nbformat_minor >= 5
-    rerun = nb.cells[ids.index("rerun")]
-    assert ("skip-execution" in rerun.metadata.get("tags", [])) == (mode == "saved")
-    assert "render_policy(RenderConfig.from_dict(" in rerun.source
-    kwargs = nb.cells[ids.index("rerun-kwargs")].source
-    assert "env_kwargs = {}" in kwargs and "'/somewhere'" in kwargs
+    namespace: dict = {}
+    exec(nb.cells[2].source, namespace)  # torchrl.render's users run cell 2, then cell 4
+    exec(nb.cells[4].source, namespace)
+    assert namespace["render_config"] == config and namespace["cfg"].to_dict() == config
+    if mode == "saved":
+        rerun = nb.cells[ids.index("rerun")]
+        assert "skip-execution" in rerun.metadata.get("tags", [])
+        assert "render_policy(RenderConfig.from_dict(" in rerun.source
+        kwargs = nb.cells[ids.index("rerun-kwargs")].source
+        assert "env_kwargs = {}" in kwargs and "'/somewhere'" in kwargs
+    else:
+        live = nb.cells[ids.index("live-rollout")].source
+        assert "live_result = collect_rollouts_in_notebook()" in live and "'/somewhere'" in live
+        assert "write_render_artifact(live_result, live_config)" in nb.cells[ids.index("live-show")].source
     assert "torchrl-render --policy m:p" in nb.cells[0].source
     if mode != "live":
         embedded, linked = nb.cells[ids.index("episode-0")], nb.cells[ids.index("episode-2")]

@@ -66,7 +66,7 @@ def test_returns_match_the_rollout_rewards(tmp_path):
 
 def test_sidecar_contents(tmp_path):
     net = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh())
-    ckpt = save_render_checkpoint(tmp_path / "p.pt", net)
+    ckpt = save_render_checkpoint(tmp_path / "p.pt", net, format="pt")
     result = run(tmp_path, ckpt=ckpt, num_trajs=2)
     meta = json.loads((tmp_path / "run.mp4.metadata.json").read_text())
     assert meta["checkpoint"]["sha256"] == hashlib.sha256(ckpt.read_bytes()).hexdigest()
@@ -82,7 +82,7 @@ def test_checkpoint_weights_reach_the_policy(tmp_path):
     net = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh())
     torch.nn.init.constant_(net[0].weight, 0.0)
     torch.nn.init.constant_(net[0].bias, 0.5)
-    ckpt = save_render_checkpoint(tmp_path / "p.pt", net)
+    ckpt = save_render_checkpoint(tmp_path / "p.pt", net, format="pt")
     result = run(tmp_path, ckpt=ckpt, format="frames", out=tmp_path / "f")
     actions = result.trajectories[0]["action"]
     assert torch.allclose(actions, torch.full_like(actions, torch.tanh(torch.tensor(0.5)).item()))
@@ -188,10 +188,17 @@ def test_save_frames_beside_the_video(tmp_path):
     assert len(result.artifacts) == 2
 
 
-def test_dry_run_writes_nothing(tmp_path):
-    result = run(tmp_path, dry_run=True)
-    assert result.metadata["dry_run"] and list(tmp_path.iterdir()) == []
+def test_check_setup_builds_everything_and_writes_nothing(tmp_path):
+    result = run(tmp_path, check_setup=True)
+    assert result.metadata["check_setup"] and list(tmp_path.iterdir()) == []
     assert result.metadata["render"]["render_backend"] == "pixels"
+
+
+def test_dry_run_builds_nothing_and_writes_nothing(tmp_path):
+    result = render_policy(RenderConfig(policy="no_such_mod:p", env="no_such_mod:e", ckpt=tmp_path / "none.pt",
+                                        out=tmp_path / "run.mp4", dry_run=True))
+    assert result.metadata["dry_run"] and list(tmp_path.iterdir()) == []
+    assert result.metadata["planned_paths"] == [str(tmp_path / "run.mp4"), str(tmp_path / "run.mp4.metadata.json")]
 
 
 def test_validate_only_imports_nothing(tmp_path):

@@ -39,7 +39,7 @@ def test_gymnasium_id_shortcut(tmp_path):
                                         width=64, height=48, out=tmp_path / "p.mp4", render_quality="fast"))
     n = result.metrics["per_episode"][0]["length"]
     assert probe_mp4(result.artifact_path)["frames"] == n + 1
-    assert result.metadata["env"]["id"] == "InvertedPendulum-v5"
+    assert result.metadata["env_info"]["id"] == result.metadata["env"] == "InvertedPendulum-v5"
 
 
 def test_gymnasium_env_backend_with_rgb_array(tmp_path):
@@ -58,7 +58,7 @@ def test_dm_control_shortcut_with_mujoco_cameras(tmp_path):
     assert [e["seed"] for e in result.metrics["per_episode"]] == [0, 1]
 
 
-@pytest.mark.parametrize("layout,files", [("separate", ["c_0.mp4", "c_1.mp4"])])
+@pytest.mark.parametrize("layout,files", [("separate", ["c_traj_000_0.mp4", "c_traj_000_1.mp4"])])  # torchrl.render's
 def test_separate_cameras_write_one_video_each(tmp_path, layout, files):
     result = render_policy(RenderConfig(policy="zoo:dm_linear_policy", env="dm_control/cartpole-balance",
                                         max_steps=4, width=32, height=32, out=tmp_path / "c.mp4", camera="0,1",

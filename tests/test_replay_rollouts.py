@@ -84,7 +84,9 @@ def test_bad_replay_inputs(run, tmp_path, capsys, args, message):
     for flag, value in zip(args[::2], args[1::2]):
         base[flag] = value if flag != "--out" else str(tmp_path / value)
     argv = ["replay", str(folder / "live_rollouts")] + [x for kv in base.items() for x in kv]
-    assert main(argv) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
     assert message in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
@@ -94,8 +96,10 @@ def test_states_of_another_model_are_refused(run, tmp_path, capsys):
 
     folder, _ = run
     other = Path(os.path.dirname(gymnasium.__file__)) / "envs" / "mujoco" / "assets" / "inverted_pendulum.xml"
-    assert main(["replay", str(folder / "live_rollouts"), "--mujoco-model-path", str(other),
-                 "--out", str(tmp_path / "r.html")]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["replay", str(folder / "live_rollouts"), "--mujoco-model-path", str(other),
+              "--out", str(tmp_path / "r.html")])
+    assert exc.value.code == 2
     assert "a saved MuJoCo state does not fit the model" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
@@ -120,7 +124,9 @@ def test_asset_paths_feed_the_model_its_meshes(tmp_path, capsys):
     td = TensorDict({"qpos": qpos[:2], "next": {"qpos": qpos[1:], "reward": torch.ones(2, 1)}}, batch_size=[2])
     save_rollouts([td], tmp_path / "rollouts")
     base = ["replay", str(tmp_path / "rollouts"), "--mujoco-model-path", str(xml), "--out", str(tmp_path / "r.html")]
-    assert main(base) == 2 and "MuJoCo cannot load" in capsys.readouterr().err  # the mesh is not beside the model
+    with pytest.raises(SystemExit) as exc:
+        main(base)
+    assert exc.value.code == 2 and "MuJoCo cannot load" in capsys.readouterr().err  # the mesh is not beside the model
     assert main([*base, "--mujoco-asset-paths", str(assets)]) == 0
     data = read_data(tmp_path / "r.html")
     assert data["scene"]["meshes"][0]["num_vertices"] == 4

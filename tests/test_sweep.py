@@ -13,8 +13,10 @@ import statistics
 from pathlib import Path
 
 import pytest
+import torch
 
 import sweepenv
+from clicode import exit_code
 from torchrl_render import RenderConfig, SweepConfig, render_policy, sweep
 from torchrl_render.cli import main
 from torchrl_render.errors import ConfigError
@@ -77,6 +79,22 @@ def test_config_from_files_and_flags(tmp_path):
     assert expand_cells(pend)[0].step == 14753
 
 
+@pytest.mark.parametrize("format", [None, "archive"])
+def test_training_step_of_torchrl_render_checkpoints(tmp_path, format):
+    """torchrl.render's save_render_checkpoint stores the training step as ``frames``."""
+    import warnings
+
+    from torchrl.render import save_render_checkpoint as theirs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        path = theirs(tmp_path / ("policy.torchrl" if format else "policy.pt"), torch.nn.Linear(3, 1), frames=4096,
+                      format=format)
+    sweep_cfg = SweepConfig(ckpt=[str(path)], env=["tinyenv:make_env"], base={"policy": "tinyenv:make_policy"})
+    cells = expand_cells(sweep_cfg)
+    assert cells[0].step == 4096
+
+
 @pytest.mark.parametrize("data, fragment", [
     ({"env": ["E"], "policy": "m:p"}, "the sweep has no checkpoints"),
     ({"ckpt": ["a.pt"], "policy": "m:p"}, "the sweep has no tasks"),
@@ -134,7 +152,7 @@ def test_report_and_a_failing_cell(tmp_path, capsys):
     curves (eval_info and the executed notebook) equal an independent computation from episodes.jsonl."""
     sweepenv.write_checkpoints(tmp_path, steps=(10, 20, 30))
     out = tmp_path / "sw"
-    code = main(["sweep", "--ckpt", f"{tmp_path}/ckpt_*.pt", "--env", "a=tinyenv:make_env", "--env",
+    code = exit_code(["sweep", "--ckpt", f"{tmp_path}/ckpt_*.pt", "--env", "a=tinyenv:make_env", "--env",
                  "b=tinyenv:make_env", "--env", "bad=sweepenv:make_broken_env", "--group", "ok=a,b", "--group",
                  "broken=bad", "--policy", "tinyenv:make_policy", "--num-trajs", "4", "--max-episodes-rendered", "0",
                  "--workers", "1", "--out", str(out)])
@@ -212,5 +230,7 @@ def test_docs_list_the_generated_sweep_flags(capsys, tmp_path):
     text = (ROOT / "docs" / "sweeps.md").read_text()
     begin, end = text.index("<!-- sweep-flags:begin"), text.index("<!-- sweep-flags:end -->")
     assert text[begin:end].split("\n", 1)[1].strip() == flags_markdown()
-    assert main(["sweep-status", str(tmp_path)]) == 2  # not a sweep folder
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep-status", str(tmp_path)])  # not a sweep folder
+    assert exc.value.code == 2
     assert "is not a sweep folder (no manifest.json)" in capsys.readouterr().err

@@ -33,7 +33,7 @@ from mediaprobe import decode_frames, probe_mp4
 
 #: Names whose signature differs on purpose (docs/migrating.md says how and why).
 DIFFERENT_SIGNATURE = {
-    "load_checkpoint": "returns (payload, sha256); trust= instead of weights_only=; safe by default",
+    "load_checkpoint": "adds trust= (our name for weights_only=False); weights_only=None is safe for every file",
     "render_policy": "config is positional-only and optional; fields as keyword arguments; command, on_episode",
 }
 DATACLASSES = ("FrameBundle", "RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "RenderResult")
@@ -157,7 +157,7 @@ def test_normalize_frame_output():
 def test_checkpoint_hash_of_files_and_torchrl_checkpoint_folders(tmp_path):
     from torchrl.checkpoint import Checkpoint
 
-    file = ours.save_render_checkpoint(tmp_path / "p.pt", torch.nn.Linear(2, 1))
+    file = ours.save_render_checkpoint(tmp_path / "p.pt", torch.nn.Linear(2, 1), format="pt")
     folder = Checkpoint(policy=torch.nn.Linear(2, 1), metrics={"r": 1.0}).save(tmp_path / "ck")
     for path in (file, folder):
         assert ours.checkpoint_hash(path) == theirs.checkpoint_hash(path)
@@ -283,14 +283,48 @@ def test_every_torchrl_render_flag_is_accepted():
     assert {o for a in their_cli.build_parser()._actions for o in a.option_strings} <= ours_flags
 
 
-def test_cli_notebook_default_differs_on_save_rollout_only():
-    """torchrl.render's CLI turns --save-rollout on for notebooks (its notebook reads the saved
-    rollouts back); our notebook embeds what it shows, so the flag keeps its meaning (docs/migrating.md)."""
-    argv = BASE + ["--out", "r.ipynb", "--notebook-rollout-mode", "both"]
+@pytest.mark.parametrize("extra", [[], ["--notebook-rollout-mode", "both"], ["--notebook-rollout-mode", "live"],
+                                   ["--no-save-rollout"], ["--notebook-rollout-mode", "live", "--save-rollout"]])
+def test_cli_notebook_saves_its_rollouts_as_torchrl_render_does(extra):
+    """torchrl.render's CLI turns --save-rollout on for notebooks unless told or live (its notebook
+    reads the saved rollouts back)."""
+    argv = BASE + ["--out", "r.ipynb", *extra]
     yours = their_cli.config_from_args(their_cli.build_parser().parse_args(argv))
     mine = our_cli.config_from_args(our_cli.build_parser().parse_args(argv))
     differ = [f.name for f in dataclasses.fields(yours) if _plain(getattr(mine, f.name)) != _plain(getattr(yours, f.name))]
-    assert differ == ["save_rollout"] and yours.save_rollout and not mine.save_rollout
+    assert differ == [] and mine.save_rollout is yours.save_rollout
+
+
+def test_dry_run_builds_nothing_and_check_setup_builds_everything(tmp_path, capsys):
+    argv = ["--policy", "badfactories:raising_policy", "--env", "badfactories:raising_env", "--ckpt",
+            str(tmp_path / "missing.pt"), "--out", str(tmp_path / "r.mp4")]
+    assert our_cli.main([*argv, "--dry-run"]) == 0  # no checkpoint read, no factory imported or called
+    out = capsys.readouterr().out
+    assert '"dry_run": true' in out and json.loads(out[:out.rindex("}") + 1])["env"] == "badfactories:raising_env"
+    assert f"would write {tmp_path / 'r.mp4'}" in out and list(tmp_path.iterdir()) == []
+    with pytest.raises(SystemExit) as exc:  # the checkpoint is read first
+        our_cli.main([*argv, "--check-setup"])
+    assert exc.value.code == 2 and "missing.pt' does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        our_cli.main([*argv[:-4], "--out", str(tmp_path / "r.mp4"), "--check-setup"])
+    assert "boom: the simulator licence expired" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+def test_missing_options_exit_2_as_torchrl_render_does(tmp_path, capsys):
+    for main in (their_cli.main, our_cli.main):
+        with pytest.raises(SystemExit) as exc:
+            main(["--ckpt", str(tmp_path / "policy.pt")])
+        assert exc.value.code == 2 and "Missing required rlrender option --policy" in capsys.readouterr().err
+
+
+def test_config_keeps_asset_paths_as_paths(tmp_path):
+    kw = dict(format="ipynb", mujoco_asset_paths=[str(tmp_path / "a"), tmp_path / "b"])
+    mine = ours.RenderConfig(tmp_path / "p.pt", "pkg:p", "pkg:e", **kw)
+    yours = theirs.RenderConfig(tmp_path / "p.pt", "pkg:p", "pkg:e", **kw)
+    assert mine.mujoco_asset_paths == yours.mujoco_asset_paths == [tmp_path / "a", tmp_path / "b"]
+    assert mine.to_dict()["mujoco_asset_paths"] == yours.to_dict()["mujoco_asset_paths"]
+    with pytest.raises(ValueError, match="format must be one of"):
+        ours.RenderConfig(tmp_path / "p.pt", "pkg:p", "pkg:e", format="invalid")
 
 
 # -- the composition gives render_policy's artifact ----------------------------------------------------
@@ -424,7 +458,7 @@ def test_torchrl_render_checkpoints_with_normalisation_state(tmp_path, format):
     expected = torch.tanh(obs.sum(-1, keepdim=True) * 0.1 - 0.2)        # the checkpoint's weights acted
     assert torch.allclose(result.trajectories[0]["action"], expected, atol=1e-6)
     assert result.metadata["checkpoint"]["sha256"] == theirs.checkpoint_hash(path)
-    payload = ours.load_checkpoint(path)[0]
+    payload = ours.load_checkpoint(path)
     assert payload["frames"] == 1000 and payload["env_name"] == "Pendulum-v1" and payload["metrics"] == {"return": -1.0}
 
 

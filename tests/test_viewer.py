@@ -169,7 +169,8 @@ def test_mujoco_viewer_shows_the_model_and_leaves_the_run_unchanged(display, bas
     with np.load(tmp_path / "run.npz") as seen, np.load(baseline / "run.npz") as plain:
         assert sorted(seen.files) == sorted(plain.files)
         frames = [k for k in plain.files if k.endswith("frames")]
-        arrays = [k for k in plain.files if k != "metadata_json"]  # the config in it names --viewer
+        # the JSON entries hold the config (which names --viewer) and the run's metadata (timing)
+        arrays = [k for k in plain.files if k not in ("metadata_json", "config", "metadata")]
         assert frames and all(np.array_equal(seen[k], plain[k]) for k in arrays)  # exact pixels, same steps
     assert "--viewer: MuJoCo's offscreen rendering" not in "\n".join(run.lines)  # MUJOCO_GL=egl was given
 
@@ -228,11 +229,11 @@ def test_window_kind_shows_the_frames_of_a_non_mujoco_env_and_closing_it_ends_th
 
 def test_window_kind_refuses_a_pygame_that_draws_off_screen(display, tmp_path, monkeypatch, capsys):
     """SDL_VIDEODRIVER=dummy (what headless runs set for gymnasium's pygame envs) would show nothing: refused."""
-    from torchrl_render.cli import main
+    from clicode import exit_code
 
     monkeypatch.setenv("DISPLAY", display)
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
-    code = main(["--policy", "badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "3",
+    code = exit_code(["--policy", "badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "3",
                  "--out", str(tmp_path / "run.mp4"), "--viewer", "window"])
     assert code == 2 and "pygame draws off screen here (SDL_VIDEODRIVER='dummy')" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

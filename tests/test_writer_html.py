@@ -149,10 +149,10 @@ def test_live_run_records_qpos_and_writes_poses_of_those_states(tmp_path):
 def test_env_raising_mid_run_leaves_partial_metrics_only(tmp_path, capsys):
     import json
 
-    from torchrl_render.cli import main
+    from clicode import exit_code
 
     out = tmp_path / "run.html"
-    code = main(["--policy", "zoo:linear_policy", "--env", "replaycase:failing_pendulum", "--num-trajs", "4",
+    code = exit_code(["--policy", "zoo:linear_policy", "--env", "replaycase:failing_pendulum", "--num-trajs", "4",
                  "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "the env raised at step 3 of episode 2: RuntimeError: pendulum exploded at t=3" in err

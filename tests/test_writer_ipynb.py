@@ -18,9 +18,11 @@ from torchrl_render import ConfigError, OutputExistsError, RenderConfig, WriterE
 from torchrl_render.data import FrameBundle
 from torchrl_render.writers.ipynb import IpynbWriter
 
-SAVED = ["title", "config", "metrics", "returns-plot", "episodes", "episode-0", "episode-1", "rerun-heading",
-         "rerun-kwargs", "rerun"]
-LIVE = ["title", "config", "rerun-heading", "rerun-kwargs", "rerun", "live-plot"]
+HEAD = ["title", "metrics", "config", "assets", "cfg"]
+SAVED = HEAD + ["returns-plot", "episodes", "episode-0", "episode-1", "rerun-heading", "rerun-kwargs", "rerun"]
+LIVE = HEAD + ["rerun-heading", "live-rollout", "live-show", "live-plot"]
+BOTH = HEAD + ["returns-plot", "episodes", "episode-0", "episode-1", "rerun-heading", "live-rollout", "live-show",
+               "live-plot"]
 
 
 def _run(tmp_path, **kw):
@@ -74,7 +76,17 @@ def test_saved_report_executed(tmp_path):
     assert cells["rerun"].outputs == [] and cells["rerun"].execution_count is None  # left for the reader
     assert "| episode | seed | return |" in cells["metrics"].source
     assert "--notebook-rollout-mode" not in cells["title"].source and "torchrl-render --policy" in cells["title"].source
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep.ipynb", "rep.ipynb.metadata.json"]
+    assert cells["assets"].outputs[0]["data"]["text/plain"] == "2"  # executed with the saved rollouts in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep", "rep.ipynb", "rep.ipynb.metadata.json"]
+    assets = tmp_path / "rep"  # torchrl.render's asset folder
+    assert sorted(str(p.relative_to(assets)) for p in assets.rglob("*")) == [
+        "config.json", "metadata.json", "rollouts", "rollouts/traj_000.pt", "rollouts/traj_001.pt"]
+    assert json.loads((assets / "metadata.json").read_text()) == result.metadata
+    for i, td in enumerate(result.trajectories):
+        import torch
+
+        saved = torch.load(assets / "rollouts" / f"traj_{i:03d}.pt", weights_only=False)
+        assert torch.equal(saved["next", "reward"], td["next", "reward"])
     info = result.artifacts[0].info
     assert info["executed"] and [v["embedded"] for v in info["videos"]] == [True, True] and info["side_files"] == []
 
@@ -94,7 +106,7 @@ def test_size_cap_links_the_mp4_beside_and_says_so(tmp_path):
     assert decode_embedded(cells["episode-0"].outputs[0]["data"]["text/html"]) == [3]
     assert all(c.execution_count is None for c in nb.cells if c.cell_type == "code")   # --no-execute
     assert cells["returns-plot"].outputs == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep.ipynb", "rep_ep1.mp4"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep", "rep.ipynb", "rep_ep1.mp4"]
 
 
 def test_video_preset_reaches_the_episode_videos(tmp_path):
@@ -112,38 +124,48 @@ def test_abort_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_live_mode_executed(tmp_path):
+def test_live_mode_rolls_out_nothing_and_its_cells_do(tmp_path):
+    """As torchrl.render: a live notebook is written at once (no checkpoint read, no env, no kernel); its cells
+    roll the policy out when run (here in a kernel), shown live on notebook_viewer_port."""
+    from torchrl_render.kernel import execute_notebook
+
     port = _free_port()
     result = _run(tmp_path, notebook_rollout_mode="live", max_steps=3, notebook_viewer_port=port)
-    _, cells = _cells(tmp_path / "rep.ipynb")
-    assert list(cells) == LIVE and result.artifacts[0].num_frames == 0
-    # the live rollout was watchable on notebook_viewer_port; its iframe became a line when the run ended
-    assert f"live_port = {port}" in cells["rerun-kwargs"].source
-    displayed = [o for o in cells["rerun"].outputs if o["output_type"] == "display_data"]
+    nb, cells = _cells(tmp_path / "rep.ipynb")
+    assert list(cells) == LIVE and result.artifacts[0].num_frames == 0 and result.metrics["per_episode"] == []
+    assert not result.artifacts[0].info["executed"] and all(c.get("outputs") in ([], None) for c in nb.cells)
+    meta = json.loads((tmp_path / "rep" / "metadata.json").read_text())
+    assert (meta["num_trajs"], meta["requested_num_trajs"], meta["config"]["notebook_rollout_mode"]) == (0, 2, "live")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep", "rep.ipynb", "rep.ipynb.metadata.json"]
+    assert not (tmp_path / "rep" / "rollouts").exists()
+    assert f"'live': {port}" in cells["live-rollout"].source
+    execute_notebook(nb, tmp_path, timeout=600)
+    cells = {c.id: c for c in nb.cells}
+    displayed = [o for o in cells["live-rollout"].outputs if o["output_type"] == "display_data"]
     assert [o["data"]["text/html"] for o in displayed] == \
         ["<p><i>The live view ended with the run (2 episode(s) done).</i></p>"]
-    shown = cells["rerun"].outputs[-1]
-    assert shown["output_type"] == "execute_result"                 # render_policy(...) as the last line
+    shown = cells["live-show"].outputs[-1]
+    assert shown["output_type"] == "execute_result"                 # live_result as the last line
     assert decode_embedded(shown["data"]["text/html"]) == [8]      # 2 episodes x (3 steps + 1)
     assert "torchrl-render-episodes" in shown["data"]["text/html"]
     assert "image/png" in cells["live-plot"].outputs[0]["data"]
     assert probe_mp4(tmp_path / "rep_live.mp4")["frames"] == 8
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep.ipynb", "rep.ipynb.metadata.json", "rep_live.mp4",
-                                                          "rep_live.mp4.metadata.json"]
-    assert result.artifacts[0].info["side_files"] == [str(tmp_path / "rep_live.mp4"),
-                                                      str(tmp_path / "rep_live.mp4.metadata.json")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep", "rep.ipynb", "rep.ipynb.metadata.json",
+                                                          "rep_live.mp4", "rep_live.mp4.metadata.json"]
 
 
 def test_both_mode_executed(tmp_path):
     result = _run(tmp_path, notebook_rollout_mode="both", max_steps=4, seed=7)
     _, cells = _cells(tmp_path / "rep.ipynb")
-    assert list(cells) == SAVED + ["live-plot"]
+    assert list(cells) == BOTH
     assert decode_embedded(cells["episode-1"].outputs[0]["data"]["text/html"]) == [5]
-    assert decode_embedded(cells["rerun"].outputs[-1]["data"]["text/html"]) == [10]
+    assert decode_embedded(cells["live-show"].outputs[-1]["data"]["text/html"]) == [10]
     live = json.loads((tmp_path / "rep_live.mp4.metadata.json").read_text())
     assert [e["sum_reward"] for e in live["metrics"]["per_episode"]] == \
         [e["sum_reward"] for e in result.metrics["per_episode"]]           # same seeds, same episodes
     assert cells["returns-plot"].outputs and cells["live-plot"].outputs
+    assert result.artifacts[0].info["side_files"] == [str(tmp_path / "rep_live.mp4"),
+                                                      str(tmp_path / "rep_live.mp4.metadata.json")]
 
 
 def test_live_mode_needs_importable_factories(tmp_path):
@@ -172,9 +194,10 @@ def test_existing_side_file_is_refused_before_writing(tmp_path):
 
 
 def test_execution_failure_names_the_cell_and_leaves_nothing(tmp_path):
-    config = {"policy": "p:m", "env": "e:m", "fps": -1.0}                 # the live cell's config is invalid
-    writer = IpynbWriter(tmp_path / "rep.ipynb", config=config, mode="live", search_path=[])
-    with pytest.raises(WriterError, match="failed in cell 'rerun': ConfigError: fps must be a positive number"
+    config = {"policy": "p:m", "env": "e:m", "fps": -1.0}                 # the rebuilt config is invalid
+    writer = IpynbWriter(tmp_path / "rep.ipynb", config=config, mode="both", search_path=[])
+    _feed(writer, 0, 3)
+    with pytest.raises(WriterError, match="failed in cell 'cfg': ConfigError: fps must be a positive number"
                                           ".*--no-execute"):
         writer.close()
     assert list(tmp_path.iterdir()) == []

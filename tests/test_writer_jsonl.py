@@ -37,10 +37,14 @@ def test_line_types_and_counts(tmp_path):
     lengths = [e["length"] for e in result.metrics["per_episode"]]
     types = [line["type"] for line in lines]
     assert types[0] == "metadata" and types[-1] == "summary"
-    assert types.count("step") == sum(lengths) and types.count("episode") == 3
+    assert types.count("step") == sum(lengths) and types.count("episode") == types.count("trajectory") == 3
     assert lines[0]["config"]["num_trajs"] == 3 and lines[0]["format"] == "torchrl_render.jsonl"
+    assert lines[0]["metadata"] == json.loads((tmp_path / "run.jsonl.metadata.json").read_text())  # the sidecar
     episode_at = [i for i, t in enumerate(types) if t == "episode"]
-    assert episode_at == [1 + sum(lengths[:k + 1]) + k for k in range(3)]    # each right after its last step
+    assert episode_at == [1 + sum(lengths[:k + 1]) + 2 * k for k in range(3)]  # each right after its last step
+    assert [lines[i + 1] for i in episode_at] == [  # then torchrl.render's trajectory line
+        {"type": "trajectory", "index": k, "num_steps": lengths[k], "num_frames": 0, "cameras": [],
+         "return": pytest.approx(result.metrics["per_episode"][k]["sum_reward"])} for k in range(3)]
     summary = lines[-1]
     assert summary["n_episodes"] == 3 and summary["n_steps"] == sum(lengths)
     assert summary["avg_sum_reward"] == pytest.approx(result.metrics["aggregated"]["avg_sum_reward"])
@@ -66,7 +70,7 @@ def test_pandas_reads_it(tmp_path):
     frame = pd.read_json(tmp_path / "run.jsonl", lines=True)
     counts = frame["type"].value_counts().to_dict()
     assert counts == {"step": sum(e["length"] for e in result.metrics["per_episode"]), "episode": 2,
-                      "metadata": 1, "summary": 1}
+                      "trajectory": 2, "metadata": 1, "summary": 1}
     steps = frame[frame["type"] == "step"]
     assert steps.groupby("trajectory")["reward"].sum().tolist() == pytest.approx(
         [e["sum_reward"] for e in result.metrics["per_episode"]])

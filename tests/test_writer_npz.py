@@ -36,8 +36,15 @@ def test_keys_shapes_and_values_match_the_rollouts(tmp_path):
     result = _run(tmp_path, num_trajs=3, seed=5)
     data = np.load(tmp_path / "run.npz")
     lengths = [e["length"] for e in result.metrics["per_episode"]]
-    assert sorted(data.files) == sorted([f"traj{i}/{k}" for i in range(3) for k in PER_TRAJ]
-                                        + ["trajectories", "seeds", "lengths", "returns", "metadata_json"])
+    theirs = [f"traj_{i:03d}/{'.'.join(k) if isinstance(k, tuple) else k}"  # torchrl.render's: the TensorDict
+              for i, td in enumerate(result.trajectories) for k in td.keys(True, True)]
+    assert sorted(data.files) == sorted([f"traj{i}/{k}" for i in range(3) for k in PER_TRAJ] + theirs
+                                        + ["trajectories", "seeds", "lengths", "returns", "metadata_json",
+                                           "config", "metadata"])
+    for i, td in enumerate(result.trajectories):
+        np.testing.assert_array_equal(data[f"traj_{i:03d}/next.reward"], td["next", "reward"].numpy())
+    assert json.loads(str(data["metadata"])) == json.loads((tmp_path / "run.npz.metadata.json").read_text())
+    assert json.loads(str(data["config"])) == result.metadata["config"]
     assert data["trajectories"].tolist() == [0, 1, 2] and data["seeds"].tolist() == [5, 6, 7]
     assert data["lengths"].tolist() == lengths
     for i, (td, ep) in enumerate(zip(result.trajectories, result.metrics["per_episode"])):

@@ -53,6 +53,11 @@ def _state_model():
                                           '</body></worldbody></mujoco>')
 
 
+def _written(art: Artifact) -> list[str]:
+    """The names an artifact put in its folder: itself, and the asset folder it names (a notebook's)."""
+    return sorted([art.path.name] + ([Path(art.info["assets"]).name] if "assets" in art.info else []))
+
+
 def _expected_frames(name: str, n: int = N) -> int:
     return n if WRITERS.entry(name).needs_frames or WRITERS.entry(name).needs_state else 0
 
@@ -82,7 +87,7 @@ def test_writes_and_returns_artifact(tmp_path, name):
     assert art.format == name == writer.format
     assert art.num_frames == _expected_frames(name)
     assert art.path.is_dir() == WRITERS.entry(name).directory
-    assert [p.name for p in tmp_path.iterdir()] == [art.path.name]      # no temporary left beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == _written(art)   # no temporary left beside it
     assert art.to_dict()["path"] == str(art.path)
 
 
@@ -131,7 +136,7 @@ def test_existing_target_is_replaced_only_on_success(tmp_path, name):
     assert _is_old(writer.path, directory)          # still the old content while writing
     art = writer.close()
     assert art.path.exists() and not _is_old(art.path, directory)
-    assert [p.name for p in tmp_path.iterdir()] == [art.path.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == _written(art)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -24,3 +24,8 @@ if ! command -v Xvfb >/dev/null || ! command -v xdotool >/dev/null || ! command 
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xdotool x11-apps
 fi
+
+# torchrl.render's own test suite (tests/test_peer_suite.py runs ../shared/peer/run.sh) writes an mp4 through
+# torchcodec, which loads Debian's FFmpeg: the benchmark set-up installs both (idempotent), so the mp4 test runs
+# instead of skipping.
+bash "$(dirname "$0")/../benchmarks/setup.sh" "$PY"

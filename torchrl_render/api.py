@@ -11,17 +11,15 @@ import dataclasses
 import json
 import logging
 import os
-import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from .config import RenderConfig, key_to_string
-from .data import Artifact, RenderResult
-from .errors import ConfigError, OutputExistsError, WriterError
+from .config import RenderConfig
+from .data import Artifact, RenderResult, frame_paths
+from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
 from .metrics import aggregate
 from .sink import InlineWriters, KeptFrames, Progress, Sink
 from .writers import WRITERS
@@ -30,9 +28,6 @@ from .writers.base import BackgroundWriters, WriterGroup
 __all__ = ["render_policy"]
 
 log = logging.getLogger("torchrl_render")
-_VERSIONED = ("torchrl_render", "torch", "torchrl", "tensordict", "gymnasium", "mujoco", "dm_control", "av",
-              "numpy", "pillow")
-
 
 def render_policy(config: RenderConfig | None = None, /, *, command: list[str] | None = None,
                   on_episode: Callable[[dict[str, Any]], None] | None = None, **fields: Any) -> RenderResult:
@@ -52,7 +47,11 @@ def render_policy(config: RenderConfig | None = None, /, *, command: list[str] |
     cfg = _config(config, fields)
     if cfg.validate_only:
         return RenderResult(None, [], [], {"config": cfg.to_dict(), "validate_only": True}, [])
-    return _Run(cfg, command, on_episode).execute()
+    run = _Run(cfg, command, on_episode)
+    if cfg.dry_run:  # as torchrl.render: the config and the plan, no import, no checkpoint, no env
+        return RenderResult(None, [], [], {"dry_run": True, "config": cfg.to_dict(),
+                                           "planned_paths": [str(p) for p in run.planned_paths()]}, [])
+    return run.execute()
 
 
 def _config(config: RenderConfig | None, fields: dict[str, Any]) -> RenderConfig:
@@ -70,7 +69,8 @@ class _Run:
         self.live_feed: Any = None  # issue 14: the live page of a finished rollout, until its artifacts are written
         self.notes: list[str] = _Notes()
         self.cfg = cfg = _one_layout_per_camera_set(cfg, self.notes)  # issue 11, item 2
-        self.needs_frames = _wants_frames(cfg) or cfg.save_frames
+        self.format_frames = _wants_frames(cfg) or cfg.save_frames
+        self.needs_frames = self.format_frames or cfg.result_frames  # result_frames: torchrl.render's frames
         self.groups = [WriterGroup(cfg, cfg.out)]
         if cfg.save_frames:
             frame_dir = cfg.frame_dir or cfg.out.with_name(cfg.out.stem + "_frames")
@@ -84,13 +84,17 @@ class _Run:
         self.sidecar = Path(cfg.metadata or f"{cfg.out}.metadata.json")
         folder = Path(cfg.artifact_dir) if cfg.artifact_dir is not None else cfg.out.parent
         stem = cfg.out.stem if cfg.out.suffix else cfg.out.name
-        self.rollout_dir = folder / f"{stem}_rollouts" if (cfg.save_rollout or cfg.save_tensordicts) else None
+        # a notebook's asset folder holds its rollouts (torchrl.render's layout, which its cells read)
+        saved = (cfg.save_rollout or cfg.save_tensordicts) and cfg.format != "ipynb"
+        self.rollout_dir = folder / f"{stem}_rollouts" if saved else None
 
     def execute(self) -> RenderResult:
         from .gl import ensure_headless_gl
 
         started = time.perf_counter()
         self._check_outputs()
+        if self.cfg.format == "ipynb" and self.cfg.notebook_rollout_mode == "live":
+            return self._notebook_only(started)
         _check_devices(self.cfg)
         if self.cfg.viewer is not None:  # issue 14: --viewer: no display -> an error now; the video stays off screen
             from .viewer import prepare_viewer
@@ -115,7 +119,7 @@ class _Run:
             engine = self._engine(env, policy, payload, stack)
             stack.callback(engine.close)
             backend = stack.enter_context(self._backend(env, engine))
-            if self.cfg.dry_run:
+            if self.cfg.check_setup:
                 return self._dry_result(env, backend, digest, gl)
             engine.prepare()  # env workers start now, while the writers open and rendered episodes run
             self.writers = BackgroundWriters(self.groups) if self.cfg.background_encode else InlineWriters(self.groups)
@@ -133,7 +137,7 @@ class _Run:
         meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
         meta["engine"] = dict(engine.info)
         try:
-            _write_json_atomic(self.sidecar, meta)
+            self.write_sidecars(meta)
         except BaseException:
             if lingering is not None:
                 lingering.close(finished=False)
@@ -141,14 +145,41 @@ class _Run:
         if lingering is not None:  # issue 14: every artifact is written; the page may stay up --live-keep s
             lingering.close(finished=True)
         return RenderResult(artifacts[0].path if artifacts else None, trajectories,
-                            [a.path for a in artifacts], meta, list(self.notes), getattr(self.writers, "kept", []),
+                            frame_paths(artifacts), meta, list(self.notes), getattr(self.writers, "kept", []),
                             artifacts, metrics)
+
+    def _notebook_only(self, started: float) -> RenderResult:
+        """A ``live`` notebook, as torchrl.render writes it: no checkpoint loaded, no env or policy built, no
+        rollout; its cells do all that when run (the checkpoint is hashed for the metadata)."""
+        digest = _checkpoint_digest(self.cfg.ckpt) if self.cfg.ckpt is not None else None
+        self.writers = InlineWriters(self.groups)
+        for group in self.groups:
+            group.open_planned()
+        artifacts = self.writers.close()
+        metrics = {"per_episode": [], "aggregated": aggregate([], time.perf_counter() - started)}
+        meta = self._metadata(None, None, digest, None, metrics, artifacts, started)
+        self.write_sidecars(meta)
+        return RenderResult(artifacts[0].path if artifacts else None, [], frame_paths(artifacts), meta,
+                            list(self.notes), [], artifacts, metrics)
+
+    def write_sidecars(self, meta: dict[str, Any]) -> None:
+        """The metadata sidecar, and the metadata kept inside artifacts (jsonl, npz, the notebook's asset folder)."""
+        _write_json_atomic(self.sidecar, meta)
+        for artifact in meta.get("artifacts", []):
+            hook = getattr(WRITERS.load(artifact["format"]), "add_metadata", None) if artifact["format"] in \
+                WRITERS.names() else None
+            if hook is not None:
+                hook(Path(artifact["path"]), meta, self.cfg)
 
     # -- stages ---------------------------------------------------------------------------------
 
-    def _check_outputs(self) -> None:
+    def planned_paths(self) -> list[Path]:
+        """Every path the run will write: the artifacts, the sidecar, the rollout folder."""
         paths = [p for g in self.groups for p in g.planned_paths()] + [self.sidecar]
-        paths += [self.rollout_dir] if self.rollout_dir is not None else []
+        return paths + ([self.rollout_dir] if self.rollout_dir is not None else [])
+
+    def _check_outputs(self) -> None:
+        paths = self.planned_paths()
         for group in self.groups:
             check = getattr(group.cls, "check", None)  # writer-specific preconditions, before any rollout
             for path in group.planned_paths() if check is not None else []:
@@ -175,10 +206,11 @@ class _Run:
             return None, None
         from .checkpoint import load_checkpoint
 
-        payload, digest = load_checkpoint(self.cfg.ckpt, trust=self.cfg.trust_checkpoint)
+        payload = load_checkpoint(self.cfg.ckpt, self.cfg.policy_device or self.cfg.device,
+                                  trust=self.cfg.trust_checkpoint)
         if self.cfg.trust_checkpoint:
             self.notes.append("checkpoint loaded with trust_checkpoint=True (full unpickling allowed)")
-        return payload, digest
+        return payload, _checkpoint_digest(self.cfg.ckpt)
 
     def _policy(self, env: Any, payload: Any, digest: str | None) -> Any:
         """The policy runner (issue 13: collect_render_rollouts hands in the one load_render_policy built)."""
@@ -238,7 +270,15 @@ class _Run:
         name = self.cfg.render_backend if self.needs_frames else "null"
         if not self.needs_frames and self.cfg.render_backend not in ("auto", "null"):
             name = self.cfg.render_backend
-        backend = BACKENDS.load(name).from_config(env, self.cfg)
+        try:
+            backend = BACKENDS.load(name).from_config(env, self.cfg)
+        except BackendUnavailable as exc:
+            if self.format_frames:
+                raise
+            from .backends.null import NullBackend  # only RenderResult.frames wanted them: none, as torchrl.render
+
+            backend = NullBackend()
+            self.notes.append(f"no frames for RenderResult.frames: {exc.what}")
         self.notes.extend(backend.notes)
         if self.needs_frames and self.cfg.render_quality not in backend.render_qualities:
             self.notes.append(f"render_quality={self.cfg.render_quality!r} was not applied: the {backend.name!r} "
@@ -284,35 +324,19 @@ class _Run:
     # -- results --------------------------------------------------------------------------------
 
     def _dry_result(self, env: Any, backend: Any, digest: str | None, gl: str | None) -> RenderResult:
-        meta = {"dry_run": True, "config": self.cfg.to_dict(), "gl": gl, "checkpoint_sha256": digest,
+        meta = {"check_setup": True, "config": self.cfg.to_dict(), "gl": gl, "checkpoint_sha256": digest,
                 "render": backend.info(), "planned_paths": [str(p) for g in self.groups for p in g.planned_paths()],
                 "warnings": list(self.notes)}
         return RenderResult(None, [], [], meta, list(self.notes))
 
     def _metadata(self, env: Any, backend: Any, digest: str | None, gl: str | None, metrics: dict[str, Any],
                   artifacts: list[Artifact], started: float) -> dict[str, Any]:
-        from .envs import describe_env
+        """The sidecar: torchrl.render's keys and ours (:mod:`.sidecar`)."""
+        from .sidecar import run_metadata
 
-        wall = time.perf_counter() - started
-        frames = sum(e["num_frames"] for e in metrics["per_episode"])
-        trajs = [{"index": e["episode_ix"], "seed": e["seed"], "num_steps": e["length"],
-                  "return": e["sum_reward"], "num_frames": e["num_frames"]} for e in metrics["per_episode"]]
-        return {
-            "torchrl_render_metadata": 1,
-            "command": self.command if self.command is not None else None,
-            "config": self.cfg.to_dict(),
-            "versions": _versions(),
-            "gl_backend": gl,
-            "checkpoint": {"path": str(self.cfg.ckpt) if self.cfg.ckpt else None, "sha256": digest},
-            "env": describe_env(env),
-            "render": backend.info(),
-            "keys": {k: key_to_string(getattr(self.cfg, k)) for k in ("obs_key", "action_key", "reward_key")},
-            "trajectories": trajs,
-            "metrics": metrics,
-            "artifacts": [a.to_dict() for a in artifacts],
-            "timing": {"wall_s": wall, "frames": frames, "frames_per_s": frames / wall if wall > 0 else None},
-            "warnings": list(self.notes),
-        }
+        return run_metadata(self.cfg, env=env, backend=backend, digest=digest, gl=gl, metrics=metrics,
+                            artifacts=artifacts, wall=time.perf_counter() - started, argv=self.command,
+                            notes=list(self.notes))
 
 
 class _Notes(list):
@@ -362,6 +386,14 @@ def _check_devices(cfg: RenderConfig) -> None:
                               fix="pass --device cpu (and --policy-device/--env-device cpu)")
 
 
+def _checkpoint_digest(path: Any) -> str:
+    """The checkpoint's SHA-256, through ``torchrl_render.artifacts.checkpoint_hash`` (looked up at call
+    time, as torchrl.render's pipeline does, so a script that replaces it there sees it used)."""
+    from . import artifacts
+
+    return artifacts.checkpoint_hash(path)
+
+
 def _close_quietly(env: Any) -> None:
     from .backends.mujoco import free_gymnasium_gl
 
@@ -370,16 +402,6 @@ def _close_quietly(env: Any) -> None:
         env.close()
     except Exception as exc:  # closing must not hide the run's own error
         log.warning("closing the env raised %s: %s", type(exc).__name__, exc)
-
-
-def _versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"python": sys.version.split()[0]}
-    for name in _VERSIONED:
-        try:
-            out[name] = importlib_metadata.version(name)
-        except importlib_metadata.PackageNotFoundError:
-            out[name] = None
-    return out
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:

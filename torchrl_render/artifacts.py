@@ -1,4 +1,5 @@
-"""``torchrl.render.artifacts``: :func:`write_render_artifact`, a face over :mod:`torchrl_render.spool`.
+"""``torchrl.render.artifacts``: :func:`write_render_artifact` (a face over :mod:`torchrl_render.spool`) and
+:func:`checkpoint_hash`, which the pipeline looks up here when it hashes the checkpoint.
 
 Example:
     >>> from torchrl_render.artifacts import write_render_artifact
@@ -8,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+from .compat import checkpoint_hash
 from .spool import write_render_artifact
 
-__all__ = ["write_render_artifact"]
+__all__ = ["checkpoint_hash", "write_render_artifact"]

@@ -11,17 +11,17 @@ Loading never runs code from the file unless asked to:
   component): read here, without importing torchrl, component by component
   and only when a component is asked for, so a trainer checkpoint's optimizer,
   replay buffer or collector is never read to render its policy. The payload is
-  a :class:`TorchRLCheckpoint` mapping laid out like ``torchrl.render``'s
+  a :class:`TorchRLCheckpoint` ``dict`` laid out like ``torchrl.render``'s
   (``model_state_dict`` = the ``policy`` component, environment metadata and
-  ``extra`` entries at the top level, ``frames``, ``metrics``, ``config``), and
-  every other component under its own name.
+  ``extra`` entries at the top level, ``frames``, ``metrics``, ``config``); every
+  other component is read only when named (``--checkpoint-key``).
 
 Example:
     >>> import tempfile, os, torch
     >>> path = os.path.join(tempfile.mkdtemp(), "p.pt")
-    >>> _ = save_render_checkpoint(path, torch.nn.Linear(2, 1), env_metadata={"env_name": "X-v0"})
-    >>> payload, digest = load_checkpoint(path)
-    >>> sorted(payload), len(digest)
+    >>> _ = save_render_checkpoint(path, torch.nn.Linear(2, 1), env_metadata={"env_name": "X-v0"}, format="pt")
+    >>> payload = load_checkpoint(path)
+    >>> sorted(payload), len(sha256_file(path))
     (['env_name', 'model_state_dict'], 64)
     >>> sorted(infer_state_dict(payload)[0])
     ['bias', 'weight']
@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,8 @@ from .safeload import CORRUPT_FIX as _CORRUPT_FIX
 from .safeload import torch_load as _torch_load
 from .torchrl_checkpoint import MANIFEST, TorchRLCheckpoint, is_torchrl_archive
 
-__all__ = ["TorchRLCheckpoint", "infer_state_dict", "load_checkpoint", "load_into_policy", "save_render_checkpoint",
-           "sha256_file"]
+__all__ = ["TorchRLCheckpoint", "check_payload", "infer_state_dict", "load_checkpoint", "load_into_policy",
+           "read_checkpoint", "save_render_checkpoint", "sha256_file"]
 
 STATE_DICT_KEYS = ("model_state_dict", "policy_state_dict", "state_dict", "policy", "model", "actor")
 _REMOTE = ("http://", "https://", "s3://", "gs://", "hf://", "ftp://")
@@ -71,7 +72,7 @@ def check_checkpoint_path(path: str | Path) -> Path:
     """Refuses remote URLs, missing files and folders that are not TorchRL checkpoints."""
     text = _URL.sub(r"\1://", str(path))  # Path("https://x") reads "https:/x": give the URL back its slashes
     if text.lower().startswith(_REMOTE) or "://" in text:
-        raise CheckpointError(f"checkpoint {text!r} is a URL; only local files are read",
+        raise CheckpointError(f"Only local checkpoint paths are read, and checkpoint {text!r} is a URL",
                               expected="a path to a local file", got=text,
                               fix="download it first (e.g. curl -LO), then pass the local path")
     p = Path(path).expanduser()
@@ -87,18 +88,65 @@ def check_checkpoint_path(path: str | Path) -> Path:
     return p
 
 
-def load_checkpoint(path: str | Path, *, trust: bool = False, map_location: Any = "cpu") -> tuple[Any, str]:
-    """Loads a local checkpoint safely; returns ``(payload, sha256)``."""
+def load_checkpoint(path: str | Path, map_location: Any = "cpu", *, weights_only: bool | None = None,
+                    trust: bool = False) -> Any:
+    """Loads a local checkpoint (torchrl.render's signature); returns its payload.
+
+    Nothing in the file runs unless it is trusted: ``.pt`` files load with ``weights_only=True``
+    and one that needs full unpickling is refused (:class:`~torchrl_render.UnsafeCheckpointError`)
+    unless ``weights_only=False`` or ``trust=True`` (the same thing; torchrl.render unpickles
+    legacy ``.pt`` files by default). TorchRL checkpoint folders and ``.torchrl`` archives load
+    component by component, ``.safetensors`` files natively.
+
+    Args:
+        path: A local file or TorchRL checkpoint folder (a URL is refused).
+        map_location: Where tensors are loaded (``torch.load``'s ``map_location``).
+
+    Keyword Args:
+        weights_only: ``False`` allows full unpickling; ``None`` and ``True`` do not.
+        trust: Our name for ``weights_only=False`` (``--trust-checkpoint``).
+
+    Example:
+        >>> import tempfile, os, torch
+        >>> path = os.path.join(tempfile.mkdtemp(), "w.pt"); torch.save({"w": torch.ones(1)}, path)
+        >>> load_checkpoint(path)["w"]
+        tensor([1.])
+    """
     p = check_checkpoint_path(path)
     if p.name == MANIFEST:  # the manifest of a TorchRL checkpoint folder stands for the folder
         p = p.parent
-    digest = sha256_file(p)
+    trust = bool(trust) or weights_only is False
     if p.is_dir() or is_torchrl_archive(p):
-        return TorchRLCheckpoint(p, trust=trust), digest
+        return TorchRLCheckpoint(p, trust=trust)
     if p.suffix == ".safetensors":
-        return _load_safetensors(p), digest
+        return _load_safetensors(p)
     with open(p, "rb") as fh:
-        return _torch_load(fh, str(path), p.stat().st_size, trust, map_location), digest
+        return _torch_load(fh, str(path), p.stat().st_size, trust, map_location)
+
+
+def check_payload(checkpoint: Any, where: str) -> None:
+    """Refuses what is not a loaded checkpoint payload, before a factory gets it as ``spec.checkpoint``.
+
+    ``(payload, sha256)`` (what a ``load_checkpoint`` of torchrl_render 0.1 returned) and a path would
+    otherwise reach the factories and the weight loading, which would find no state dict in them and
+    quietly keep the factory's random weights.
+    """
+    digest = (isinstance(checkpoint, tuple) and len(checkpoint) == 2 and isinstance(checkpoint[1], str)
+              and re.fullmatch(r"[0-9a-f]{64}", checkpoint[1]) is not None)
+    if digest or isinstance(checkpoint, (str, bytes, os.PathLike)):
+        got = "(payload, sha256)" if digest else f"{type(checkpoint).__name__} {str(checkpoint)[:120]!r}"
+        raise CheckpointError(f"{where}(checkpoint=...) takes the loaded checkpoint payload, and got {got}",
+                              expected="what load_checkpoint(path) returns (a mapping such as "
+                                       "{'model_state_dict': ...}), or None to load config.ckpt",
+                              got=got, fix="pass checkpoint=load_checkpoint(path) (the payload alone; its digest "
+                                           "goes to checkpoint_digest=checkpoint_hash(path))")
+
+
+def read_checkpoint(path: str | Path, *, trust: bool = False, map_location: Any = "cpu") -> tuple[Any, str]:
+    """``(payload, sha256)`` of a local checkpoint: :func:`load_checkpoint` and its digest."""
+    payload = load_checkpoint(path, map_location, trust=trust)
+    p = Path(path).expanduser()
+    return payload, sha256_file(p.parent if p.name == MANIFEST else p)
 
 
 def _load_safetensors(path: Path) -> dict[str, Any]:
@@ -158,6 +206,8 @@ def infer_state_dict(payload: Any, checkpoint_key: str | None = None,
 
 
 def _pick(payload: Any, key: str, flag: str) -> Any:
+    if isinstance(payload, TorchRLCheckpoint) and key not in payload and key in payload.components:
+        return payload.component(key)  # a component outside torchrl.render's layout, read when named
     if not isinstance(payload, Mapping) or key not in payload:
         keys = sorted(map(str, payload)) if isinstance(payload, Mapping) else []
         raise CheckpointError(f"the checkpoint has no entry {key!r}",
@@ -218,32 +268,31 @@ def save_render_checkpoint(path: str | Path | None, model: Any, *, env_metadata:
 
     The weights go under ``model_state_dict``; ``env_metadata`` entries are merged
     at the top level (as torchrl.render does) so that factories can rebuild the env.
-    Anything that would need unpickling is refused before the file is written.
-    ``path`` ``None`` or ``""`` writes nothing (returns ``None``). ``format="directory"`` or
-    ``"archive"`` writes a unified ``torchrl.checkpoint.Checkpoint`` instead (components
-    ``policy``, ``environment_metadata``, ``trainer_state``, ``metrics``, ``config``, ``extra``),
-    read back by :func:`load_checkpoint` into the same layout.
+    Anything that would need unpickling is refused before the file is written; the
+    parent folder is created. ``path`` ``None`` or ``""`` writes nothing (returns ``None``).
+
+    ``format``: ``None`` writes the ``torch.save`` payload with torchrl.render's ``FutureWarning``
+    (its default becomes a unified checkpoint in v0.15); ``"pt"`` writes the same file without
+    the warning; ``"directory"`` or ``"archive"`` write a unified ``torchrl.checkpoint.Checkpoint``
+    (components ``policy``, ``environment_metadata``, ``trainer_state``, ``metrics``, ``config``,
+    ``extra``), read back by :func:`load_checkpoint` into the same layout.
     """
     import torch
 
     if path is None or str(path) == "":
         return None
+    if format is None:
+        warnings.warn(_LEGACY_DEFAULT, FutureWarning, stacklevel=2)
     state = model.state_dict() if hasattr(model, "state_dict") else dict(model)
     state = {k: v.detach().cpu() for k, v in state.items()}
-    if format is not None:  # issue 13: torchrl's unified checkpoint
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if format not in (None, "pt"):
         from .torchrl_checkpoint import save_unified
 
-        return save_unified(Path(path), format, state, env_metadata, frames, metrics, config, extra)
-    payload: dict[str, Any] = {"model_state_dict": state}
-    payload.update(env_metadata or {})
-    if frames is not None:
-        payload["frames"] = int(frames)
-    for key, value in (("metrics", metrics), ("config", config)):
-        if value is not None:
-            payload[key] = dict(value)
-    payload.update(extra or {})
+        return save_unified(path, format, state, env_metadata, frames, metrics, config, extra)
+    payload = _legacy_payload(state, env_metadata, frames, metrics, config, extra)
     _check_safe(payload, "payload")
-    path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         torch.save(payload, tmp)
@@ -251,6 +300,25 @@ def save_render_checkpoint(path: str | Path | None, model: Any, *, env_metadata:
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _legacy_payload(state: dict[str, Any], env_metadata: Mapping[str, Any] | None, frames: int | None,
+                    metrics: Mapping[str, Any] | None, config: Mapping[str, Any] | None,
+                    extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """torchrl.render's ``.pt`` layout: the weights, the env metadata merged at the top, then the rest."""
+    payload: dict[str, Any] = {"model_state_dict": state, **(env_metadata or {})}
+    if frames is not None:
+        payload["frames"] = int(frames)
+    for key, value in (("metrics", metrics), ("config", config)):
+        if value is not None:
+            payload[key] = dict(value)
+    payload.update(extra or {})
+    return payload
+
+
+_LEGACY_DEFAULT = ("save_render_checkpoint(format=None) writes the legacy torch.save payload; as in torchrl.render, "
+                   "the default changes to a unified TorchRL checkpoint in v0.15. Pass format='archive' or "
+                   "format='directory' to opt in now, or format='pt' to keep the .pt file without this warning.")
 
 
 def _check_safe(obj: Any, where: str) -> None:

@@ -3,8 +3,9 @@
 Every config field is a flag (``num_trajs`` -> ``--num-trajs``; booleans get a
 ``--no-...`` twin or their named opposite, e.g. ``--stochastic``); choices come
 from the field metadata and the registries, never from a hand-copied list.
-A user error prints one paragraph and exits with code 2; ``--debug`` adds the
-traceback. Ctrl-C exits with 130. On success the artifact path is printed.
+A user error prints one paragraph and exits with code 2 (``main`` raises ``SystemExit(2)``, as argparse
+and torchrl.render's ``main`` do; it returns 0 on success); ``--debug`` adds the traceback. Ctrl-C exits
+with 130. On success the artifact path is printed.
 """
 
 from __future__ import annotations
@@ -172,10 +173,17 @@ def _default_text(f: dataclasses.Field) -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> RenderConfig:
-    """Merges ``--config FILE`` (if any) with the flags given; flags win."""
+    """Merges ``--config FILE`` (if any) with the flags given; flags win.
+
+    As torchrl.render's CLI does, an ``ipynb`` report saves its rollouts (``save_rollout``) unless
+    ``--save-rollout``/``--no-save-rollout`` says otherwise or the notebook rolls out by itself (``live``).
+    """
     data: dict[str, Any] = load_mapping(args.config) if args.config else {}
     data.update(fields_from_args(args, RenderConfig))
-    return RenderConfig.from_dict(data)
+    cfg = RenderConfig.from_dict(data)
+    if cfg.format == "ipynb" and data.get("save_rollout") is None:
+        cfg = dataclasses.replace(cfg, save_rollout=cfg.notebook_rollout_mode != "live")
+    return cfg
 
 
 def _print_registry(kind: str) -> None:
@@ -201,7 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         import importlib
 
         module, _, func = SUBCOMMANDS[argv[0]].partition(":")
-        return getattr(importlib.import_module(module), func)(argv[1:])
+        code = getattr(importlib.import_module(module), func)(argv[1:])
+        if code:
+            raise SystemExit(code)
+        return 0
     args = build_parser().parse_args(argv)
     _configure_logging(args.debug, args.quiet)
     try:
@@ -211,9 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = config_from_args(args)
         if args.quiet and cfg.progress is None:
             cfg.progress = False
-        if args.print_config:
+        if args.print_config or cfg.dry_run:  # torchrl.render prints the config for --dry-run too
             print(cfg.to_json())
-            return 0
+            if args.print_config:
+                return 0
         from .api import render_policy
 
         result = render_policy(cfg, command=[PROG, *argv])
@@ -221,10 +233,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one paragraph, always
-        return 2
+        raise SystemExit(2) from None
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing was written at the output path", file=sys.stderr)
-        return 130
+        raise SystemExit(130) from None
     _report(result, cfg, args.quiet)
     return 0
 
@@ -256,8 +268,10 @@ def _report(result: Any, cfg: RenderConfig, quiet: bool) -> None:
     if cfg.validate_only:
         print("configuration is valid")
         return
-    if cfg.dry_run:
-        print("dry run: everything resolved; would write " + ", ".join(result.metadata["planned_paths"]))
+    if cfg.dry_run or cfg.check_setup:
+        what = "everything resolved" if cfg.check_setup else "nothing was imported or built"
+        print(f"{'check setup' if cfg.check_setup else 'dry run'}: {what}; would write "
+              + ", ".join(result.metadata["planned_paths"]))
         return
     if not quiet:
         agg = result.metrics.get("aggregated", {})
@@ -269,5 +283,5 @@ def _report(result: Any, cfg: RenderConfig, quiet: bool) -> None:
                   f"{agg['n_episodes']} episode(s) in {agg['eval_s']:.1f}s", file=sys.stderr)
         for note in result.warnings:
             print(f"note: {note}", file=sys.stderr)
-    for path in result.frame_paths:
-        print(path)
+    for artifact in result.artifacts:  # the files and folders written (a PNG folder once, not each frame)
+        print(artifact.path)

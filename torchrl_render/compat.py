@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -148,11 +149,14 @@ def make_render_env(config: Any, checkpoint: Any | None = None) -> Any:
     enforced by the engine (no ``StepCounter`` is appended: :func:`add_step_counter` adds one).
     """
     from .api import _Run
+    from .checkpoint import check_payload
     from .envs import build_env
     from .gl import ensure_headless_gl
 
+    check_payload(checkpoint, "make_render_env")
     ensure_headless_gl()
-    return build_env(config, checkpoint, render_mode=_Run(config, None)._render_mode())
+    framed = dataclasses.replace(config, result_frames=True)  # collect_render_rollouts keeps frames, for any format
+    return build_env(config, checkpoint, render_mode=_Run(framed, None)._render_mode())
 
 
 def normalize_env(env: Any, config: Any) -> Any:
@@ -263,12 +267,13 @@ def load_render_policy(config: Any, env: Any | None = None, *, checkpoint: Any |
         A :class:`TensorDictPolicyAdapter` whose ``runner`` is our policy runner (dtype and device
         casts, action checks), used by :func:`collect_render_rollouts`.
     """
-    from .checkpoint import load_checkpoint
+    from .checkpoint import check_payload, load_checkpoint
     from .policies import build_policy
 
+    check_payload(checkpoint, "load_render_policy")
     if checkpoint is None and config.ckpt is not None:
-        checkpoint, digest = load_checkpoint(config.ckpt, trust=config.trust_checkpoint)
-        checkpoint_digest = checkpoint_digest or digest
+        checkpoint = load_checkpoint(config.ckpt, config.policy_device or config.device,
+                                     trust=config.trust_checkpoint)
     if checkpoint_digest is None and config.ckpt is not None:
         checkpoint_digest = checkpoint_hash(config.ckpt)
     if env is None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .engine.seeding import SEED_MODES
 from .errors import ConfigError, did_you_mean
 
 __all__ = ["RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "key_to_string",
@@ -108,6 +109,10 @@ class RenderConfig:
     exploration_mode: str | None = _f(None, help="TorchRL exploration type; overrides --deterministic.",
                                       choices=EXPLORATION_MODES)
     seed: int | None = _f(0, help="Base seed; trajectory i uses seed+i.")
+    seed_mode: str = _f("per-episode", help="per-episode: episode i is reset with seed+i as its env's ecosystem "
+                        "seeds it (gymnasium's reset(seed=seed+i)); torchrl: as torchrl.render, the env is seeded "
+                        "once (env.set_seed(seed)) and its episodes follow one another (--num-envs 1).",
+                        choices=SEED_MODES)
     device: str = _f("cpu", help="Default device for env and policy.")
     policy_device: str | None = _f(None, help="Policy device (default: --device).")
     env_device: str | None = _f(None, help="Env device (default: --device).")
@@ -157,7 +162,10 @@ class RenderConfig:
     notebook_embed_limit_mb: float = _f(20.0, help="ipynb only: embed videos up to this many MB, link the rest.")
     notebook_preview: bool = _f(True, help="ipynb only: add an animated PNG preview (GitHub blocks <video>).")
     overwrite: bool = _f(False, help="Replace an existing --out.")
-    dry_run: bool = _f(False, help="Resolve and validate everything, then stop before rolling out.")
+    dry_run: bool = _f(False, help="Print the validated config and the paths it would write, then stop: nothing "
+                                   "is imported, loaded or built (as torchrl.render's --dry-run).")
+    check_setup: bool = _f(False, help="Load the checkpoint and build the env, policy and render backend as a run "
+                                       "would, then stop before rolling out.")
     validate_only: bool = _f(False, help="Validate the configuration only (no imports, no files).")
     # -- issue 12: 3-D replay (html format, notebooks, replays from saved rollouts); torchrl.render's names --
     notebook_render_backend: str = _f("auto", help="ipynb only: mujoco_wasm embeds the 3-D replay per episode "
@@ -165,7 +173,7 @@ class RenderConfig:
                                       "envs.", choices=NOTEBOOK_RENDER_BACKENDS)
     mujoco_model_path: str | Path | None = _f(None, help="MuJoCo model file (XML/MJB) to replay saved rollouts "
                                               "with (python -m torchrl_render replay).")
-    mujoco_asset_paths: list[str] = _f([], help="Comma-separated files or folders holding the model's assets "
+    mujoco_asset_paths: list[Path] = _f([], help="Comma-separated files or folders holding the model's assets "
                                        "(meshes, textures) when they are not beside the model file; the flag "
                                        "may be repeated.", multiple=True)
     mujoco_qpos_key: NestedKey | None = _f(None, help="Record MuJoCo qpos in the rollouts under this key "
@@ -224,6 +232,7 @@ class RenderConfig:
             if data[name] is not None and not isinstance(data[name], str):
                 data[name] = callable_name(data[name])
         data["camera"] = list(data["camera"])
+        data["mujoco_asset_paths"] = [str(p) for p in data["mujoco_asset_paths"]]
         return json.loads(json.dumps(data, default=str))
 
     def to_json(self, **kwargs: Any) -> str:
@@ -296,7 +305,7 @@ def _normalise_replay(cfg: RenderConfig) -> None:
     if not isinstance(assets, (list, tuple)) or not all(isinstance(a, (str, Path)) for a in assets):
         raise ConfigError("mujoco_asset_paths must be paths", expected="'meshes/,textures/' or a list of paths",
                           got=repr(assets), fix="pass e.g. --mujoco-asset-paths assets/")
-    cfg.mujoco_asset_paths = [str(a) for a in assets]
+    cfg.mujoco_asset_paths = [Path(a) for a in assets]
     if cfg.mujoco_qpos_key is not None:
         cfg.mujoco_qpos_key = parse_nested_key(cfg.mujoco_qpos_key, "mujoco_qpos_key")
 
@@ -332,9 +341,9 @@ def _validate(cfg: RenderConfig) -> None:
     from .backends import BACKENDS
 
     for name, flag in (("policy", "--policy mypkg.policy:make_policy"), ("env", "--env HalfCheetah-v5")):
-        if getattr(cfg, name) is None:
-            raise ConfigError(f"no {name} was given", expected=f"{'an' if name == 'env' else 'a'} {name} factory spec",
-                              got="nothing",
+        if getattr(cfg, name) is None:  # the first words are torchrl.render's message, which scripts match
+            raise ConfigError(f"Missing required rlrender option --{name}: no {name} was given",
+                              expected=f"{'an' if name == 'env' else 'a'} {name} factory spec", got="nothing",
                               fix=f"pass {flag} (or {name}=... in the config file)")
     if not (isinstance(cfg.policy, str) or callable(cfg.policy)):
         raise ConfigError("policy must be a factory", expected="'module:object', 'file.py:object' or a callable",
@@ -349,6 +358,10 @@ def _validate(cfg: RenderConfig) -> None:
     if not (isinstance(cfg.env, str) or callable(cfg.env) or _is_env_object(cfg.env)):
         raise ConfigError("env must be a factory or an env id", expected="'module:object', a gymnasium id or a callable",
                           got=type(cfg.env).__name__, fix="pass e.g. env='HalfCheetah-v5'")
+    if cfg.seed_mode == "torchrl" and cfg.num_envs > 1:
+        raise ConfigError("seed_mode='torchrl' seeds one env once and runs its episodes one after another, so it "
+                          "takes one env", expected="--num-envs 1 with --seed-mode torchrl", got=cfg.num_envs,
+                          fix="drop --num-envs, or use --seed-mode per-episode (episode i seeded seed+i)")
     if cfg.num_envs > 1 and _is_env_object(cfg.env):
         raise ConfigError(f"an env object cannot be copied into {cfg.num_envs} env workers: each one builds its own "
                           "env", expected="with num_envs > 1, a factory: 'module:object', a gymnasium id, or a callable",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Artifact", "FrameBundle", "RenderResult"]
+__all__ = ["Artifact", "FrameBundle", "RenderResult", "frame_paths"]
 
 
 @dataclass
@@ -147,3 +147,18 @@ class RenderResult:
         from .notebook import result_mimebundle
 
         return result_mimebundle(self, include, exclude)
+
+
+def frame_paths(artifacts: list[Artifact]) -> list[Path]:
+    """``RenderResult.frame_paths``: each artifact's file, and a PNG folder's PNG files (torchrl.render lists
+    every frame file there).
+
+    Example:
+        >>> frame_paths([Artifact(Path("run.mp4"), "mp4")])
+        [PosixPath('run.mp4')]
+    """
+    paths: list[Path] = []
+    for artifact in artifacts:
+        folder = artifact.path.is_dir() and artifact.format == "frames"
+        paths.extend(sorted(artifact.path.rglob("*.png")) if folder else [artifact.path])
+    return paths

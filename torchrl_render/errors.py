@@ -87,8 +87,9 @@ class ResolveError(RenderError, ImportError):
     """A ``"module:object"`` spec cannot be imported or called."""
 
 
-class CheckpointError(RenderError):
-    """A checkpoint is missing, unreadable or does not fit the policy."""
+class CheckpointError(RenderError, ValueError):
+    """A checkpoint is missing, unreadable or does not fit the policy (a ``ValueError``, as torchrl.render's
+    error for a remote checkpoint path)."""
 
 
 class UnsafeCheckpointError(CheckpointError):

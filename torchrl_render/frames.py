@@ -38,7 +38,7 @@ def to_uint8_hwc(frame: Any) -> np.ndarray:
         raise ConfigError("a frame must be an image", expected="an array of shape (H, W, C) or (C, H, W)",
                           got=f"shape {tuple(arr.shape)}",
                           fix="render one image per step (drop batch dimensions)")
-    if arr.shape[-1] not in (1, 3, 4) and arr.shape[0] in (1, 3, 4):
+    if _channels_first(arr.shape):
         arr = np.moveaxis(arr, 0, -1)
     channels = arr.shape[-1]
     if channels not in (1, 3, 4):
@@ -52,6 +52,12 @@ def to_uint8_hwc(frame: Any) -> np.ndarray:
     if arr.dtype != np.uint8:
         arr = _to_uint8(arr)
     return np.ascontiguousarray(arr)
+
+
+def _channels_first(shape: tuple[int, ...]) -> bool:
+    """CHW: 1 or 3 leading channels and a last axis that is not 3 (torchrl.render's rule, so (3, H, 4) is
+    CHW, not a 3-row RGBA image), or 4 leading channels before a last axis that is no channel count."""
+    return (shape[0] in (1, 3) and shape[-1] != 3) or (shape[0] == 4 and shape[-1] not in (1, 3, 4))
 
 
 def _as_numpy(frame: Any) -> np.ndarray:

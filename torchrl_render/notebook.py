@@ -28,8 +28,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EMBED_LIMIT_BYTES", "Media", "artifact_html", "artifact_mimebundle", "display_width", "metrics_html",
-           "metrics_markdown", "result_html", "result_mimebundle", "result_text", "show", "video_html", "viewer_html"]
+__all__ = ["EMBED_LIMIT_BYTES", "Media", "artifact_html", "artifact_mimebundle", "build_notebook", "display_width",
+           "metrics_html", "metrics_markdown", "result_html", "result_mimebundle", "result_text", "show", "video_html",
+           "viewer_html", "write_render_notebook"]
 
 EMBED_LIMIT_BYTES = 20 * 2**20
 """Default cap on the video bytes embedded in one output or one report notebook (20 MiB)."""
@@ -248,6 +249,43 @@ def show(source: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES, width: int
         display(media._repr_mimebundle_(), raw=True)
         media._shown_in = getattr(shell, "execution_count", None)
     return media
+
+
+def build_notebook(result: Any, config: Any) -> dict[str, Any]:
+    """torchrl.render's notebook builder: the report notebook of ``result`` (not executed), as JSON-ready ``dict``.
+
+    Its cells are the report's (:func:`torchrl_render.report.build_report`): the run's mp4 artifacts are
+    embedded while they fit the embedding limit; the asset folder is ``config``'s.
+    """
+    import json
+
+    import nbformat
+
+    from .report import ReportVideo, build_report, equivalent_command
+    from .writers.notebook_paths import asset_folder, portable_config, relative
+
+    videos, budget = [], EMBED_LIMIT_BYTES
+    for i, path in enumerate(p for p in map(Path, result.frame_paths) if p.suffix.lower() == ".mp4" and p.is_file()):
+        size = path.stat().st_size
+        fits = size <= budget
+        budget -= size if fits else 0
+        videos.append(ReportVideo(i, path.name, size, path.read_bytes() if fits else None))
+    assets = asset_folder(Path(config.out), config)
+    nb = build_report(config=portable_config(config), metrics=getattr(result, "metrics", None) or {},
+                      videos=videos, mode=config.notebook_rollout_mode, command=equivalent_command(config.to_dict()),
+                      assets=(relative(assets, Path(config.out).parent), str(assets.absolute())))
+    return json.loads(nbformat.writes(nb))
+
+
+def write_render_notebook(result: Any, config: Any, path: str | Path) -> Path:
+    """Writes :func:`build_notebook`'s notebook to ``path`` (not executed); returns ``path``."""
+    import json
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(build_notebook(result, config), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
 
 
 def page_iframe(url: str, *, width: str = "100%", height: int = 560) -> str:

@@ -81,7 +81,7 @@ class Registry:
             name = name if isinstance(name, str) else repr(name)
             raise ConfigError(
                 f"unknown {self.kind} {name!r}.{did_you_mean(name, self.table)}",
-                expected=f"one of {', '.join(self.table)}", got=name,
+                expected=f"{self.kind} must be one of {', '.join(self.table)}", got=name,
                 fix=f"pick one of the listed {self.kind}s")
         return self.table[name]
 

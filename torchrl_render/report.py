@@ -1,16 +1,20 @@
 """The report notebook: the ``.ipynb`` that the ipynb writer executes and writes.
 
-:func:`build_report` assembles it with nbformat (imported when called): a title, the run's
-config, the metrics tables and a return plot, one cell per rendered episode with its video
-(embedded or linked, built with :func:`torchrl_render.notebook.video_html`), and editable
-cells that roll the policy out again. :func:`equivalent_command` writes the command line
-that reproduces a config. Executing and writing the notebook is the ipynb writer's job
-(:mod:`torchrl_render.writers.ipynb`).
+:func:`build_report` assembles it with nbformat (imported when called). Its first five cells
+are laid out as torchrl.render's report, whose users run them by index: a title, the metrics,
+``render_config`` (the run's config), the asset folder's ``metadata`` and saved ``rollouts``,
+and ``cfg`` (the :class:`~torchrl_render.RenderConfig` rebuilt). Then a return plot, one cell per
+rendered episode with its video (embedded or linked, built with
+:func:`torchrl_render.notebook.video_html`), and cells that roll the policy out again: in
+``saved`` mode a ``render_policy`` re-run left for the reader; in ``live``/``both`` mode
+torchrl.render's ``collect_rollouts_in_notebook()`` (the same calls), then its files written
+and shown. :func:`equivalent_command` writes the command line that reproduces a config.
+Executing and writing the notebook is the ipynb writer's job (:mod:`torchrl_render.writers.ipynb`).
 
 Example:
     >>> nb = build_report(config={"policy": "m:p", "env": "E"}, metrics={}, mode="live")
     >>> [c.id for c in nb.cells]
-    ['title', 'config', 'rerun-heading', 'rerun-kwargs', 'rerun', 'live-plot']
+    ['title', 'metrics', 'config', 'assets', 'cfg', 'rerun-heading', 'live-rollout', 'live-show', 'live-plot']
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from .notebook import EMBED_LIMIT_BYTES, _fmt, _mb, metrics_markdown, video_html
+from .report_cells import (ASSETS, CFG, LIVE_OVERRIDES, LIVE_SHOW, NO_METRICS, config_source, kwargs_source, literal,
+                           live_source, rerun_heading, rerun_source)
 
 __all__ = ["LIVE_OVERRIDES", "ReportVideo", "build_report", "equivalent_command"]
 
@@ -58,23 +64,20 @@ class ReportVideo:
     viewer: str | None = None
 
 
-LIVE_OVERRIDES = {"format": "mp4", "overwrite": True, "metadata": None, "progress": False,
-                  "notebook_rollout_mode": "saved", "split_trajectories": False, "save_frames": False,
-                  "frame_dir": None, "save_rollout": False, "save_tensordicts": False, "artifact_dir": None,
-                  "dry_run": False, "validate_only": False}
-"""What the live/re-run cell changes in the run's config: one mp4 beside the notebook, no side files."""
 
 
 def build_report(*, config: dict[str, Any], metrics: dict[str, Any], videos: Sequence[ReportVideo] = (),
                  mode: str = "saved", command: str | None = None, live_out: str = "render_live.mp4",
-                 search_path: Sequence[str] = (), title: str | None = None) -> Any:
+                 search_path: Sequence[str] = (), title: str | None = None,
+                 assets: tuple[str, str] = ("render", "render")) -> Any:
     """The report notebook (an ``nbformat.NotebookNode``, v4.5 with cell ids; not executed).
 
-    Cells: ``title``, ``config``; in ``saved``/``both`` mode ``metrics`` (tables), ``returns-plot``,
-    ``episodes`` and one ``episode-<i>`` per video (outputs filled in, tagged ``skip-execution``);
-    then ``rerun-heading``, ``rerun-kwargs`` (editable env/policy kwargs) and ``rerun`` (runs
-    :func:`render_policy`; tagged ``skip-execution`` in ``saved`` mode), and in ``live``/``both``
-    mode ``live-plot``.
+    Cells: ``title``, ``metrics`` (tables), ``config`` (``render_config``), ``assets`` (``metadata``,
+    ``rollouts``), ``cfg``; in ``saved``/``both`` mode ``returns-plot``, ``episodes`` and one
+    ``episode-<i>`` per video (outputs filled in, tagged ``skip-execution``); then ``rerun-heading``;
+    in ``saved`` mode ``rerun-kwargs`` (editable env/policy kwargs) and ``rerun`` (runs
+    :func:`render_policy`, tagged ``skip-execution``); in ``live``/``both`` mode ``live-rollout``
+    (``collect_rollouts_in_notebook()``), ``live-show`` (writes and shows its files), ``live-plot``.
 
     Args:
         config: ``RenderConfig.to_dict()`` of the run (paths best made absolute).
@@ -85,33 +88,49 @@ def build_report(*, config: dict[str, Any], metrics: dict[str, Any], videos: Seq
         live_out: The mp4 the re-run/live cell writes (relative to the notebook).
         search_path: Folders the kernel adds to ``sys.path`` to import the env/policy factories.
         title: The heading (default from the env and policy specs).
+        assets: The asset folder (``metadata.json``, ``rollouts/``): relative to the notebook, and absolute.
     """
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+    summary = metrics_markdown(metrics) if mode != "live" else NO_METRICS
     cells = [new_markdown_cell(_title_source(config, metrics, mode, command, title), id="title"),
-             new_code_cell(_config_source(config), id="config")]
+             new_markdown_cell("## Metrics\n\n" + summary, id="metrics"),
+             new_code_cell(config_source(config), id="config"),
+             new_code_cell(ASSETS.format(relative=assets[0], absolute=assets[1]), id="assets"),
+             new_code_cell(CFG, id="cfg")]
     if mode in ("saved", "both"):
-        cells.append(new_markdown_cell("## Metrics\n\n" + metrics_markdown(metrics), id="metrics"))
-        episodes = metrics.get("per_episode") or []
-        if episodes:
-            cells.append(new_code_cell(_saved_plot_source(episodes), id="returns-plot"))
-        cells.append(new_markdown_cell(_episodes_source(videos), id="episodes"))
-        cells += [_video_cell(v) for v in videos]
-    cells.append(new_markdown_cell(_rerun_heading(mode, live_out), id="rerun-heading"))
-    cells.append(new_code_cell(_kwargs_source(config, live_out, search_path), id="rerun-kwargs"))
-    rerun = new_code_cell(_rerun_source(config), id="rerun")
-    if mode == "saved":
-        rerun.metadata["tags"] = ["skip-execution"]
-    cells.append(rerun)
-    if mode in ("live", "both"):
-        cells.append(new_code_cell(_LIVE_PLOT, id="live-plot"))
+        cells += _episode_cells(metrics, videos)
+    cells.append(new_markdown_cell(rerun_heading(mode, live_out), id="rerun-heading"))
+    cells += _rollout_cells(mode, config, live_out, search_path)
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
         "torchrl_render": {"mode": mode, "config": config}})
     nbformat.validate(nb)
     return nb
+
+
+def _episode_cells(metrics: dict[str, Any], videos: Sequence[ReportVideo]) -> list[Any]:
+    """The saved rollout: the return plot, then one cell per rendered episode."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell
+
+    episodes = metrics.get("per_episode") or []
+    cells = [new_code_cell(_saved_plot_source(episodes), id="returns-plot")] if episodes else []
+    cells.append(new_markdown_cell(_episodes_source(videos), id="episodes"))
+    return cells + [_video_cell(v) for v in videos]
+
+
+def _rollout_cells(mode: str, config: dict[str, Any], live_out: str, search_path: Sequence[str]) -> list[Any]:
+    """Saved: the re-run left for the reader; live/both: torchrl.render's in-notebook collection, shown."""
+    from nbformat.v4 import new_code_cell
+
+    if mode != "saved":
+        return [new_code_cell(live_source(config, live_out, search_path), id="live-rollout"),
+                new_code_cell(LIVE_SHOW, id="live-show"), new_code_cell(_LIVE_PLOT, id="live-plot")]
+    rerun = new_code_cell(rerun_source(config), id="rerun")
+    rerun.metadata["tags"] = ["skip-execution"]
+    return [new_code_cell(kwargs_source(config, live_out, search_path), id="rerun-kwargs"), rerun]
 
 
 def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, command: str | None,
@@ -130,11 +149,6 @@ def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, co
     return "\n".join(lines)
 
 
-def _config_source(config: dict[str, Any]) -> str:
-    return ("# The configuration of this run (RenderConfig.to_dict()); the re-run cells below start from it.\n"
-            "config = " + _literal(config) + "\n")
-
-
 _PLOT_TAIL = """fig, ax = plt.subplots(figsize=(7, 3))
 ax.plot(episodes, returns, marker="o", label="return")
 if returns:
@@ -145,8 +159,8 @@ plt.show()
 """
 
 _LIVE_PLOT = ("import matplotlib.pyplot as plt\n\n"
-              "episodes = [e[\"episode_ix\"] for e in result.metrics[\"per_episode\"]]\n"
-              "returns = [e[\"sum_reward\"] for e in result.metrics[\"per_episode\"]]\n"
+              "episodes = [e[\"episode_ix\"] for e in live_result.metrics[\"per_episode\"]]\n"
+              "returns = [e[\"sum_reward\"] for e in live_result.metrics[\"per_episode\"]]\n"
               + _PLOT_TAIL.format(title="Return per episode (live rollout)"))
 
 
@@ -173,7 +187,10 @@ def _video_cell(video: ReportVideo) -> Any:
     from nbformat.v4 import new_code_cell, new_output
 
     caption = _episode_caption(video)
-    if video.data is not None:
+    if not video.name:  # no frames were rendered (--render-backend null): the 3-D replay alone
+        source = f"# {caption}: its 3-D replay is below (re-running this cell is not needed)."
+        html_text = ""
+    elif video.data is not None:
         source = f"# {caption}: embedded below (re-running this cell is not needed)."
         html_text = video_html(video.data, caption=caption, width=video.width)
     else:
@@ -185,8 +202,8 @@ def _video_cell(video: ReportVideo) -> Any:
         from .notebook import viewer_html
 
         html_text = ('<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'
-                     f'<div>{html_text}</div><div style="flex:1 1 520px;min-width:320px">'
-                     f"{viewer_html(video.viewer)}</div></div>")
+                     + (f'<div>{html_text}</div>' if html_text else "")
+                     + f'<div style="flex:1 1 520px;min-width:320px">{viewer_html(video.viewer)}</div></div>')
     outputs = [new_output("display_data", data={"text/html": html_text, "text/plain": caption})]
     if video.preview is not None:
         outputs.append(new_output("display_data", data={
@@ -224,41 +241,6 @@ def _linked_note(video: ReportVideo) -> str:
     return (f'<p style="font-size:90%">Not embedded: {html.escape(why)}, so it is linked: '
             f'<a href="{html.escape(video.name)}">{html.escape(video.name)}</a> beside the notebook. It plays in '
             "Jupyter while that file stays beside the notebook; GitHub and nbviewer cannot play it.</p>")
-
-
-def _rerun_heading(mode: str, live_out: str) -> str:
-    if mode == "saved":
-        return ("## Re-run the evaluation\n\nEdit the kwargs below if you like, then run the next two cells: "
-                f"they roll the policy out again in this kernel, write `{live_out}` beside the notebook and "
-                "show its video(s) and metrics. (The re-run cell was not run when the report was written.)")
-    return ("## Live rollout\n\nThese cells roll the policy out in this kernel (they ran when the notebook was "
-            f"written): edit the env and policy kwargs and run them again. They write `{live_out}` beside "
-            "the notebook and show its video(s) and metrics.")
-
-
-def _kwargs_source(config: dict[str, Any], live_out: str, search_path: Sequence[str]) -> str:
-    lines = ["# Editable: keyword arguments of the env and policy factories, and the mp4 the rollout writes.",
-             "env_kwargs = " + _literal(config.get("env_kwargs") or {}),
-             "policy_kwargs = " + _literal(config.get("policy_kwargs") or {}),
-             f"live_out = {live_out!r}",
-             "# The rollout is shown live below while it runs (the live page, served on localhost on this port,",
-             "# or a free one; over SSH forward it: ssh -L PORT:127.0.0.1:PORT host). None: no live view.",
-             f"live_port = {int(config.get('notebook_viewer_port') or 5178)!r}"]
-    if search_path:
-        lines += ["", "# Folders the env and policy factories are imported from (the original run's).",
-                  "import sys", "", f"for folder in {list(search_path)!r}:",
-                  "    if folder not in sys.path:", "        sys.path.insert(0, folder)"]
-    return "\n".join(lines) + "\n"
-
-
-def _rerun_source(config: dict[str, Any]) -> str:
-    overrides = {k: v for k, v in LIVE_OVERRIDES.items() if k in config}
-    return ("from torchrl_render import RenderConfig, render_policy\n\n"
-            "overrides = " + _literal(overrides) + "\n"
-            "result = render_policy(RenderConfig.from_dict(\n"
-            "    {**config, **overrides, \"out\": live_out, \"env_kwargs\": env_kwargs, "
-            "\"policy_kwargs\": policy_kwargs, \"live\": live_port}))\n"
-            "result  # the video(s) and the metrics table\n")
 
 
 def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> str:
@@ -307,14 +289,6 @@ def _default_of(f: Any) -> Any:
     return dataclasses.MISSING
 
 
-def _literal(data: dict[str, Any]) -> str:
-    """A dict as Python source: one line when short, else one key per line."""
-    one = repr(data)
-    if len(one) <= 88:
-        return one
-    return "{\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in data.items()) + "}"
-
-
 def _episode_caption(video: ReportVideo) -> str:
     m = video.metrics or {}
     bits = [f"Episode {video.episode}"]
@@ -326,5 +300,6 @@ def _episode_caption(video: ReportVideo) -> str:
         bits.append(f"return {_fmt(float(m['sum_reward']))}")
     if m.get("success") is not None:
         bits.append("success" if m["success"] else "failure")
-    bits.append(f"{_mb(video.size)} mp4")
+    if video.name:
+        bits.append(f"{_mb(video.size)} mp4")
     return ", ".join(bits)

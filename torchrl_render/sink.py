@@ -153,7 +153,7 @@ class Sink:
 
     def _finish(self, captured: dict[str, Any] | None, record: Any, metrics: dict[str, Any]) -> None:
         if not captured:
-            if record.step == 0:
+            if record.step == 0 and getattr(self.run, "format_frames", True):  # not when only result.frames asked
                 raise NoFramesError(
                     f"the {self.backend.name!r} render backend returned no frame, and format {self.cfg.format!r} "
                     "needs frames", fix=("pass render_mode='rgb_array' to the env (--render-mode rgb_array), ask "

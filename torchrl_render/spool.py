@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import _Run, _write_json_atomic
+from .data import frame_paths
 from .data import RenderResult
 from .errors import NoFramesError, OutputExistsError
 
@@ -39,6 +40,10 @@ class _GivenRun(_Run):
     def __init__(self, cfg: Any, env: Any, policy: Any) -> None:
         super().__init__(cfg, None)
         self.given_env, self.given_policy = env, policy
+
+    def write_sidecars(self, meta: dict[str, Any]) -> None:
+        """The spool's sidecar only: the metadata inside the artifacts is added once they are in place."""
+        _write_json_atomic(self.sidecar, meta)
 
     def _checkpoint(self) -> tuple[Any, str | None]:
         payload = getattr(self.given_policy, "checkpoint", None)
@@ -66,7 +71,9 @@ class _GivenRun(_Run):
 
 def _spool_config(config: Any, spool: Path) -> Any:
     """``config`` with every output inside ``spool`` under the same names."""
-    changes: dict[str, Any] = {"out": spool / Path(config.out).name, "overwrite": True, "artifact_dir": None}
+    # the frames stay in the result too, as torchrl.render's collect_render_rollouts returns them
+    changes: dict[str, Any] = {"out": spool / Path(config.out).name, "overwrite": True, "artifact_dir": None,
+                               "result_frames": True}
     if config.metadata is not None:
         changes["metadata"] = spool / Path(config.metadata).name
     if config.frame_dir is not None:
@@ -120,7 +127,7 @@ def write_render_artifact(result: RenderResult, config: Any) -> RenderResult:
     for source, target in moves.items():
         _replace(source, target)
     _rewrite_paths(result, {str(s): str(t) for s, t in moves.items()}, config)
-    _write_json_atomic(real.sidecar, result.metadata)
+    real.write_sidecars(result.metadata)
     spool.cleanup()
     del result._spool  # type: ignore[attr-defined]
     return result
@@ -167,7 +174,7 @@ def _encode_frames(result: RenderResult, config: Any) -> RenderResult:
         group.abort()
         raise
     artifacts = group.close()
-    result.artifacts, result.frame_paths = artifacts, [a.path for a in artifacts]
+    result.artifacts, result.frame_paths = artifacts, frame_paths(artifacts)
     result.artifact_path = artifacts[0].path if artifacts else None
     result.metadata["artifacts"] = [a.to_dict() for a in artifacts]
     _write_json_atomic(Path(config.metadata or f"{config.out}.metadata.json"), result.metadata)

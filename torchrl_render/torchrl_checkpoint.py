@@ -19,10 +19,10 @@ Example:
     >>> from torchrl.checkpoint import Checkpoint
     >>> path = Checkpoint(policy=torch.nn.Linear(2, 1), metrics={"r": 1.0}).save(tempfile.mkdtemp() + "/ck")
     >>> ckpt = TorchRLCheckpoint(path)
-    >>> sorted(ckpt), ckpt.loaded
-    (['metrics', 'model_state_dict', 'policy'], [])
-    >>> sorted(ckpt["model_state_dict"]), ckpt.loaded
-    (['bias', 'weight'], ['policy'])
+    >>> sorted(ckpt), ckpt.loaded, isinstance(ckpt, dict)
+    (['metrics', 'model_state_dict'], ['metrics', 'policy'], True)
+    >>> sorted(ckpt["model_state_dict"])
+    ['bias', 'weight']
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import io
 import json
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -84,40 +84,43 @@ class _Source:
                                got=why, fix="re-save the checkpoint, or copy it again (it may be incomplete)")
 
 
-class TorchRLCheckpoint(Mapping):
-    """A TorchRL checkpoint whose components load on first access (then stay cached).
+class TorchRLCheckpoint(dict):
+    """A TorchRL checkpoint as torchrl.render's ``load_checkpoint`` lays it out: a ``dict``.
 
-    Keys: every component by name, then ``torchrl.render``'s layout on top:
-    ``model_state_dict`` (the ``policy`` component), the ``environment_metadata`` and
-    ``extra`` entries, ``frames`` (from ``trainer_state``), ``metrics`` and ``config``.
-    ``loaded`` names the components read so far.
+    Its items are torchrl.render's payload, read when the checkpoint is opened: ``model_state_dict``
+    (the ``policy`` component), the ``environment_metadata`` and ``extra`` entries, ``frames`` (from
+    ``trainer_state``), ``metrics`` and ``config``. Being a ``dict`` matters: TorchRL's own factories
+    read ``spec.checkpoint`` only when ``isinstance(spec.checkpoint, dict)``. Every other component
+    (an optimizer, a replay buffer, a second network) is read only when asked for, by name
+    (``ckpt["optimizer"]`` or :meth:`component`), and never by iterating; ``loaded`` names the
+    components read so far.
     """
 
     def __init__(self, path: str | Path, *, trust: bool = False) -> None:
+        super().__init__()
         self.path = Path(path)
         self.trust = trust
         self.source = _Source(self.path)
         self.manifest = _read_manifest(self.source)
         self.components: dict[str, dict[str, Any]] = self.manifest["components"]
         self._cache: dict[str, Any] = {}
-        self._keys: dict[str, Callable[[], Any]] = {n: (lambda n=n: self.component(n)) for n in self.components}
         self._layout()
 
     def _layout(self) -> None:
-        names = self.components
+        names = [n for n in self.components if self._readable(n)]
         if "policy" in names:
-            self._keys["model_state_dict"] = lambda: self.component("policy")
+            self["model_state_dict"] = self.component("policy")
         for merged in ("environment_metadata", "extra"):
-            if merged in names and self._readable(merged):
-                value = self.component(merged)  # small, and its keys are needed up front
-                if isinstance(value, Mapping):
-                    self._keys.pop(merged)
-                    self._keys.update({str(k): (lambda v=v: v) for k, v in value.items()})
-        if "trainer_state" in names and self.components["trainer_state"]["adapter"] == "torchrl.json":
-            state = self.component("trainer_state")
-            frames = state.get("frames", state.get("collected_frames")) if isinstance(state, Mapping) else None
-            if frames is not None:
-                self._keys["frames"] = lambda: frames
+            value = self.component(merged) if merged in names else None
+            if isinstance(value, Mapping):
+                self.update({str(k): v for k, v in value.items()})
+        state = self.component("trainer_state") if "trainer_state" in names else None
+        frames = state.get("frames", state.get("collected_frames")) if isinstance(state, Mapping) else None
+        if frames is not None:
+            self["frames"] = frames
+        for name in ("metrics", "config"):
+            if name in names:
+                self[name] = self.component(name)
 
     def _readable(self, name: str) -> bool:
         return self.components[name]["adapter"] in ("torchrl.json", "torchrl.state_dict")
@@ -137,16 +140,10 @@ class TorchRLCheckpoint(Mapping):
             self._cache[name] = _read_component(self, name, self.components[name])
         return self._cache[name]
 
-    def __getitem__(self, key: str) -> Any:
-        if key not in self._keys:
-            raise KeyError(key)
-        return self._keys[key]()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
+    def __missing__(self, key: str) -> Any:
+        if key in self.components:  # a component that is not part of torchrl.render's layout: read now
+            return self.component(key)
+        raise KeyError(key)
 
     def __repr__(self) -> str:
         return f"TorchRLCheckpoint({str(self.path)!r}, components={sorted(self.components)}, loaded={self.loaded})"
@@ -337,11 +334,17 @@ def save_unified(path: Path, format: str, state: Mapping[str, Any], env_metadata
     from torchrl.checkpoint import Checkpoint
 
     if format not in ("directory", "archive"):
-        raise CheckpointError("unknown checkpoint format", expected="None (a .pt file), 'directory' or 'archive'",
+        raise CheckpointError("unknown checkpoint format",
+                              expected="None or 'pt' (a .pt file), 'directory' or 'archive'",
                               got=format, fix="pass format='directory' or format='archive', or leave it out")
 
-    def component(value: Mapping[str, Any]) -> Any:  # mappings holding tensors need the state-dict adapter
-        return _Held(value) if any(isinstance(v, torch.Tensor) for v in value.values()) else dict(value)
+    def holds_tensor(value: Any) -> bool:
+        if isinstance(value, Mapping):
+            return any(holds_tensor(v) for v in value.values())
+        return isinstance(value, torch.Tensor) or (isinstance(value, (list, tuple)) and any(map(holds_tensor, value)))
+
+    def component(value: Mapping[str, Any]) -> Any:  # mappings holding tensors (nested too) need the state-dict adapter
+        return _Held(value) if holds_tensor(value) else dict(value)
 
     parts: dict[str, Any] = {"policy": _Held(state)}
     for name, value in (("environment_metadata", env_metadata), ("metrics", metrics), ("config", config),

@@ -1,13 +1,44 @@
 """The render-backend table: name -> lazy backend class, in ``auto``'s order.
 
 ``auto`` tries each entry in turn and moves on only on ``BackendUnavailable``.
+
+torchrl.render's names resolve here too, on first use: ``RenderBackend``, ``EnvRenderBackend``,
+``NullRenderBackend`` (our ``null``), ``TensorDictPixelsBackend`` (our ``pixels``) and
+``MujocoStateReader``. They are the classes ``--render-backend`` uses, with our contract
+(``from_config(env, cfg)``, ``capture(td) -> {camera: frame}``; see ``docs/migrating.md``).
+
+Example:
+    >>> from torchrl_render.backends import NullRenderBackend, TensorDictPixelsBackend
+    >>> NullRenderBackend.name, TensorDictPixelsBackend.name
+    ('null', 'pixels')
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from ..registry import Entry, Registry
 
-__all__ = ["AUTO_ORDER", "BACKENDS"]
+__all__ = ["AUTO_ORDER", "BACKENDS", "EnvRenderBackend", "MujocoStateReader", "NullRenderBackend", "RenderBackend",
+           "TensorDictPixelsBackend"]
+
+#: torchrl.render.backends' names -> where the class lives (imported when the name is first used).
+_TORCHRL_NAMES = {
+    "EnvRenderBackend": "torchrl_render.backends.env:EnvRenderBackend",
+    "MujocoStateReader": "torchrl_render.replay.state:MujocoStateReader",
+    "NullRenderBackend": "torchrl_render.backends.null:NullBackend",
+    "RenderBackend": "torchrl_render.backends.base:RenderBackend",
+    "TensorDictPixelsBackend": "torchrl_render.backends.pixels:PixelsBackend",
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _TORCHRL_NAMES.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 BACKENDS = Registry("render backend", {
     "auto": Entry("torchrl_render.backends.base:AutoBackend",

@@ -105,6 +105,8 @@ class Engine:
 
 def _refusal(cfg: Any, raw: Any, policy: Any) -> str | None:
     """Why the gymnasium path cannot run this env and policy (None: it can)."""
+    if cfg.seed_mode == "torchrl":
+        return "seed_mode='torchrl' (the env is seeded once with set_seed, as torchrl.render does)"
     if raw is None:
         return "the env is a torchrl env (its own transforms and specs run in torchrl)"
     from gymnasium import spaces

@@ -7,13 +7,31 @@
   starts where ``suite.load(..., task_kwargs={"random": seed + i}).reset()`` starts, whatever ran
   before and whatever the number of envs.
 * any other torchrl ``EnvBase``: torchrl's convention, ``env.set_seed(seed + i)`` then ``env.reset()``.
+
+``seed_mode="torchrl"`` seeds as torchrl.render does instead: ``env.set_seed(seed)`` once, before the
+first episode, then one plain ``env.reset()`` per episode, one after another (:func:`seed_once`), so
+the same checkpoint and seed give torchrl.render's episodes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["reseed_for_reset", "seed_kind"]
+__all__ = ["SEED_MODES", "episode_seed", "reseed_for_reset", "seed_kind", "seed_once"]
+
+#: ``per-episode``: episode ``i`` is reset as its ecosystem seeds ``seed + i``; ``torchrl``: torchrl.render's.
+SEED_MODES = ("per-episode", "torchrl")
+
+
+def episode_seed(mode: str, seed: int | None, index: int) -> int | None:
+    """The seed episode ``index`` is reset with (``None``: not reseeded, it follows the env's stream)."""
+    return None if seed is None or mode == "torchrl" else seed + index
+
+
+def seed_once(env: Any, mode: str, seed: int | None) -> None:
+    """``seed_mode="torchrl"``: ``env.set_seed(seed)`` before the first episode (torchrl.render's ``seed_env``)."""
+    if mode == "torchrl" and seed is not None:
+        env.set_seed(int(seed))
 
 
 def seed_kind(raw: Any) -> str:

@@ -2,10 +2,12 @@
 
 The engine's path for envs that are torchrl envs of the user's, dm_control tasks and
 recurrent TensorDict policies (gymnasium envs take the batched numpy path, ``batch.py``).
-Trajectory ``i`` is seeded ``seed + i`` (see :mod:`.seeding`). Step 0 is the state after reset;
+Trajectory ``i`` is seeded ``seed + i``, or the env once as torchrl.render does (see :mod:`.seeding`).
+Step 0 is the state after reset;
 step ``t > 0`` is the state after the ``t``-th action, so a trajectory of ``n`` steps yields
 ``n + 1`` records (and a video of it has ``n + 1`` frames). A step cut by ``max_steps`` is
-marked truncated and done.
+marked truncated and done, in its record and in its transition (``("next", "truncated")`` and the
+done key set, as torchrl's ``StepCounter`` marks them).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from ..errors import PolicyError, RenderError, RolloutError
 from .records import StepRecord
-from .seeding import reseed_for_reset
+from .seeding import episode_seed, reseed_for_reset, seed_once
 
 __all__ = ["rollout"]
 
@@ -27,23 +29,19 @@ def _flag(td: Any, key: Any) -> bool:
 
 
 def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: int | None,
-            seed: int | None, done_key: Any = "done", reward_key: Any = "reward") -> Iterator[StepRecord]:
+            seed: int | None, done_key: Any = "done", reward_key: Any = "reward",
+            seed_mode: str = "per-episode") -> Iterator[StepRecord]:
     """Rolls ``policy`` out in ``env`` for each trajectory index, one step at a time."""
     from torchrl.envs.utils import step_mdp
 
     from ..backends.base import underlying_env
 
     raw = underlying_env(env)
+    seed_once(env, seed_mode, seed)
+    marks = _StepCounterMarks(env, max_steps, done_key)
     for traj in trajectories:
-        traj_seed = None if seed is None else seed + traj
-        try:
-            reseed_for_reset(env, raw, traj_seed)
-            td = env.reset()
-        except RenderError:
-            raise
-        except Exception as exc:
-            raise RolloutError(f"the env raised while resetting episode {traj}: {type(exc).__name__}: {exc}",
-                               fix="check the env factory and its reset()") from exc
+        traj_seed = episode_seed(seed_mode, seed, traj)
+        td = marks.reset(_reset(env, raw, traj, traj_seed))
         begin = getattr(policy, "begin_episode", None)
         if begin is not None:
             begin(traj_seed)
@@ -51,17 +49,11 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
         step = 0
         while max_steps is None or step < max_steps:
             step += 1
-            td = _act(policy, td, traj, step)
-            try:
-                td = env.step(td)
-            except RenderError:
-                raise
-            except Exception as exc:
-                raise RolloutError(f"the env raised at step {step} of episode {traj}: {type(exc).__name__}: {exc}",
-                                   fix="check the env's step(), or the action the policy produced") from exc
+            td = _step(env, _act(policy, td, traj, step), traj, step)
             nxt = td.get("next")
             reward = nxt.get(reward_key, None)
             done, cut = _flag(nxt, done_key), step == max_steps
+            marks.step(nxt, step, cut and not done)
             record = StepRecord(
                 traj, step, nxt, td, traj_seed,
                 reward=float(reward.sum()) if reward is not None else 0.0,
@@ -71,6 +63,63 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
             if record.done:
                 break
             td = step_mdp(td, keep_other=True)
+
+
+def _reset(env: Any, raw: Any, traj: int, traj_seed: int | None) -> Any:
+    try:
+        reseed_for_reset(env, raw, traj_seed)
+        return env.reset()
+    except RenderError:
+        raise
+    except Exception as exc:
+        raise RolloutError(f"the env raised while resetting episode {traj}: {type(exc).__name__}: {exc}",
+                           fix="check the env factory and its reset()") from exc
+
+
+def _step(env: Any, td: Any, traj: int, step: int) -> Any:
+    try:
+        return env.step(td)
+    except RenderError:
+        raise
+    except Exception as exc:
+        raise RolloutError(f"the env raised at step {step} of episode {traj}: {type(exc).__name__}: {exc}",
+                           fix="check the env's step(), or the action the policy produced") from exc
+
+
+class _StepCounterMarks:
+    """With ``max_steps``, what torchrl's ``StepCounter`` writes (torchrl.render appends one): ``step_count``
+    at every step, and ``("next", "truncated")`` with the done key set at the step cut by ``max_steps``. An env
+    without a ``truncated`` entry gets it at every step (False until the cut), so the steps stack."""
+
+    def __init__(self, env: Any, max_steps: int | None, done_key: Any) -> None:
+        self.done_key = done_key
+        self.truncated = max_steps is not None and "truncated" not in env.full_done_spec.keys()
+        self.count = max_steps is not None and "step_count" not in env.full_observation_spec.keys()
+
+    def reset(self, td: Any) -> Any:
+        if self.truncated:
+            self._set(td, "truncated", False)
+        if self.count:
+            self._set(td, "step_count", 0)
+        return td
+
+    def step(self, nxt: Any, step: int, cut: bool) -> None:
+        if self.truncated:
+            self._set(nxt, "truncated", False)
+        if self.count:
+            self._set(nxt, "step_count", step)
+        if cut:
+            self._set(nxt, "truncated", True)
+            self._set(nxt, self.done_key, True)
+
+    def _set(self, td: Any, key: Any, value: bool | int) -> None:
+        """``value`` shaped as the done entry (bool flags; ``step_count`` int64, as ``StepCounter``'s)."""
+        import torch
+
+        like = td.get(self.done_key, None)
+        shape = like.shape if like is not None else torch.Size([*td.batch_size, 1])
+        dtype = torch.bool if isinstance(value, bool) else torch.int64
+        td.set(key, torch.full(shape, value, dtype=dtype, device=td.device))
 
 
 def _act(policy: Any, td: Any, traj: int, step: int) -> Any:

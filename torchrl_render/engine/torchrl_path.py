@@ -28,7 +28,7 @@ def run_torchrl(engine: Any) -> Iterator[StepRecord | Episode]:
         from .single import rollout
 
         records = rollout(engine.env, engine.policy, trajectories=episodes, max_steps=cfg.max_steps, seed=cfg.seed,
-                          done_key=cfg.done_key, reward_key=cfg.reward_key)
+                          done_key=cfg.done_key, reward_key=cfg.reward_key, seed_mode=cfg.seed_mode)
         yield from _gather(engine, plan, records)
         return
     from .workers import EpisodeOrderer, vector_rollout

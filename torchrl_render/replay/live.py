@@ -61,11 +61,30 @@ class LiveStates:
             if transition is not None:
                 store_qpos(transition, self.qpos_key, self._prev, state["qpos"])
             self._prev = state["qpos"]
-        if not to_writers:
+        if not to_writers or model is None:  # a get_state() env without a model: qpos only, nothing to draw
             return None
         metrics = {"step": record.step, "reward": record.reward, "return": ret}
         return FrameBundle({}, record.step, record.trajectory, record.wall, metrics=metrics,
                            state={**state, "model": model})
+
+    def _state_only(self, reader: MujocoStateReader, env: Any, needed: bool) -> bool:
+        """An env without a MuJoCo model: its ``get_state()`` qpos are recorded (as torchrl.render's
+        ``MujocoStateReader`` does) when only ``mujoco_qpos_key`` needs them; drawing needs the model."""
+        if self.qpos_key is not None and not self.required and reader.supports(env):
+            return True
+        if not needed:
+            return False
+        if self.required:
+            raise ConfigError(
+                "the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
+                "and this env has none",
+                expected="a gymnasium MuJoCo env or a dm_control env (a mujoco.MjModel behind the env)",
+                got=type(env).__name__,
+                fix="use a video format (--out run.mp4), or --notebook-render-backend static for a notebook")
+        raise ConfigError("mujoco_qpos_key records the env's MuJoCo state, and this env exposes none",
+                          expected="a gymnasium MuJoCo or dm_control env, or an env whose get_state() returns "
+                                   "a mapping with 'qpos'", got=type(env).__name__,
+                          fix="drop --mujoco-qpos-key, or give the env a get_state() returning qpos")
 
     def _read(self, record: Any, needed: bool) -> tuple[Any, dict[str, Any]] | None:
         env = record.env
@@ -81,15 +100,8 @@ class LiveStates:
         if entry is None:
             reader = MujocoStateReader()
             model = reader.model(env)
-            if model is None:
-                if not needed:
-                    return None
-                raise ConfigError(
-                    "the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
-                    "and this env has none",
-                    expected="a gymnasium MuJoCo env or a dm_control env (a mujoco.MjModel behind the env)",
-                    got=type(env).__name__,
-                    fix="use a video format (--out run.mp4), or --notebook-render-backend static for a notebook")
+            if model is None and not self._state_only(reader, env, needed):
+                return None
             entry = self._readers[id(env)] = (reader, model)
         reader, model = entry
         return model, reader.read(env)

@@ -96,7 +96,7 @@ class MujocoStateReader:
             value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
             if value is None:
                 continue
-            array = np.array(value.detach().cpu() if hasattr(value, "detach") else value, dtype=np.float64)
+            array = np.array(value.detach().cpu().numpy() if hasattr(value, "detach") else value, dtype=np.float64)
             if key == "time" or array.size:
                 state[key] = array
         if "qpos" not in state:

@@ -35,8 +35,11 @@ __all__ = ["BASE_OWNED", "Cell", "SweepConfig", "expand_cells"]
 EXECUTORS = ("local", "ray")
 #: RenderConfig fields a sweep sets itself for each cell (not part of the shared base).
 BASE_OWNED = ("ckpt", "env", "out", "overwrite", "metadata", "frame_dir", "artifact_dir", "dry_run", "validate_only",
-              "progress")
-_STEP_KEYS = ("step", "global_step", "train_step", "train_steps", "training_step", "iteration", "epoch")
+              "check_setup", "progress")
+#: Checkpoint entries holding the training step; ``frames`` is what torchrl.render's save_render_checkpoint
+#: writes (and its unified checkpoints' trainer_state ``frames`` / ``collected_frames``).
+_STEP_KEYS = ("step", "global_step", "train_step", "train_steps", "training_step", "iteration", "epoch", "frames",
+              "collected_frames")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -208,7 +211,7 @@ def _step_from_metadata(path: str) -> int | None:
     from ..errors import RenderError
 
     try:
-        payload, _ = load_checkpoint(path)
+        payload = load_checkpoint(path)
     except RenderError:
         return None  # the cell will fail with the checkpoint's own error
     if isinstance(payload, Mapping):

@@ -66,6 +66,6 @@ def run_unit(unit: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> No
         send({"type": "error", "unit": unit["id"], "error": f"{type(exc).__name__}: {' '.join(str(exc).split())}",
               "traceback": traceback.format_exc(limit=8), "worker": worker, "pid": os.getpid()})
         return
-    paths = [str(p) for p in result.frame_paths]
+    paths = [str(a.path) for a in result.artifacts]
     send({"type": "done", "unit": unit["id"], "paths": paths, "wall_s": time.perf_counter() - t0,
           "warnings": list(result.warnings), "worker": worker, "pid": os.getpid()})

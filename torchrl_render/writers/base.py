@@ -201,16 +201,22 @@ class WriterGroup:
         self.cfg = cfg
         self.out = Path(out)
         self.cls = WRITERS.load(cfg.format)
-        self.split = bool(cfg.split_trajectories)
-        self.cameras = list(cfg.camera) if cfg.camera_layout == "separate" and len(cfg.camera) > 1 else [None]
+        separate = cfg.camera_layout == "separate"
+        self.streams = separate and getattr(self.cls, "stream_per_file", False)  # videos: one per (trajectory, camera)
+        self.split = bool(cfg.split_trajectories) or self.streams
+        self.cameras = list(cfg.camera) if self.streams or (separate and len(cfg.camera) > 1) else [None]
         self.trajectories = trajectories if trajectories is not None else list(range(_rendered(cfg, WRITERS)))
         self.needs_state = wants_state(self.cls, cfg, WRITERS.entry(cfg.format).needs_state)
         self.takes_frames = WRITERS.entry(cfg.format).needs_frames or not self.needs_state  # html: states only
         self._writers: dict[tuple[int | None, str | None], Writer] = {}
 
     def path_for(self, traj: int | None, camera: str | None) -> Path:
-        """``run.mp4`` -> ``run_traj3_front.mp4`` as needed."""
-        parts = [self.out.stem if self.out.suffix else self.out.name]
+        """``run.mp4`` -> ``run_traj3.mp4`` (split), ``run_front.mp4`` (cameras), ``run_traj_003_front.mp4``
+        (a video per stream: torchrl.render's names for camera_layout="separate")."""
+        stem = self.out.stem if self.out.suffix else self.out.name
+        if self.streams:
+            return self.out.with_name(f"{stem}_traj_{traj:03d}_{camera}{self.out.suffix}")
+        parts = [stem]
         if traj is not None:
             parts.append(f"traj{traj}")
         if camera is not None:
@@ -221,6 +227,12 @@ class WriterGroup:
         """Every path this group will write."""
         trajs = self.trajectories if self.split else [None]
         return [self.path_for(t, c) for t in trajs for c in self.cameras]
+
+    def open_planned(self) -> None:
+        """Opens every planned writer now (a writer that gets nothing, as a ``live`` notebook, still writes)."""
+        for traj in self.trajectories if self.split else [0]:
+            for camera in self.cameras:
+                self._writer(traj, camera)
 
     def _writer(self, traj: int, camera: str | None) -> Writer:
         key = (traj if self.split else None, camera)

@@ -52,6 +52,8 @@ class GifWriter(Writer):
     """
 
     format = "gif"
+    #: camera_layout="separate": one file per trajectory and camera (torchrl.render's <stem>_traj_000_<camera>)
+    stream_per_file = True
 
     def __init__(self, path: str | Path, fps: float = 30.0) -> None:
         super().__init__(path)

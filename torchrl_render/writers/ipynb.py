@@ -10,10 +10,13 @@ is then executed with nbclient in an ipykernel of this interpreter (so that it o
 its outputs) unless ``execute_notebook`` is off, validated, and written.
 
 Rollout modes (``notebook_rollout_mode``): ``saved`` (the run's episodes are embedded; the
-re-run cell is left for the reader), ``live`` (no video from the run: the notebook's own
-cells roll the policy out, from an editable kwargs cell, and write ``<stem>_live.mp4``),
-``both``. Files beside the notebook (linked mp4s, the live mp4 and its metadata) are moved
-into place by rename, only when the notebook is complete, and listed in the artifact info.
+re-run cell is left for the reader), ``live`` (nothing is rolled out and the notebook is not
+executed, as in torchrl.render: its own cells roll the policy out when run, with
+``collect_rollouts_in_notebook()``, and write ``<stem>_live.mp4``), ``both`` (saved, then the
+live cells, executed). Files beside the notebook (linked mp4s, the live mp4 and its metadata)
+are moved into place by rename, only when the notebook is complete, and listed in the artifact
+info; so is the asset folder (torchrl.render's ``<stem>/``: ``config.json``, the saved rollouts as
+``rollouts/traj_000.pt``..., and the run's ``metadata.json``, which the pipeline adds).
 
 Example:
     >>> import numpy as np, tempfile, pathlib, nbformat
@@ -23,29 +26,27 @@ Example:
     ...     for step in range(3):
     ...         w.write(FrameBundle({"default": np.zeros((16, 16, 3), np.uint8)}, step, 0))
     >>> [c.id for c in nbformat.read(out, as_version=4).cells][:3]
-    ['title', 'config', 'metrics']
+    ['title', 'metrics', 'config']
 """
 
 from __future__ import annotations
 
 import importlib.util
-import io
 import logging
-import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-from PIL import Image
 
 from ..data import FrameBundle
 from ..errors import ConfigError, OutputExistsError, WriterError
 from ..notebook import EMBED_LIMIT_BYTES, display_width
 from ..report import ReportVideo, build_report, equivalent_command
 from .base import Writer, no_frames_error, remove
+from .base import _commit as commit
 from .mp4 import PRESET, Mp4Writer
+from .notebook_paths import asset_folder, portable_config, relative, search_path
+from .preview import Preview
 
 __all__ = ["IpynbWriter"]
 
@@ -53,11 +54,8 @@ log = logging.getLogger(__name__)
 
 CELL_TIMEOUT_S = 3600
 STARTUP_TIMEOUT_S = 120
-PREVIEW_WIDTH = 240
-PREVIEW_FPS = 10.0
-PREVIEW_MAX_FRAMES = 120
-PREVIEW_COLOURS = 64
 MODES = ("saved", "live", "both")
+MUJOCO_VIEWER_DIR = "mujoco_wasm"  # in the asset folder, as torchrl.render names it
 _NEEDED_TO_EXECUTE = ("nbclient", "ipykernel", "matplotlib")
 
 
@@ -72,10 +70,11 @@ class IpynbWriter(Writer):
         embed_limit_bytes: Most mp4 bytes embedded in the notebook; later videos are linked.
         fps, codec, crf, preset: Passed to the per-episode :class:`Mp4Writer`.
         preview: Add an animated PNG preview under each video (for GitHub).
-        overwrite: Replace existing files beside the notebook (linked and live mp4s).
+        overwrite: Replace existing files beside the notebook (linked and live mp4s, the asset folder).
         command: The command line shown in the title cell.
         search_path: Folders the notebook's kernel adds to ``sys.path`` (to import the factories).
         timeout: Seconds one cell may run when executed.
+        assets: The asset folder (default ``<stem>/`` beside the notebook).
     """
 
     format = "ipynb"
@@ -85,20 +84,23 @@ class IpynbWriter(Writer):
                  codec: str | None = None, crf: int = 23, preset: str = PRESET, preview: bool = True,
                  overwrite: bool = False,
                  command: str | None = None, search_path: list[str] | None = None,
-                 timeout: float = CELL_TIMEOUT_S) -> None:
+                 timeout: float = CELL_TIMEOUT_S, assets: str | Path | None = None) -> None:
         super().__init__(path)
         if mode not in MODES:
             raise ConfigError("notebook_rollout_mode is not known", expected=", ".join(MODES), got=mode,
                               fix="pass --notebook-rollout-mode saved, live or both")
         self.config = config or {}
-        self.mode, self.execute, self.limit = mode, bool(execute), embed_limit_bytes
+        self.mode, self.execute, self.limit = mode, bool(execute) and mode != "live", embed_limit_bytes
         self.fps, self.codec, self.crf, self.preview = float(fps), codec, int(crf), bool(preview)
+        self.frames_wanted = mode != "live"  # False for --render-backend null (from_config)
         self.preset = preset
         self.overwrite, self.command, self.timeout = overwrite, command, timeout
         self.search_path = list(search_path) if search_path is not None else [os.getcwd()]
         self.stem = self.path.stem
+        self.assets = Path(assets) if assets is not None else self.path.with_suffix("")
+        self._saved_rollouts = 0
         self._work: Path | None = None
-        self._open: dict[int, tuple[Mp4Writer, _Preview]] = {}
+        self._open: dict[int, tuple[Mp4Writer, Preview]] = {}
         self._done: dict[int, tuple[Path, int, dict[str, Any], bytes | None]] = {}
         self._episodes: list[dict[str, Any]] = []
         self._viewers: dict[int, Any] = {}  # issue 12: the 3-D viewer per episode, when states arrive
@@ -110,12 +112,14 @@ class IpynbWriter(Writer):
         """Reads the notebook fields and the video options, after :meth:`check`."""
         cls.check(path, cfg)
         limit_mb = getattr(cfg, "notebook_embed_limit_mb", None)
-        writer = cls(path, config=_portable_config(cfg), mode=cfg.notebook_rollout_mode,
+        writer = cls(path, config=portable_config(cfg), mode=cfg.notebook_rollout_mode,
                      execute=bool(getattr(cfg, "execute_notebook", True)),
                      embed_limit_bytes=EMBED_LIMIT_BYTES if limit_mb is None else int(limit_mb * 2**20),
                      fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf, preset=cfg.video_preset,
                      preview=bool(getattr(cfg, "notebook_preview", True)), overwrite=cfg.overwrite,
-                     command=equivalent_command(cfg.to_dict()), search_path=_search_path())
+                     command=equivalent_command(cfg.to_dict()), search_path=search_path(),
+                     assets=asset_folder(path, cfg))
+        writer.frames_wanted = cls.wants_frames(cfg)
         if cls.wants_state(cfg):  # issue 12: facts for the episodes' 3-D viewers
             from .html import HtmlWriter
 
@@ -148,13 +152,15 @@ class IpynbWriter(Writer):
 
     @classmethod
     def wants_frames(cls, cfg: Any) -> bool:
-        """Frames are needed unless the notebook rolls out by itself (``live``)."""
-        return cfg.notebook_rollout_mode != "live"
+        """Frames are needed unless the notebook rolls out by itself (``live``) or none were asked for
+        (``--render-backend null``: the notebook shows the metrics, and the 3-D replay of MuJoCo envs)."""
+        return cfg.notebook_rollout_mode != "live" and cfg.render_backend != "null"
 
     def side_paths(self, episodes: Any) -> list[Path]:
-        """Files this report may write beside the notebook."""
+        """Files this report may write beside the notebook (and its asset folder)."""
         folder = self.path.parent
-        paths = [folder / f"{self.stem}_ep{i}.mp4" for i in episodes] if self.mode != "live" else []
+        paths = [self.assets]
+        paths += [folder / f"{self.stem}_ep{i}.mp4" for i in episodes] if self.mode != "live" else []
         if self.mode != "saved":
             paths += [folder / self.live_out, folder / f"{self.live_out}.metadata.json"]
         return paths
@@ -180,12 +186,35 @@ class IpynbWriter(Writer):
                                   expected="each episode's frames before its end", got=f"step {bundle.step}")
             video = Mp4Writer(self._workdir() / f"{self.stem}_ep{traj}.mp4", fps=self.fps, codec=self.codec,
                               crf=self.crf, preset=self.preset)
-            self._open[traj] = (video, _Preview(self.fps) if self.preview else None)
+            self._open[traj] = (video, Preview(self.fps) if self.preview else None)
         video, preview = self._open[traj]
         video.write(bundle)
         if preview is not None:
             preview.add(next(iter(bundle.frames.values())))
         self.num_frames += 1
+
+    def on_trajectory(self, episode: Any) -> None:
+        """Saves the episode's TensorDict as ``rollouts/traj_<i>.pt`` in the asset folder (torchrl.render's
+        layout, which its notebook cells and its users read back with ``torch.load``)."""
+        if self.mode == "live" or getattr(episode, "trajectory", None) is None:
+            return
+        import torch
+
+        folder = self._asset_work() / "rollouts"
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.save(episode.trajectory, folder / f"traj_{episode.index:03d}.pt")
+        self._saved_rollouts += 1
+
+    @classmethod
+    def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
+        """Writes the run's metadata as ``metadata.json`` in the asset folder (where torchrl.render's is)."""
+        import json
+
+        folder = asset_folder(path, cfg)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".metadata.json.tmp-{os.getpid()}"
+        tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, folder / "metadata.json")
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         """Keeps the metrics and finishes the episode's mp4."""
@@ -233,7 +262,7 @@ class IpynbWriter(Writer):
     # -- the end --------------------------------------------------------------------------------
 
     def _finish(self) -> dict[str, Any]:
-        if self.mode != "live" and self.num_frames == 0:
+        if self.frames_wanted and self.num_frames == 0:
             raise no_frames_error(self.format, self.path)
         for traj in list(self._open):
             self._close_video(traj)
@@ -241,7 +270,9 @@ class IpynbWriter(Writer):
         import nbformat
 
         nb = build_report(config=self.config, metrics=self._metrics(), videos=videos, mode=self.mode,
-                          command=self.command, live_out=self.live_out, search_path=self.search_path)
+                          command=self.command, live_out=self.live_out, search_path=self.search_path,
+                          assets=(relative(self.assets, self.path.parent), str(self.assets.absolute())))
+        self._write_assets()
         if self.execute:
             self._run(nb)
         nbformat.validate(nb)
@@ -254,7 +285,8 @@ class IpynbWriter(Writer):
                 "videos": [{"episode": v.episode, "embedded": v.data is not None, "bytes": v.size,
                             "path": None if v.data is not None else str(self.path.parent / v.name)}
                            for v in videos],
-                "embed_limit_bytes": self.limit, "side_files": [str(p) for p in side],
+                "embed_limit_bytes": self.limit, "side_files": [str(p) for p in side if p != self.assets],
+                "assets": str(self.assets), "saved_rollouts": self._saved_rollouts,
                 "bytes": self.tmp.stat().st_size}
 
     def _metrics(self) -> dict[str, Any]:
@@ -268,7 +300,12 @@ class IpynbWriter(Writer):
         budget = self.limit
         by_episode = {e["episode_ix"]: e for e in self._episodes}
         videos, linked = [], []
-        for traj in sorted(self._done):
+        for traj in sorted(set(self._done) | set(self._viewer_pages)):
+            if traj not in self._done:  # a 3-D replay without a video (no frames were rendered)
+                page = self._viewer_pages[traj]
+                videos.append(ReportVideo(traj, "", 0, None, None, by_episode.get(traj), self.limit,
+                                          viewer=page.read_text(encoding="utf-8")))
+                continue
             path, size, info, preview = self._done[traj]
             fits = budget is None or size <= budget
             if fits and budget is not None:
@@ -300,21 +337,43 @@ class IpynbWriter(Writer):
                               fix="check that the env and policy factories import in a fresh Python kernel, "
                                   "or pass --no-execute to write the notebook without running it") from exc
 
+    def _asset_work(self) -> Path:
+        """Where the asset folder is built: at its place relative to the kernel's working folder, so that the
+        notebook's asset cell finds it when the notebook is executed."""
+        inside = Path(relative(self.assets, self.path.parent))
+        return self._workdir() / ("assets" if inside.is_absolute() else Path("kernel") / inside)
+
+    def _write_assets(self) -> None:
+        """The asset folder's ``config.json`` (its rollouts came with the episodes) and, for the MuJoCo viewer
+        with a model file, torchrl.render's ``mujoco_wasm/`` viewer folder (what its notebook cells serve)."""
+        import json
+
+        folder = self._asset_work()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text(json.dumps(self.config, indent=2, sort_keys=True) + "\n",
+                                            encoding="utf-8")
+        model = self.config.get("mujoco_model_path")
+        if model and self.config.get("notebook_render_backend") == "mujoco_wasm":
+            from ..mujoco_wasm import write_mujoco_wasm_viewer
+
+            write_mujoco_wasm_viewer(folder / MUJOCO_VIEWER_DIR, model,
+                                     asset_paths=self.config.get("mujoco_asset_paths") or None)
+
     def _place_side_files(self, linked: list[Path]) -> list[Path]:
-        """Renames the linked mp4s and what the live cells wrote to beside the notebook."""
+        """Renames the asset folder, the linked mp4s and what the live cells wrote to beside the notebook."""
         kernel = (self._work / "kernel") if self._work is not None else None
-        sources = list(linked)
+        sources = [(self._asset_work(), self.assets)] + [(p, self.path.parent / p.name) for p in linked]
         if kernel is not None and kernel.is_dir():
-            sources += sorted(p for p in kernel.iterdir() if p.is_file() and not p.name.startswith("."))
-        placed = []
-        for source in sources:
-            target = self.path.parent / source.name
+            sources += [(p, self.path.parent / p.name) for p in sorted(kernel.iterdir())
+                        if p.is_file() and not p.name.startswith(".")]
+        for _, target in sources:
             if target.exists() and not self.overwrite:
                 raise OutputExistsError(f"{str(target)!r} already exists", got=str(target),
                                         fix="pass --overwrite (overwrite=True) or choose another --out")
-            os.replace(source, target)
-            placed.append(target)
-        return placed
+        for source, target in sources:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            commit(source, target)
+        return [target for _, target in sources]
 
     def _release(self) -> None:
         for video, _ in self._open.values():
@@ -326,73 +385,6 @@ class IpynbWriter(Writer):
         work, self._work = self._work, None
         if work is not None:
             remove(work)
-
-
-class _Preview:
-    """Every k-th frame, downscaled, for an animated PNG; k doubles whenever the frame cap is passed.
-
-    The frames share one small palette (taken from a strip of frames spread over the episode),
-    which makes the preview about 4x smaller than full colour; at most
-    ``PREVIEW_MAX_FRAMES`` small frames are held, so memory stays flat.
-    """
-
-    def __init__(self, fps: float) -> None:
-        self.fps = fps
-        self.stride = max(1, round(fps / PREVIEW_FPS))
-        self.seen = 0
-        self.frames: list[Image.Image] = []
-
-    def add(self, frame: np.ndarray) -> None:
-        if self.seen % self.stride == 0:
-            image = Image.fromarray(frame)
-            factor = math.ceil(image.width / PREVIEW_WIDTH)
-            self.frames.append(image.reduce(factor) if factor > 1 else image)
-            if len(self.frames) > PREVIEW_MAX_FRAMES:
-                self.frames, self.stride = self.frames[::2], self.stride * 2
-        self.seen += 1
-
-    def encode(self) -> bytes | None:
-        if not self.frames:
-            return None
-        frames, self.frames = self.frames, []
-        picks = frames[:: max(1, len(frames) // 8)][:8]
-        strip = Image.new("RGB", (sum(f.width for f in picks), max(f.height for f in picks)))
-        x = 0
-        for f in picks:
-            strip.paste(f, (x, 0))
-            x += f.width
-        palette = strip.quantize(PREVIEW_COLOURS, method=Image.Quantize.MEDIANCUT)
-        first, *rest = [f.quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
-        buffer = io.BytesIO()
-        first.save(buffer, format="PNG", save_all=bool(rest), append_images=rest,
-                   duration=round(1000 * self.stride / self.fps), loop=0)
-        return buffer.getvalue()
-
-
-def _portable_config(cfg: Any) -> dict[str, Any]:
-    """``cfg.to_dict()`` with paths and file specs made absolute, so the notebook's cells find them."""
-    data = cfg.to_dict()
-    for name in ("ckpt", "out", "frame_dir", "artifact_dir", "metadata"):
-        if data.get(name):
-            data[name] = os.path.abspath(data[name])  # normalised too: no "w4/../w1" in the notebook
-    for name in ("env", "policy"):
-        spec = data.get(name)
-        if isinstance(spec, str) and ":" in spec:
-            target, _, attr = spec.rpartition(":")
-            if target.endswith(".py"):
-                data[name] = f"{os.path.abspath(target)}:{attr}"
-    return data
-
-
-def _search_path() -> list[str]:
-    """The working directory and the sys.path folders that are not part of the Python installation."""
-    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    out: list[str] = []
-    for entry in [os.getcwd(), *sys.path]:
-        folder = Path(entry or os.getcwd()).resolve()
-        if str(folder) not in out and folder.is_dir() and not any(folder.is_relative_to(p) for p in prefixes):
-            out.append(str(folder))
-    return out
 
 
 def _check_can_execute() -> None:

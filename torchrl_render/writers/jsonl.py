@@ -12,10 +12,13 @@ One JSON object per line, each with a ``type``:
   ``max_steps`` says ``truncated: true`` and ``done: true``, as its episode line does.
 * ``episode`` (at each episode end): ``trajectory`` and the episode's metrics (``episode_ix``, ``seed``,
   ``sum_reward``, ``max_reward``, ``length``, ``success``, ``terminated``, ``truncated``, ``wall_s``,
-  ``num_frames``).
+  ``num_frames``), then torchrl.render's ``trajectory`` line: ``index``, ``num_steps``, ``return``,
+  ``num_frames``, ``cameras``.
 * ``summary`` (last line): ``n_steps``, ``wall_s`` and the aggregate metrics
   (``n_episodes``, ``avg_sum_reward``, ``pc_success``...).
 
+When the run has ended, the metadata line gains ``metadata``: the run's whole metadata sidecar (the
+first line of torchrl.render's log holds it there; the file is rewritten once, streamed).
 Non-finite numbers are written as ``null`` (strict JSON). Each line goes to the file
 in one ``write`` and is flushed at once, so ``pandas.read_json(path, lines=True)``
 reads the file, and a process killed mid-run leaves complete lines only. Like every
@@ -30,7 +33,7 @@ Example:
     ...     w.on_episode({"episode_ix": 0, "seed": 0, "sum_reward": 1.0, "max_reward": 1.0, "length": 1,
     ...                   "success": None, "terminated": True, "truncated": False, "wall_s": 0.1, "num_frames": 0})
     >>> [json.loads(line)["type"] for line in out.read_text().splitlines()]
-    ['metadata', 'episode', 'summary']
+    ['metadata', 'episode', 'trajectory', 'summary']
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,6 +79,8 @@ class JsonlWriter(Writer):
         self._episodes: list[dict[str, Any]] = []
         self._steps = 0
         self._returns: dict[int, float] = {}
+        self._lines = 0
+        self._cameras: dict[int, set[str]] = {}  # per trajectory, the cameras of its frame lines
 
     @classmethod
     def from_config(cls, path: Path, cfg: Any) -> JsonlWriter:
@@ -82,7 +88,11 @@ class JsonlWriter(Writer):
         return cls(path, action_key=cfg.action_key, config=cfg.to_dict())
 
     def write(self, bundle: FrameBundle) -> None:
-        """A data format: frames are not written."""
+        """A frame it is given (only when the run renders frames for another reason: a data format renders
+        none) becomes torchrl.render's ``frame`` line: ``trajectory_index``, ``step``, ``cameras``, ``metadata``."""
+        self._cameras.setdefault(bundle.trajectory_index, set()).update(bundle.frames)
+        self._line({"type": "frame", "trajectory_index": bundle.trajectory_index, "step": bundle.step,
+                    "cameras": sorted(bundle.frames), "metadata": bundle.metadata})
 
     def on_trajectory(self, episode: Any) -> None:
         """Writes the episode's ``step`` lines (steps 1..n), from its arrays, when it ends."""
@@ -104,6 +114,22 @@ class JsonlWriter(Writer):
         """Writes an ``episode`` line."""
         self._episodes.append(metrics)
         self._line({"type": "episode", "trajectory": metrics.get("episode_ix"), **metrics})
+        self._line({"type": "trajectory", "index": metrics.get("episode_ix"), "num_steps": metrics.get("length"),
+                    "return": metrics.get("sum_reward"), "num_frames": metrics.get("num_frames", 0),
+                    "cameras": sorted(self._cameras.pop(metrics.get("episode_ix"), ()))})
+
+    @classmethod
+    def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
+        """Puts the run's ``metadata`` into the first line (torchrl.render's layout), rewriting the file once."""
+        from .base import _commit, temp_path
+
+        tmp = temp_path(path)
+        with open(path, "rb") as source, open(tmp, "wb") as target:
+            first = json.loads(source.readline())
+            first["metadata"] = metadata
+            target.write((json.dumps(_finite(first), default=str, allow_nan=False) + "\n").encode())
+            shutil.copyfileobj(source, target, 1 << 20)
+        _commit(tmp, path)
 
     def _open(self) -> IO[bytes]:
         if self._file is None:
@@ -124,6 +150,7 @@ class JsonlWriter(Writer):
         payload = (json.dumps(_finite(data), allow_nan=False, default=str) + "\n").encode("utf-8")
         view = memoryview(payload)
         file = self._open()
+        self._lines += 1
         while view:
             view = view[file.write(view):]
 
@@ -133,7 +160,7 @@ class JsonlWriter(Writer):
         file, self._file = self._file, None
         os.fsync(file.fileno())
         file.close()
-        return {"lines": self._steps + len(self._episodes) + 2, "steps": self._steps,
+        return {"lines": self._lines, "steps": self._steps,
                 "episodes": len(self._episodes)}
 
     def _release(self) -> None:

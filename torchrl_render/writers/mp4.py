@@ -54,6 +54,8 @@ class Mp4Writer(Writer):
     """
 
     format = "mp4"
+    #: camera_layout="separate": one file per trajectory and camera (torchrl.render's <stem>_traj_000_<camera>)
+    stream_per_file = True
 
     def __init__(self, path: str | Path, fps: float = 30.0, codec: str | None = None, crf: int = 23,
                  preset: str = PRESET) -> None:

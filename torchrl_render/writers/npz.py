@@ -89,7 +89,13 @@ class NpzWriter(Writer):
         return bool(getattr(cfg, "npz_frames", False))
 
     def on_trajectory(self, episode: Any) -> None:
-        """Writes the finished episode's arrays (and its spooled frames) into the file."""
+        """Writes the finished episode's arrays (and its spooled frames) into the file, and every tensor of its
+        TensorDict as torchrl.render's ``traj_<iii>/<dotted key>``."""
+        trajectory = getattr(episode, "trajectory", None)
+        if trajectory is not None:
+            for key, value in trajectory.items(True, True):
+                if hasattr(value, "detach"):  # tensors (non-tensor leaves have no array form)
+                    self._put(f"traj_{episode.index:03d}/{_key(key)}", value.detach().cpu().numpy())
         prefix = f"traj{episode.index}/"
         if episode.observations is None:
             self._missing.add("observations")
@@ -151,11 +157,29 @@ class NpzWriter(Writer):
         meta = {"torchrl_render_npz": VERSION, "obs_key": _key(self.obs_key), "action_key": _key(self.action_key),
                 "frames": self.frames, "missing": sorted(self._missing), "config": self.config}
         self._put("metadata_json", np.asarray(json.dumps(meta, default=str)))
+        self._put("config", np.asarray(json.dumps(self.config, sort_keys=True, default=str)))  # torchrl.render's
         zf, self._zip = self._zip, None
         zf.close()
         keys = sorted(n[:-4] for n in zf.namelist())
         return {"trajectories": len(self._index), "steps": int(sum(columns[2])), "keys": keys,
                 "frames": self.frames, "missing": sorted(self._missing)}
+
+    @classmethod
+    def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
+        """Adds the run's metadata as ``metadata`` (a JSON string, torchrl.render's key), through a copy of the
+        file renamed into place (a crash never leaves it half-written); an older ``metadata`` is replaced."""
+        from .base import _commit, temp_path
+
+        tmp = temp_path(path)
+        with zipfile.ZipFile(path) as source, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as out:
+            for info in source.infolist():
+                if info.filename != "metadata.npy":
+                    with source.open(info) as member, out.open(info.filename, "w", force_zip64=True) as copy:
+                        shutil.copyfileobj(member, copy, 1 << 22)
+            with out.open("metadata.npy", "w", force_zip64=True) as member:
+                text = np.asarray(json.dumps(metadata, sort_keys=True, default=str))
+                np.lib.format.write_array(member, text, allow_pickle=False)
+        _commit(tmp, path)
 
     def _release(self) -> None:
         for spool in self._spools.values():
