@@ -403,6 +403,12 @@ CASES = [
     Case("html-env-without-mujoco", [*TINY, "--out", "{out}/run.html"],
          ("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, and this env has "
           "none", "--out run.mp4")),
+    Case("model-file-other-nq", ["--policy", "test_torchrl_dropin:counting_policy", "--env",
+                                 "test_torchrl_dropin:state_env", "--mujoco-model-path", "{inp}/one.xml",
+                                 "--out", "{out}/run.html"],
+         ("the env's get_state() gives 2 qpos, and the model", "has nq=1", "--mujoco-model-path"),
+         setup=lambda ctx: (ctx.inp / "one.xml").write_text(
+             '<mujoco><worldbody><body><joint type="hinge"/><geom size=".1"/></body></worldbody></mujoco>')),
     Case("qpos-key-env-without-state", [*TINY, "--mujoco-qpos-key", "qpos", "--out", "{out}/run.jsonl"],
          ("mujoco_qpos_key records the env's MuJoCo state, and this env exposes none", "get_state()")),
     # issue 10: the evaluation engine

@@ -433,3 +433,44 @@ def test_backend_names_are_our_backends():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert backends.RenderBackend.name == "base"
+
+
+# -- the MuJoCo viewer of an env without a MuJoCo model, as torchrl.render's ---------------------------------
+
+class StateEnv(CountingEnv):
+    """No MuJoCo model behind it, but a ``get_state()`` with qpos (torchrl.render's MujocoStateReader reads it)."""
+
+    def get_state(self):
+        return TensorDict({"qpos": torch.tensor([0.1 * self.count, -0.2 * self.count])}, [])
+
+
+def state_env(spec):
+    return StateEnv(device=spec.device)
+
+
+TWO_HINGES = ('<mujoco><worldbody><body><joint type="hinge"/><geom size=".1"/><body pos="0 0 .3">'
+              '<joint type="hinge" axis="1 0 0"/><geom size=".1"/></body></body></worldbody></mujoco>')
+
+
+def test_a_model_file_draws_an_env_without_a_model(tmp_path):
+    """mujoco_model_path draws the env's get_state() qpos, for the html replay and the notebook's viewer."""
+    from htmlread import episode_arrays
+
+    xml = tmp_path / "two.xml"
+    xml.write_text(TWO_HINGES)
+    kw = dict(policy=counting_policy, env=state_env, mujoco_model_path=xml, mujoco_qpos_key="qpos", num_trajs=2)
+    page = ours.render_policy(ours.RenderConfig(out=tmp_path / "r.html", **kw))
+    yours = theirs.MujocoStateReader().capture(StateEnv())
+    assert torch.equal(page.trajectories[0]["qpos"], torch.tensor([[0.0, 0.0], [0.1, -0.2]]))
+    assert yours["qpos"].tolist() == [0.0, 0.0]
+    arrays = episode_arrays(page.artifact_path)
+    assert sorted(arrays) == [0, 1] and all(len(a["xpos"]) == 3 for a in arrays.values())  # 2 steps + the reset
+    notebook = ours.render_policy(ours.RenderConfig(out=tmp_path / "r.ipynb", notebook_render_backend="mujoco_wasm",
+                                                    execute_notebook=False, **kw))
+    cells = json.loads(notebook.artifact_path.read_text())["cells"]
+    episode = next(c for c in cells if c.get("id") == "episode-0")
+    assert "torchrl-render-replay" in "".join(episode["outputs"][0]["data"]["text/html"])
+    other = tmp_path / "one.xml"
+    other.write_text('<mujoco><worldbody><body><joint type="hinge"/><geom size=".1"/></body></worldbody></mujoco>')
+    with pytest.raises(ours.ConfigError, match=r"get_state\(\) gives 2 qpos, and the model .* has nq=1"):
+        ours.render_policy(ours.RenderConfig(out=tmp_path / "x.html", **{**kw, "mujoco_model_path": other}))

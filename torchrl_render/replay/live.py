@@ -67,6 +67,22 @@ class LiveStates:
         return FrameBundle({}, record.step, record.trajectory, record.wall, metrics=metrics,
                            state={**state, "model": model})
 
+    def _model_file(self, reader: MujocoStateReader, env: Any) -> Any:
+        """An env without a MuJoCo model but with a ``get_state()``, and ``--mujoco-model-path``: the model file
+        draws its qpos (as torchrl.render's viewer draws a rollout's qpos with the model it is given)."""
+        path = getattr(self.cfg, "mujoco_model_path", None)
+        if path is None or not reader.supports(env):
+            return None
+        from .rebuild import load_model
+
+        model = load_model(path, getattr(self.cfg, "mujoco_asset_paths", ()) or ())
+        nq = reader.read(env)["qpos"].size
+        if nq != model.nq:
+            raise ConfigError(f"the env's get_state() gives {nq} qpos, and the model {str(path)!r} has nq={model.nq}",
+                              expected=f"{model.nq} qpos per state (the model's joints)", got=nq,
+                              fix="pass the model file of this env with --mujoco-model-path")
+        return model
+
     def _state_only(self, reader: MujocoStateReader, env: Any, needed: bool) -> bool:
         """An env without a MuJoCo model: its ``get_state()`` qpos are recorded (as torchrl.render's
         ``MujocoStateReader`` does) when only ``mujoco_qpos_key`` needs them; drawing needs the model."""
@@ -99,7 +115,7 @@ class LiveStates:
         entry = self._readers.get(id(env))
         if entry is None:
             reader = MujocoStateReader()
-            model = reader.model(env)
+            model = reader.model(env) or self._model_file(reader, env)
             if model is None and not self._state_only(reader, env, needed):
                 return None
             entry = self._readers[id(env)] = (reader, model)
