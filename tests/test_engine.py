@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from statsref import t975
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.errors import ConfigError
 
@@ -203,7 +204,7 @@ def test_metric_semantics_std_ci_and_wilson(tmp_path):
     rets = np.array([e["sum_reward"] for e in result.metrics["per_episode"]])
     agg = result.metrics["aggregated"]
     assert agg["std_sum_reward"] == pytest.approx(np.std(rets))                       # ddof=0, as numpy/SB3
-    half = 2.447 * np.std(rets, ddof=1) / math.sqrt(7)                                # Student t, 6 dof
+    half = t975(6) * np.std(rets, ddof=1) / math.sqrt(7)                              # Student t, 6 dof
     assert agg["ci95_sum_reward"] == pytest.approx([rets.mean() - half, rets.mean() + half])
     assert agg["pc_success"] == 100.0 and agg["ci95_success"][1] == pytest.approx(100.0)
     assert agg["ci95_success"][0] == pytest.approx(100 * 7 / (7 + 1.959963984540054 ** 2))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from statsref import t975
 from torchrl_render import ConfigError
 from torchrl_render.frames import LAYOUTS, apply_layout, to_uint8_hwc
 from torchrl_render.metrics import EpisodeMetrics, aggregate
@@ -67,7 +68,7 @@ def test_aggregates_against_a_hand_computation():
     assert agg["n_episodes"] == 3 and agg["avg_sum_reward"] == pytest.approx(3.0)
     assert agg["std_sum_reward"] == pytest.approx(math.sqrt(((1 - 3) ** 2 + (2 - 3) ** 2 + (6 - 3) ** 2) / 3))
     sample_sd = math.sqrt(((1 - 3) ** 2 + (2 - 3) ** 2 + (6 - 3) ** 2) / 2)
-    half = 4.303 * sample_sd / math.sqrt(3)
+    half = t975(2) * sample_sd / math.sqrt(3)                      # Student t, 2 dof (4.3027)
     assert agg["ci95_sum_reward"] == pytest.approx([3 - half, 3 + half])
     assert (agg["min_sum_reward"], agg["median_sum_reward"], agg["max_sum_reward"]) == (1.0, 2.0, 6.0)
     assert agg["avg_max_reward"] == pytest.approx(3.0) and agg["pc_success"] == pytest.approx(100 / 3)

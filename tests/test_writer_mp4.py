@@ -162,3 +162,44 @@ def test_missing_folder_fails_at_the_first_frame(tmp_path):
         writer.write(_bundle(_noise(1)[0]))
     writer.abort()
     assert list(tmp_path.iterdir()) == []
+
+
+
+
+def _scribble(fill: int) -> None:
+    """C calls that leave ``fill`` behind in this thread's stack and in freed heap blocks: what another
+    caller (Python's allocator, a GIL wait, a garbage collection) may leave where the encoder runs next."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    sizes = (400, 800, 1600, 2000, 3072, 4096, 6000, 8192) * 20
+    blocks = [libc.malloc(size) for size in sizes]
+    for block, size in zip(blocks, sizes):
+        ctypes.memset(block, fill, size)
+    for block in blocks:
+        libc.free(block)
+
+
+@pytest.mark.parametrize("size", [(48, 48), (32, 32), (96, 96)])
+@pytest.mark.parametrize("content", ["moving-disc", "noise"])
+def test_the_same_frames_encode_to_the_same_video_whatever_ran_before(tmp_path, size, content):
+    """x264's macroblock-tree rate control read an uninitialised value (valgrind), so the bits depended on
+    what earlier calls had left in memory: the same frames made other videos on the background writer
+    thread (the once-flaky frame comparison of the env-worker render test, 48x48)."""
+    h, w = size
+    yy, xx = np.mgrid[0:h, 0:w]
+    frames = _noise(21, h, w) if content == "noise" else [
+        np.where(((xx - 8 - t) ** 2 + (yy - h // 2) ** 2 < 64)[..., None], (30, 60, 150), 200).astype(np.uint8)
+        for t in range(21)]
+    decoded = []
+    for fill in (None, 0xFF, 0x80):
+        with Mp4Writer(tmp_path / f"{fill}.mp4") as writer:
+            for step, frame in enumerate(frames):
+                if fill is not None:
+                    _scribble(fill)
+                writer.write(_bundle(frame, step))
+        decoded.append(list(decode_frames(tmp_path / f"{fill}.mp4")))
+    assert [len(d) for d in decoded] == [21] * 3
+    assert all(np.array_equal(a, b) for other in decoded[1:] for a, b in zip(decoded[0], other))

@@ -20,10 +20,10 @@ from typing import Any
 from .config import RenderConfig
 from .data import Artifact, RenderResult, frame_paths
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
-from .metrics import aggregate
+from .metrics import aggregate, json_ready, nonfinite_note
 from .sink import InlineWriters, KeptFrames, Progress, Sink
 from .writers import WRITERS
-from .writers.base import BackgroundWriters, WriterGroup
+from .writers.base import BackgroundWriters, WriterGroup, remove
 
 __all__ = ["render_policy"]
 
@@ -68,7 +68,8 @@ class _Run:
         self.on_episode = on_episode
         self.live_feed: Any = None  # issue 14: the live page of a finished rollout, until its artifacts are written
         self.notes: list[str] = _Notes()
-        self.cfg = cfg = _one_layout_per_camera_set(cfg, self.notes)  # issue 11, item 2
+        cfg = _one_layout_per_camera_set(cfg, self.notes)  # issue 11, item 2
+        self.cfg = cfg = _envs_for_the_episodes(cfg, self.notes)
         self.format_frames = _wants_frames(cfg) or cfg.save_frames
         self.needs_frames = self.format_frames or cfg.result_frames  # result_frames: torchrl.render's frames
         self.groups = [WriterGroup(cfg, cfg.out)]
@@ -133,12 +134,16 @@ class _Run:
 
                 artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
             lingering, self.live_feed = self.live_feed, None
-        metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started)}
-        meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
-        meta["engine"] = dict(engine.info)
-        try:
+        try:  # an artifact never stays without its sidecar
+            metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started)}
+            note = nonfinite_note(metrics["aggregated"])
+            if note:
+                self.notes.append(note)
+            meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
+            meta["engine"] = dict(engine.info)
             self.write_sidecars(meta)
         except BaseException:
+            _remove_artifacts(artifacts)
             if lingering is not None:
                 lingering.close(finished=False)
             raise
@@ -164,6 +169,7 @@ class _Run:
 
     def write_sidecars(self, meta: dict[str, Any]) -> None:
         """The metadata sidecar, and the metadata kept inside artifacts (jsonl, npz, the notebook's asset folder)."""
+        meta = json_ready(meta)  # NaN returns are null in every copy
         _write_json_atomic(self.sidecar, meta)
         for artifact in meta.get("artifacts", []):
             hook = getattr(WRITERS.load(artifact["format"]), "add_metadata", None) if artifact["format"] in \
@@ -320,6 +326,8 @@ class _Run:
             _write_json_atomic(path, data)
         except OSError as write_exc:  # the run's own error matters more
             log.warning("could not write %s: %s", path, write_exc)
+            return
+        exc.add_note(f"the {len(episodes)} finished episode(s) are in {path}")  # the CLI's Ctrl-C line names it
 
     # -- results --------------------------------------------------------------------------------
 
@@ -360,6 +368,21 @@ def _one_layout_per_camera_set(cfg: RenderConfig, notes: list[str]) -> RenderCon
                  f"({', '.join(cfg.camera)}): tiled them with camera_layout 'grid' (--camera-layout horizontal, "
                  "vertical or separate chooses another layout)")
     return dataclasses.replace(cfg, camera_layout="grid")
+
+
+def _envs_for_the_episodes(cfg: RenderConfig, notes: list[str]) -> RenderConfig:
+    """More envs than episodes: the extra envs would never get one, so as many envs as episodes run."""
+    if cfg.num_trajs is None or cfg.num_envs <= cfg.num_trajs:
+        return cfg
+    notes.append(f"num_envs={cfg.num_envs} is more than num_trajs={cfg.num_trajs}: ran {cfg.num_trajs} env(s), "
+                 "one per episode (the others would have had no episode to run)")
+    return dataclasses.replace(cfg, num_envs=cfg.num_trajs)
+
+
+def _remove_artifacts(artifacts: list[Artifact]) -> None:
+    """Removes written artifacts (a run that fails after its writers finished leaves none)."""
+    for artifact in artifacts:
+        remove(Path(artifact.path))
 
 
 def _wants_frames(cfg: RenderConfig) -> bool:
@@ -407,7 +430,7 @@ def _close_quietly(env: Any) -> None:
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        tmp.write_text(json.dumps(json_ready(data), indent=2, default=str, allow_nan=False), encoding="utf-8")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

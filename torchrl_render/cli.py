@@ -30,6 +30,8 @@ SUBCOMMANDS: dict[str, str] = {
     "sweep-status": "torchrl_render.sweep.cli:status_main",        # issue 15
     "replay": "torchrl_render.replay.cli:main",  # issue 12: saved rollouts -> html/mp4/gif/frames
 }
+#: Above this many episodes the CLI prints a summary instead of a line per episode (--verbose: all lines).
+TABLE_MAX = 30
 _EXAMPLE = ("example:\n  python -m torchrl_render --ckpt policy.pt --policy mypkg.policy:make "
             "--env mypkg.env:make --out run.mp4")
 
@@ -82,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli.add_argument("--list-backends", action="store_true", help="List the render backends and exit.")
     cli.add_argument("--debug", action="store_true", help="Show tracebacks and debug logs.")
     cli.add_argument("--quiet", action="store_true", help="Print only errors and the artifact path.")
+    cli.add_argument("--verbose", action="store_true", help=f"Print a line per episode however many there are "
+                     f"(above {TABLE_MAX} episodes the summary shows a few and the spread).")
     add_config_fields(parser.add_argument_group("config (RenderConfig fields)"), RenderConfig)
     return parser
 
@@ -234,10 +238,11 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one paragraph, always
         raise SystemExit(2) from None
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; nothing was written at the output path", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        kept = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))  # where the finished episodes are
+        print(f"{PROG}: interrupted; nothing was written at the output path{kept}", file=sys.stderr)
         raise SystemExit(130) from None
-    _report(result, cfg, args.quiet)
+    _report(result, cfg, args.quiet, args.verbose)
     return 0
 
 
@@ -264,7 +269,7 @@ def _configure_logging(debug: bool, quiet: bool) -> None:
     logger.propagate = False
 
 
-def _report(result: Any, cfg: RenderConfig, quiet: bool) -> None:
+def _report(result: Any, cfg: RenderConfig, quiet: bool, verbose: bool = False) -> None:
     if cfg.validate_only:
         print("configuration is valid")
         return
@@ -275,13 +280,38 @@ def _report(result: Any, cfg: RenderConfig, quiet: bool) -> None:
         return
     if not quiet:
         agg = result.metrics.get("aggregated", {})
-        for ep in result.metrics.get("per_episode", []):
-            print(f"episode {ep['episode_ix']:>3}  seed {ep['seed']}  return {ep['sum_reward']:10.2f}  "
-                  f"length {ep['length']:>5}  frames {ep['num_frames']}", file=sys.stderr)
-        if agg.get("n_episodes"):
-            print(f"mean return {agg['avg_sum_reward']:.2f} +- {agg['std_sum_reward']:.2f} over "
-                  f"{agg['n_episodes']} episode(s) in {agg['eval_s']:.1f}s", file=sys.stderr)
-        for note in result.warnings:
-            print(f"note: {note}", file=sys.stderr)
+        lines = _episode_lines(result.metrics.get("per_episode", []), verbose)
+        lines += [_mean_line(agg)] if agg.get("n_episodes") else []
+        lines += [f"note: {note}" for note in result.warnings]
+        if lines:
+            print("\n".join(lines), file=sys.stderr)
     for artifact in result.artifacts:  # the files and folders written (a PNG folder once, not each frame)
         print(artifact.path)
+
+
+def _episode_line(ep: dict[str, Any]) -> str:
+    return (f"episode {ep['episode_ix']:>3}  seed {ep['seed']}  return {ep['sum_reward']:10.2f}  "
+            f"length {ep['length']:>5}  frames {ep['num_frames']}")
+
+
+def _episode_lines(episodes: list[dict[str, Any]], verbose: bool) -> list[str]:
+    """A line per episode, or for many episodes the first and last few and where they all are."""
+    if verbose or len(episodes) <= TABLE_MAX:
+        return [_episode_line(ep) for ep in episodes]
+    head, tail = episodes[:3], episodes[-2:]
+    return [*map(_episode_line, head), f"... {len(episodes) - 5} more episodes (--verbose prints a line for each; "
+            "the metadata sidecar holds them all under metrics.per_episode)", *map(_episode_line, tail)]
+
+
+def _mean_line(agg: dict[str, Any]) -> str:
+    n, spread = agg["n_episodes"], ""
+    if agg["avg_sum_reward"] is None:  # every return was NaN or infinite
+        return f"no finite return over {n} episode(s) in {agg['eval_s']:.1f}s"
+    if n > TABLE_MAX:
+        spread = (f"; min {agg['min_sum_reward']:.2f}, median {agg['median_sum_reward']:.2f}, "
+                  f"max {agg['max_sum_reward']:.2f}")
+        ci = agg.get("ci95_sum_reward")
+        spread += f"; 95% CI of the mean [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+        spread += f"; success {agg['pc_success']:.1f}%" if agg.get("pc_success") is not None else ""
+    return (f"mean return {agg['avg_sum_reward']:.2f} +- {agg['std_sum_reward']:.2f} over {n} episode(s) in "
+            f"{agg['eval_s']:.1f}s{spread}")

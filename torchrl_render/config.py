@@ -31,6 +31,7 @@ from typing import Any
 
 from .engine.seeding import SEED_MODES
 from .errors import ConfigError, did_you_mean
+from .metrics import SUCCESS_RULES
 
 __all__ = ["RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "key_to_string",
            "load_mapping", "parse_nested_key"]
@@ -96,6 +97,9 @@ class RenderConfig:
                                       "(instead of --num-trajs).")
     reward_fn: str | Callable[..., Any] | None = _f(None, help="Reward override: module:object, a callable from "
                                                     "the step TensorDict to a reward, reported beside the env's.")
+    success_rule: str = _f("any", help="An episode's success from the steps that report it: any (true at some "
+                           "step, as lerobot-eval) or final (the last step's report, as SB3's EvalCallback).",
+                           choices=SUCCESS_RULES)
     trajectories: bool = _f(True, help="Return the trajectories as TensorDicts (--no-trajectories keeps only "
                             "metrics: flat memory for thousands of episodes).")
     max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all).")
@@ -358,21 +362,18 @@ def _validate(cfg: RenderConfig) -> None:
     if not (isinstance(cfg.env, str) or callable(cfg.env) or _is_env_object(cfg.env)):
         raise ConfigError("env must be a factory or an env id", expected="'module:object', a gymnasium id or a callable",
                           got=type(cfg.env).__name__, fix="pass e.g. env='HalfCheetah-v5'")
-    if cfg.seed_mode == "torchrl" and cfg.num_envs > 1:
+    _episode_count(cfg)
+    _positive_int(cfg, "num_envs", "num_envs=4 (--num-envs 4)")
+    envs = cfg.num_envs if cfg.num_trajs is None else min(cfg.num_envs, cfg.num_trajs)  # never more than episodes
+    if cfg.seed_mode == "torchrl" and envs > 1:
         raise ConfigError("seed_mode='torchrl' seeds one env once and runs its episodes one after another, so it "
                           "takes one env", expected="--num-envs 1 with --seed-mode torchrl", got=cfg.num_envs,
                           fix="drop --num-envs, or use --seed-mode per-episode (episode i seeded seed+i)")
-    if cfg.num_envs > 1 and _is_env_object(cfg.env):
-        raise ConfigError(f"an env object cannot be copied into {cfg.num_envs} env workers: each one builds its own "
+    if envs > 1 and _is_env_object(cfg.env):
+        raise ConfigError(f"an env object cannot be copied into {envs} env workers: each one builds its own "
                           "env", expected="with num_envs > 1, a factory: 'module:object', a gymnasium id, or a callable",
                           got=f"a {type(cfg.env).__qualname__} object",
                           fix="pass a function that builds a new env (env=lambda: MyEnv()), or num_envs=1")
-    _episode_count(cfg)
-    _positive_int(cfg, "num_envs", "num_envs=4 (--num-envs 4)")
-    if cfg.num_trajs is not None and cfg.num_envs > cfg.num_trajs:
-        raise ConfigError("num_envs is larger than num_trajs: the extra envs would have no episode to run",
-                          expected=f"num_envs <= num_trajs ({cfg.num_trajs})", got=cfg.num_envs,
-                          fix=f"pass --num-envs {cfg.num_trajs} or fewer, or more --num-trajs")
     if cfg.max_episodes_rendered is not None:
         _check_type("max_episodes_rendered", cfg.max_episodes_rendered, int, "a non-negative integer or None")
         if cfg.max_episodes_rendered < 0:

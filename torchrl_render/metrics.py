@@ -6,12 +6,20 @@ Aggregate names follow lerobot-eval where it has one (``avg_sum_reward``,
 Semantics: ``std_sum_reward`` (and ``return_std``, ``len_std``) is the population standard
 deviation (ddof=0), as ``numpy.std``, SB3's ``evaluate_policy`` and imitation report it;
 ``ci95_sum_reward`` is the Student-t 95% interval of the mean, which uses the sample standard
-deviation (ddof=1), as that interval requires; ``ci95_success`` is the 95% Wilson score
-interval of ``pc_success`` (in percent). An episode cut by ``max_steps`` is ``truncated``.
+deviation (ddof=1), as that interval requires, and the exact quantile ``t(0.975, n-1)`` at every
+``n`` (scipy's); ``ci95_success`` is the 95% Wilson score interval of ``pc_success`` (in
+percent). An episode cut by ``max_steps`` is ``truncated``. ``n_traj`` is imitation's name for
+``n_episodes``.
+
 ``success`` is read from a ``success`` or ``is_success`` entry of the step
 TensorDict; for gymnasium envs, ``info["is_success"]`` (or ``info["success"]``) is
 read into it by :func:`torchrl_render.envs.success_reader`, which every gymnasium env
-we wrap gets. It is ``None`` when the env never reports it.
+we wrap gets. It is ``None`` when the env never reports it. The success rule
+(:data:`SUCCESS_RULES`, :func:`step_success`) says how the steps' reports make the episode's.
+
+A non-finite return (a diverging simulator's NaN reward) is reported as it is for its
+episode (``null`` in JSON, see :func:`json_ready`); the return aggregates are over the finite
+returns, and ``nonfinite_sum_reward`` lists the episodes left out (see :func:`nonfinite_note`).
 
 Example:
     >>> ep = EpisodeMetrics(episode_ix=0, seed=0)
@@ -30,9 +38,14 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["EpisodeMetrics", "aggregate", "read_success", "wilson_interval"]
+__all__ = ["SUCCESS_RULES", "EpisodeMetrics", "aggregate", "json_ready", "nonfinite_note", "read_success",
+           "step_success", "t_quantile", "wilson_interval"]
 
 SUCCESS_KEYS = ("success", "is_success")
+#: How an episode's success is read from the steps that report it: ``any`` (true at some step, as
+#: lerobot-eval reduces its per-step success with ``any``) or ``final`` (the last step's report, as
+#: SB3's ``EvalCallback`` reads ``info["is_success"]`` when the episode is done).
+SUCCESS_RULES = ("any", "final")
 
 
 @dataclass
@@ -50,13 +63,12 @@ class EpisodeMetrics:
     wall_s: float = 0.0
     num_frames: int = 0
 
-    def add(self, reward: float, success: bool | None = None) -> None:
-        """Adds one step."""
+    def add(self, reward: float, success: bool | None = None, rule: str = "any") -> None:
+        """Adds one step (``success``: this step's report, combined by ``rule``)."""
         self.sum_reward += reward
         self.max_reward = max(self.max_reward, reward)
         self.length += 1
-        if success is not None:
-            self.success = bool(self.success) or success
+        self.success = step_success(rule, self.success, success)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -81,44 +93,90 @@ def read_success(td: Any) -> bool | None:
     return None
 
 
+def step_success(rule: str, so_far: bool | None, step: bool | None) -> bool | None:
+    """An episode's success after one more step whose report is ``step`` (None: not reported).
+
+    Example:
+        >>> step_success("any", True, False), step_success("final", True, False), step_success("final", True, None)
+        (True, False, None)
+    """
+    if rule == "final":
+        return step
+    return so_far if step is None else bool(so_far) or step
+
+
+def _finite_only(values: list[float | None]) -> list[float]:
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
 def aggregate(episodes: list[dict[str, Any]], eval_s: float) -> dict[str, Any]:
     """Aggregates per-episode dicts (see module docstring for the names)."""
     n = len(episodes)
-    returns = [float(e["sum_reward"]) for e in episodes]
+    returns = _finite_only([_number(e["sum_reward"]) for e in episodes])
     lengths = [int(e["length"]) for e in episodes]
-    maxes = [float(e["max_reward"]) for e in episodes if e["max_reward"] is not None]
+    maxes = _finite_only([_number(e["max_reward"]) for e in episodes])
     successes = [bool(e["success"]) for e in episodes if e["success"] is not None]
-    mean = statistics.fmean(returns) if n else None
-    std = statistics.pstdev(returns) if n else None
-    sem = statistics.stdev(returns) / math.sqrt(n) if n > 1 else None
-    half = _t95(n - 1) * sem if sem is not None else None
-    out = {
-        "n_episodes": n,
-        "avg_sum_reward": mean,
-        "std_sum_reward": std,
-        "min_sum_reward": min(returns) if n else None,
-        "median_sum_reward": statistics.median(returns) if n else None,
-        "max_sum_reward": max(returns) if n else None,
-        "ci95_sum_reward": [mean - half, mean + half] if half is not None else None,
-        "avg_max_reward": statistics.fmean(maxes) if maxes else None,
-        "pc_success": 100.0 * sum(successes) / len(successes) if successes else None,
-        "avg_length": statistics.fmean(lengths) if n else None,
-        "eval_s": eval_s,
-        "eval_ep_s": eval_s / n if n else None,
-    }
+    out = {"n_episodes": n, **_return_stats(returns),
+           "avg_max_reward": statistics.fmean(maxes) if maxes else None,
+           "pc_success": 100.0 * sum(successes) / len(successes) if successes else None,
+           "avg_length": statistics.fmean(lengths) if n else None,
+           "eval_s": eval_s, "eval_ep_s": eval_s / n if n else None}
+    if len(returns) < n:
+        out["nonfinite_sum_reward"] = [e["episode_ix"] for e in episodes
+                                       if not _finite_only([_number(e["sum_reward"])])]
     if successes:
         out["ci95_success"] = wilson_interval(sum(successes), len(successes))
-    fn_returns = [float(e["sum_reward_fn"]) for e in episodes if e.get("sum_reward_fn") is not None]
+    fn_returns = _finite_only([_number(e.get("sum_reward_fn")) for e in episodes])
     if fn_returns:
         out["avg_sum_reward_fn"] = statistics.fmean(fn_returns)
         out["std_sum_reward_fn"] = statistics.pstdev(fn_returns)
-    out.update({
-        "return_mean": out["avg_sum_reward"], "return_std": out["std_sum_reward"],
+    out.update({  # imitation's rollout_stats names
+        "n_traj": n, "return_mean": out["avg_sum_reward"], "return_std": out["std_sum_reward"],
         "return_min": out["min_sum_reward"], "return_max": out["max_sum_reward"],
         "len_mean": out["avg_length"], "len_std": statistics.pstdev(lengths) if n else None,
         "len_min": min(lengths) if n else None, "len_max": max(lengths) if n else None,
     })
     return out
+
+
+def _number(value: Any) -> float | None:
+    """A per-episode number as a float (``None`` stays None: JSON's null for a NaN read back)."""
+    return None if value is None else float(value)
+
+
+def _return_stats(returns: list[float]) -> dict[str, Any]:
+    """Mean, spread and the 95% interval of the mean of the (finite) returns."""
+    n = len(returns)
+    mean = statistics.fmean(returns) if n else None
+    half = t_quantile(0.975, n - 1) * statistics.stdev(returns) / math.sqrt(n) if n > 1 else None
+    return {"avg_sum_reward": mean, "std_sum_reward": statistics.pstdev(returns) if n else None,
+            "min_sum_reward": min(returns) if n else None,
+            "median_sum_reward": statistics.median(returns) if n else None,
+            "max_sum_reward": max(returns) if n else None,
+            "ci95_sum_reward": [mean - half, mean + half] if half is not None else None}
+
+
+def nonfinite_note(aggregated: dict[str, Any]) -> str | None:
+    """The run's note when some returns were not finite (None when all were)."""
+    left_out = aggregated.get("nonfinite_sum_reward")
+    if not left_out:
+        return None
+    finite = aggregated["n_episodes"] - len(left_out)
+    shown = ", ".join(map(str, left_out[:10])) + (f" and {len(left_out) - 10} more" if len(left_out) > 10 else "")
+    return (f"the return of episode(s) {shown} is not finite (the env's reward was NaN or infinite at some step; "
+            f"null in the JSON files): the return aggregates (avg/std/min/median/max/ci95_sum_reward, return_*) "
+            f"are over the {finite} finite return(s)")
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with NaN and infinities as None, so that it is valid JSON (which has no such numbers)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> list[float]:
@@ -135,9 +193,13 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> lis
     return [100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)]
 
 
-def _t95(dof: int) -> float:
-    """Two-sided 95% Student-t quantile (exact table to 30, normal beyond)."""
-    table = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-             2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-             2.052, 2.048, 2.045, 2.042]
-    return table[dof - 1] if 1 <= dof <= len(table) else 1.96
+def t_quantile(p: float, dof: int) -> float:
+    """Student's t quantile ``t(p, dof)``, exact at every ``dof`` (scipy, imported here: it is heavy).
+
+    Example:
+        >>> round(t_quantile(0.975, 31), 4)
+        2.0395
+    """
+    from scipy.stats import t
+
+    return float(t.ppf(p, dof))

@@ -18,7 +18,7 @@ from .data import FrameBundle
 from .errors import NoFramesError
 from .frames import apply_layout, to_uint8_hwc
 from .engine.records import Episode
-from .metrics import read_success
+from .metrics import read_success, step_success
 from .writers.base import BackgroundWriters, WriterGroup
 
 __all__ = ["InlineWriters", "KeptFrames", "Progress", "Sink", "rendered_range"]
@@ -109,9 +109,8 @@ class Sink:
         """The rendered episode's numbers so far, for overlays and the replay page."""
         total = self.running.setdefault(record.trajectory, [0.0, None])
         total[0] += record.reward
-        success = read_success(record.td) if record.td is not None else None
-        if success is not None:
-            total[1] = bool(total[1]) or success
+        if record.step and record.td is not None:  # the reset's report is no step's (the episode ignores it too)
+            total[1] = step_success(self.cfg.success_rule, total[1], read_success(record.td))
         metrics = {"step": record.step, "reward": record.reward, "return": total[0]}
         if total[1] is not None:
             metrics["success"] = total[1]

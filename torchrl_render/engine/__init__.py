@@ -55,6 +55,7 @@ class Engine:
     reward_fn: Any = None
     notes: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    _plan: EpisodePlan | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         from ..envs import plain_gymnasium
@@ -62,7 +63,8 @@ class Engine:
         self.raw = plain_gymnasium(self.env)
         self.why_torchrl = _refusal(self.cfg, self.raw, self.policy)
         self.path = "torchrl" if self.why_torchrl else "gymnasium"
-        self.info.update(path=self.path, num_envs=self.cfg.num_envs, policy_batch=self.cfg.policy_batch)
+        self.info.update(path=self.path, num_envs=self.cfg.num_envs, policy_batch=self.cfg.policy_batch,
+                         success_rule=self.cfg.success_rule)
         if self.why_torchrl:
             self.info["why_torchrl"] = self.why_torchrl
 
@@ -72,10 +74,13 @@ class Engine:
         return self.path == "torchrl" and self.cfg.num_envs > 1
 
     def plan(self) -> EpisodePlan:
-        cfg = self.cfg
-        if cfg.eval_n_timesteps is not None:
-            return EpisodePlan(min_timesteps=cfg.eval_n_timesteps)
-        return EpisodePlan(num_trajs=cfg.num_trajs)
+        """The run's episode plan: one per engine, shared by the slots that dispatch episodes and by the
+        episode order that decides, once every earlier episode has finished, which are reported."""
+        if self._plan is None:
+            cfg = self.cfg
+            self._plan = EpisodePlan(min_timesteps=cfg.eval_n_timesteps) if cfg.eval_n_timesteps is not None \
+                else EpisodePlan(num_trajs=cfg.num_trajs)
+        return self._plan
 
     def prepare(self) -> None:
         """Starts what the batch needs (env workers) ahead of the first step; :meth:`close` releases it."""
@@ -96,11 +101,11 @@ class Engine:
         if self.path == "gymnasium":
             from .gym_path import run_gymnasium
 
-            yield from _in_order(run_gymnasium(self))
+            yield from _in_order(run_gymnasium(self), self.plan())
         else:
             from .torchrl_path import run_torchrl
 
-            yield from _in_order(run_torchrl(self))
+            yield from _in_order(run_torchrl(self), self.plan())
 
 
 def _refusal(cfg: Any, raw: Any, policy: Any) -> str | None:
@@ -126,8 +131,13 @@ def _refusal(cfg: Any, raw: Any, policy: Any) -> str | None:
     return None
 
 
-def _in_order(items: Iterator[StepRecord | Episode]) -> Iterator[StepRecord | Episode]:
-    """Episodes in index order (an episode waits for the ones before it); records pass at once."""
+def _in_order(items: Iterator[StepRecord | Episode], plan: EpisodePlan) -> Iterator[StepRecord | Episode]:
+    """Episodes in index order (an episode waits for the ones before it); records pass at once.
+
+    An episode is reported only if the plan keeps it, asked when it leaves in order: every earlier
+    episode has finished by then, so an ``eval_n_timesteps`` cut is known. (With K envs an episode
+    started past the cut can end before the one that reaches the budget; it is dropped here.)
+    """
     waiting: dict[int, Episode] = {}
     expected = 0
     for item in items:
@@ -136,7 +146,10 @@ def _in_order(items: Iterator[StepRecord | Episode]) -> Iterator[StepRecord | Ep
             continue
         waiting[item.index] = item
         while expected in waiting:
-            yield waiting.pop(expected)
+            episode = waiting.pop(expected)
             expected += 1
-    for index in sorted(waiting):  # after a cut by eval_n_timesteps nothing should wait; keep order anyway
-        yield waiting.pop(index)
+            if plan.keeps(episode.index):
+                yield episode
+    for index in sorted(waiting):  # episodes past a cut, whose predecessors were discarded unfinished
+        if plan.keeps(index):
+            yield waiting.pop(index)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .plan import EpisodePlan
 from .records import Episode, StepRecord
+from .slots import SlotError
 
 __all__ = ["SlotLoop"]
 
@@ -39,13 +40,15 @@ class SlotLoop:
         trajectories: Build each episode's TensorDict.
         reward_fn: ``reward_fn(transition TensorDict [n]) -> [n]`` summed into ``sum_reward_fn``.
         action_dtype: The env's action dtype (numpy).
+        success_rule: ``"any"`` (success at some step) or ``"final"`` (the last step's report).
     """
 
     def __init__(self, slots: Any, act: Callable[[np.ndarray], np.ndarray], begin: Callable[[int, int | None], None],
                  plan: EpisodePlan, *, seed: int | None, max_steps: int | None, obs_key: Any, keep: bool,
                  trajectories: bool, reward_fn: Callable[[Any], Any] | None = None,
-                 action_shape: tuple[int, ...] = (), action_dtype: Any = np.float32) -> None:
+                 action_shape: tuple[int, ...] = (), action_dtype: Any = np.float32, success_rule: str = "any") -> None:
         self.slots, self.act, self.begin, self.plan = slots, act, begin, plan
+        self.final_success = success_rule == "final"
         self.seed, self.max_steps, self.obs_key = seed, max_steps, obs_key
         self.keep, self.trajectories, self.reward_fn = keep or trajectories, trajectories, reward_fn
         k = slots.num
@@ -80,6 +83,8 @@ class SlotLoop:
             if ended.size:
                 freed = ended.tolist()
                 for i in ended.tolist():
+                    if self.episode[i] < 0:  # discarded by an episode that ended on this same step
+                        continue
                     episode, discard = self._finish(i)
                     if episode is not None:
                         yield episode
@@ -110,26 +115,33 @@ class SlotLoop:
     def _step(self, rows: np.ndarray, actions: np.ndarray) -> None:
         from ..errors import RenderError, RolloutError
 
+        fix = "check the env's step(), or the action the policy produced"
         try:
             self.slots.step(rows.tolist(), actions)
         except RenderError:
             raise
+        except SlotError as exc:  # the slot whose env raised: its episode and step, as with one env
+            raise RolloutError(f"the env raised {self._where(np.array([exc.slot]), 1)}: {exc.error}",
+                               fix=_with_trace(fix, exc)) from exc.__cause__
         except Exception as exc:
-            raise RolloutError(f"the env raised {self._where(rows, 1)}: {type(exc).__name__}: {exc}",
-                               fix="check the env's step(), or the action the policy produced") from exc
+            raise RolloutError(f"the env raised {self._where(rows, 1)}: {type(exc).__name__}: {exc}", fix=fix) from exc
 
     def _reset(self, rows: list[int], seeds: list[int | None]) -> None:
         from ..errors import RenderError, RolloutError
 
+        fix = "check the env factory and its reset()"
         try:
             self.slots.reset(rows, seeds)
         except RenderError:
             raise
+        except SlotError as exc:
+            raise RolloutError(f"the env raised while resetting episode {int(self.episode[exc.slot])}: {exc.error}",
+                               fix=_with_trace(fix, exc)) from exc.__cause__
         except Exception as exc:
             episodes = [int(self.episode[i]) for i in rows]
             raise RolloutError(f"the env raised while resetting episode{'s' if len(rows) > 1 else ''} "
                                f"{episodes if len(rows) > 1 else episodes[0]}: {type(exc).__name__}: {exc}",
-                               fix="check the env factory and its reset()") from exc
+                               fix=fix) from exc
 
     def _book(self, rows: np.ndarray, actions: np.ndarray, before: dict[str, np.ndarray] | None) -> np.ndarray:
         """The per-step bookkeeping, vectorised over the active rows; returns the rows that ended."""
@@ -150,7 +162,7 @@ class SlotLoop:
             for key, store in self.obs.items():
                 store[rows, t] = s.obs[key][rows]
             self.actions[rows, t - 1] = actions[rows]
-        self.succ[rows] = np.maximum(self.succ[rows], s.success[rows])
+        self.succ[rows] = s.success[rows] if self.final_success else np.maximum(self.succ[rows], s.success[rows])
         if self.reward_fn is not None:
             self.fn_ret[rows] += self._reward_fn(rows, actions, before)
         ended = term | trunc
@@ -174,7 +186,7 @@ class SlotLoop:
             for key, store in self.obs.items():
                 store[i, t] = s.obs[key][i]
             self.actions[i, t - 1] = actions[i]
-        if s.success[i] > self.succ[i]:
+        if self.final_success or s.success[i] > self.succ[i]:  # -1: not reported at this step
             self.succ[i] = s.success[i]
         ended = term or trunc or (self.max_steps is not None and t >= self.max_steps)
         return np.array([i]) if ended else _NONE
@@ -266,6 +278,11 @@ class SlotLoop:
                              done=(term or trunc or cut) if step else False, terminated=term and step > 0,
                              truncated=(trunc or (cut and not term)) and step > 0, wall=time.perf_counter(),
                              env=self.slots.env(i))
+
+
+def _with_trace(fix: str, exc: SlotError) -> str:
+    """The fix, and the last lines of the traceback of an env that raised in a worker process."""
+    return f"{fix}; the worker's traceback: {exc.trace}" if exc.trace else fix
 
 
 def _state_td(slots: Any, i: int) -> Any:

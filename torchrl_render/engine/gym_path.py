@@ -2,9 +2,10 @@
 
 Rendered episodes come first, on the run's own env (the render backends were built on it), with
 one policy call per step exactly as a one-env run makes; the other episodes are dispatched over
-K slots. ``env_batch_mode="auto"`` times a few steps of the env and uses worker processes only
-when a step costs more than :data:`~torchrl_render.engine.PARALLEL_STEP_S` and there is more
-than one core (the choice and the timing go to the metadata).
+K slots. ``env_batch_mode="auto"`` times a few steps of an env built for that alone (never one of
+the run's) and uses worker processes only when a step costs more than
+:data:`~torchrl_render.engine.PARALLEL_STEP_S` and there is more than one core (the choice and the
+timing go to the metadata).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
     space = raw.action_space
     common = dict(seed=cfg.seed, max_steps=cfg.max_steps, obs_key=cfg.obs_key, keep=engine.keep,
                   trajectories=cfg.trajectories, reward_fn=engine.reward_fn, action_shape=tuple(space.shape),
-                  action_dtype=np.dtype(space.dtype))
+                  action_dtype=np.dtype(space.dtype), success_rule=cfg.success_rule)
     rendered = engine.rendered
     extras = _extras(cfg, raw)
     if rendered:
@@ -108,8 +109,8 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     k, mode = cfg.num_envs, cfg.env_batch_mode
     if mode == "auto":
         mode = "serial"
-        if k > 1 and cpu_count() > 1:
-            seconds = step_seconds(raw)
+        if k > 1 and cpu_count() > 1:  # timed on an env of its own: the run's envs are never stepped for it
+            seconds = step_seconds(partial(make_raw_env, cfg, engine.payload, render_mode=engine.render_mode))
             engine.info["step_ms"] = round(seconds * 1e3, 4)
             from . import PARALLEL_STEP_S
 

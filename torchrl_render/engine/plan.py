@@ -56,5 +56,5 @@ class EpisodePlan:
         return []
 
     def keeps(self, index: int) -> bool:
-        """Whether a finished episode is reported."""
-        return self.cutoff is None or index < self.cutoff
+        """Whether a finished episode is reported (final once every episode before it has finished)."""
+        return index >= 0 and (self.cutoff is None or index < self.cutoff)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -25,9 +26,23 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RolloutError
+from ..errors import RenderError, RolloutError
 
-__all__ = ["InProcessSlots", "ProcessSlots", "obs_layout", "step_seconds"]
+__all__ = ["InProcessSlots", "ProcessSlots", "SlotError", "obs_layout", "step_seconds"]
+
+
+class SlotError(Exception):
+    """The env of one slot raised in ``reset`` or ``step``: which slot, and what it raised.
+
+    Args:
+        slot: The slot whose env raised.
+        error: ``"TypeName: message"`` of the env's exception.
+        trace: The last lines of its traceback, when it was raised in a worker process.
+    """
+
+    def __init__(self, slot: int, error: str, trace: str = "") -> None:
+        super().__init__(error)
+        self.slot, self.error, self.trace = slot, error, trace
 
 
 def obs_layout(space: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]] | None:
@@ -94,7 +109,12 @@ class InProcessSlots(_Buffers):
 
     def reset(self, rows: Sequence[int], seeds: Sequence[int | None]) -> None:
         for i, seed in zip(rows, seeds):
-            obs, info = self.envs[i].reset(seed=seed)
+            try:
+                obs, info = self.envs[i].reset(seed=seed)
+            except RenderError:
+                raise
+            except Exception as exc:  # the engine names the episode of this slot
+                raise SlotError(i, f"{type(exc).__name__}: {exc}") from exc
             self._put(i, obs, self._extra(i))
             self.success[i] = _success(info)
             self.terminated[i] = self.truncated[i] = False
@@ -104,7 +124,12 @@ class InProcessSlots(_Buffers):
         envs, reward, terminated, truncated, success = self.envs, self.reward, self.terminated, self.truncated, \
             self.success
         for i in rows:
-            obs, r, term, trunc, info = envs[i].step(actions[i])
+            try:
+                obs, r, term, trunc, info = envs[i].step(actions[i])
+            except RenderError:
+                raise
+            except Exception as exc:  # the engine names the episode of this slot
+                raise SlotError(i, f"{type(exc).__name__}: {exc}") from exc
             self._put(i, obs, self._extra(i) if self.extras else None)
             reward[i] = r
             terminated[i] = term
@@ -121,38 +146,61 @@ class InProcessSlots(_Buffers):
 
 
 def _worker(conn: Any, make: Callable[[], Any], count: int, extras: dict[Any, Callable[[Any], Any]]) -> None:
-    """A worker process: ``count`` envs built here, stepped on the parent's orders."""
-    try:
-        from ..mjlog import quiet_mujoco_log
+    """A worker process: ``count`` envs built here, stepped on the parent's orders.
 
-        quiet_mujoco_log()  # MuJoCo's warnings: debug log lines, not stderr nor a MUJOCO_LOG.TXT
-        envs = [make() for _ in range(count)]
-        conn.send(("ok", None))
-    except BaseException as exc:  # the parent raises it with the worker's traceback
-        conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
-        return
+    Ctrl-C is the parent's to handle: a terminal sends SIGINT to the whole process group, so the
+    worker ignores it and ends when the parent closes it, or quietly when the parent is gone (its
+    end of the pipe closed: EOF or a broken pipe), with no traceback of its own.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    envs: list[Any] = []
+    try:
+        try:
+            from ..mjlog import quiet_mujoco_log
+
+            quiet_mujoco_log()  # MuJoCo's warnings: debug log lines, not stderr nor a MUJOCO_LOG.TXT
+            envs.extend(make() for _ in range(count))
+        except BaseException as exc:  # the parent raises it with the worker's traceback
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", None))
+            return
+        conn.send(("ok", None, None))
+        _serve(conn, envs, extras)
+    except (EOFError, OSError):  # the parent went away: nobody to answer
+        _close_all(envs)
+
+
+def _close_all(envs: list[Any]) -> None:
+    """Closes a worker's envs on its way out; an env whose close fails has nobody to tell (the run is over)."""
+    for env in envs:
+        try:
+            env.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _serve(conn: Any, envs: list[Any], extras: dict[Any, Callable[[Any], Any]]) -> None:
+    """Answers ``reset`` / ``step`` orders until ``close``; an env's error names its env (local index)."""
     while True:
         cmd, arg = conn.recv()
+        if cmd == "close":
+            _close_all(envs)
+            conn.send(("closed", None, None))
+            return
+        j, out = None, []
         try:
-            if cmd == "reset":
-                out = []
-                for j, seed in arg:
-                    obs, info = envs[j].reset(seed=seed)
-                    out.append((obs, _success(info), {k: fn(envs[j]) for k, fn in extras.items()}))
-            elif cmd == "step":
-                out = []
-                for j, action in arg:
-                    obs, r, term, trunc, info = envs[j].step(action)
+            for j, value in arg:
+                env = envs[j]
+                if cmd == "reset":
+                    obs, info = env.reset(seed=value)
+                    out.append((obs, _success(info), {k: fn(env) for k, fn in extras.items()}))
+                else:
+                    obs, r, term, trunc, info = env.step(value)
                     out.append((obs, float(r), bool(term), bool(trunc), _success(info) if info else -1,
-                                {k: fn(envs[j]) for k, fn in extras.items()}))
-            else:
-                for env in envs:
-                    env.close()
-                conn.send(("ok", None))
-                return
-            conn.send(("ok", out))
-        except BaseException as exc:
-            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+                                {k: fn(env) for k, fn in extras.items()}))
+        except BaseException as exc:  # SIGINT is ignored here: this is the env's own error, for the parent
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", j))
+            continue
+        conn.send(("ok", out, None))
 
 
 class ProcessSlots(_Buffers):
@@ -194,16 +242,33 @@ class ProcessSlots(_Buffers):
             self._ready = True
 
     def _recv(self, w: int, what: str) -> Any:
+        """Worker ``w``'s answer; its env's error as a :class:`SlotError` (naming the slot)."""
         try:
-            status, payload = self.conns[w].recv()
+            status, payload, local = self.conns[w].recv()
         except EOFError as exc:
             raise RolloutError(f"env worker process {w} died while {what} (exit code {self.procs[w].exitcode})",
                                fix="check the env factory in a single process (--num-envs 1)") from exc
-        if status == "error":
-            raise RolloutError(f"an env worker raised while {what}: {payload.strip().splitlines()[0]}",
-                               fix="check the env factory and its reset()/step(); the worker's traceback: "
-                                   + " | ".join(payload.strip().splitlines()[-3:]))
-        return payload
+        if status != "error":
+            return payload
+        lines = payload.strip().splitlines()
+        if local is not None:
+            raise SlotError(local * self.workers + w, lines[0], " | ".join(lines[-3:]))
+        raise RolloutError(f"an env worker raised while {what}: {lines[0]}",
+                           fix="check the env factory and its reset()/step(); the worker's traceback: "
+                               + " | ".join(lines[-3:]))
+
+    def _gather(self, orders: list[list[tuple[int, Any]]], what: str) -> list[tuple[int, Any]]:
+        """Every worker's answer to its order (all are read, so none stays in a pipe), then the first error."""
+        answers, error = [], None
+        for w, order in enumerate(orders):
+            if order:
+                try:
+                    answers.extend(zip([i for i, _ in order], self._recv(w, what)))
+                except (SlotError, RolloutError) as exc:
+                    error = error or exc
+        if error is not None:
+            raise error
+        return answers
 
     def _scatter(self, cmd: str, rows: Sequence[int], values: Sequence[Any]) -> list[list[tuple[int, Any]]]:
         self._wait_ready()
@@ -216,33 +281,30 @@ class ProcessSlots(_Buffers):
         return orders
 
     def reset(self, rows: Sequence[int], seeds: Sequence[int | None]) -> None:
-        orders = self._scatter("reset", rows, seeds)
-        for w, order in enumerate(orders):
-            if order:
-                for (i, _), (obs, success, extra) in zip(order, self._recv(w, "resetting")):
-                    self._put(i, obs, extra)
-                    self.success[i] = success
-                    self.terminated[i] = self.truncated[i] = False
-                    self.reward[i] = 0.0
+        for i, (obs, success, extra) in self._gather(self._scatter("reset", rows, seeds), "resetting"):
+            self._put(i, obs, extra)
+            self.success[i] = success
+            self.terminated[i] = self.truncated[i] = False
+            self.reward[i] = 0.0
 
     def step(self, rows: Sequence[int], actions: np.ndarray) -> None:
-        orders = self._scatter("step", rows, [actions[i] for i in rows])
-        for w, order in enumerate(orders):
-            if order:
-                for (i, _), (obs, r, term, trunc, success, extra) in zip(order, self._recv(w, "stepping")):
-                    self._put(i, obs, extra)
-                    self.reward[i], self.terminated[i], self.truncated[i], self.success[i] = r, term, trunc, success
+        answers = self._gather(self._scatter("step", rows, [actions[i] for i in rows]), "stepping")
+        for i, (obs, r, term, trunc, success, extra) in answers:
+            self._put(i, obs, extra)
+            self.reward[i], self.terminated[i], self.truncated[i], self.success[i] = r, term, trunc, success
 
     def env(self, i: int) -> Any:
         return None  # lives in another process
 
     def close(self) -> None:
+        """Closes every worker; an answer still in a pipe (a run stopped mid-step, Ctrl-C) is read past."""
         conns, self.conns = self.conns, []
         for conn in conns:
             try:
                 conn.send(("close", None))
-                conn.recv()
-            except (OSError, EOFError, BrokenPipeError):
+                while conn.poll(5) and conn.recv()[0] != "closed":
+                    pass
+            except Exception:  # noqa: BLE001 - a dead worker or a torn message: it is joined or killed below
                 pass
             conn.close()
         procs, self.procs = self.procs, []
@@ -252,17 +314,22 @@ class ProcessSlots(_Buffers):
                 proc.kill()
 
 
-def step_seconds(env: Any, steps: int = 20) -> float:
-    """The median wall time of one ``env.step`` with sampled actions (the env is reset first;
-    the engine resets it again, seeded, before any episode)."""
-    env.reset(seed=0)
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        _, _, term, trunc, _ = env.step(env.action_space.sample())
-        times.append(time.perf_counter() - t0)
-        if term or trunc:
-            env.reset()
+def step_seconds(make: Callable[[], Any], steps: int = 20) -> float:
+    """The median wall time of one ``env.step`` with sampled actions, on an env that ``make()`` builds for
+    this alone and that is closed after: no env of the run is stepped for it (a stateful wrapper, e.g.
+    ``NormalizeObservation``, would start its first episode from other statistics)."""
+    env = make()
+    try:
+        env.reset(seed=0)
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            _, _, term, trunc, _ = env.step(env.action_space.sample())
+            times.append(time.perf_counter() - t0)
+            if term or trunc:
+                env.reset()
+    finally:
+        env.close()
     return float(np.median(times))
 
 

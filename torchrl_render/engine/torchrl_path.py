@@ -59,7 +59,7 @@ class _Gathered:
 
 
 def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[StepRecord | Episode]:
-    from ..metrics import read_success
+    from ..metrics import read_success, step_success
 
     current: dict[int, _Gathered] = {}
     qpos = None
@@ -78,9 +78,7 @@ def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[S
         g.total += record.reward
         g.rewards.append(record.reward)
         g.flags.append((record.done, record.terminated, record.truncated))
-        success = read_success(record.td)
-        if success is not None:
-            g.success = bool(g.success) or success
+        g.success = step_success(engine.cfg.success_rule, g.success, read_success(record.td))
         step = _strip(engine.cfg, record.transition)
         if qpos is not None:
             qpos.step(record, step, 0.0, False)

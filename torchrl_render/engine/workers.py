@@ -40,7 +40,8 @@ FRAMES_KEY = "_frames"
 CONTROL_KEYS = (SEED_KEY, RENDER_KEY, FRAMES_KEY)
 
 
-def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, needs_frames: bool) -> Any:
+def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, needs_frames: bool,
+                     slot: int | None = None) -> Any:
     """Runs in each worker: the user's env plus the episode-control transform."""
     from torchrl.envs import TransformedEnv
 
@@ -52,10 +53,31 @@ def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, needs_fram
     import multiprocessing  # issue 11, item 17: a worker process keeps MuJoCo's warnings off stderr and the cwd
 
     if multiprocessing.parent_process() is not None:
+        import signal
+
         from ..mjlog import quiet_mujoco_log
         quiet_mujoco_log()
+        # Ctrl-C reaches the whole process group: the parent stops the run and closes the workers, which
+        # would otherwise each print a KeyboardInterrupt (and then broken pipe) traceback
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     env = build_env(cfg, payload, render_mode=render_mode)
+    if slot is not None:
+        _name_the_slot(env, slot)
     return TransformedEnv(env, EpisodeControl(cfg, needs_frames))
+
+
+def _name_the_slot(env: Any, slot: int) -> None:
+    """An exception from this env's step carries ``env_slot``, so the run names the episode it was in."""
+    step = env._step
+
+    def named_step(tensordict: Any) -> Any:
+        try:
+            return step(tensordict)
+        except Exception as exc:
+            exc.env_slot = slot
+            raise
+
+    env._step = named_step
 
 
 def _episode_control_cls() -> type:
@@ -158,7 +180,7 @@ def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, needs_fram
 
     make = partial(_make_worker_env, cfg, payload, render_mode, needs_frames)
     if cfg.env_batch_mode == "serial":
-        return SerialEnv(cfg.num_envs, make)
+        return SerialEnv(cfg.num_envs, [partial(make, slot=i) for i in range(cfg.num_envs)])
     try:
         pickle.dumps(make)
         method = "spawn"
@@ -197,8 +219,10 @@ def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps:
         except RenderError:
             raise
         except Exception as exc:
-            raise RolloutError(f"an env worker raised while stepping episodes {[e for e in episode if e >= 0]}: "
-                               f"{type(exc).__name__}: {exc}", fix="check the env's step()") from exc
+            slot = getattr(exc, "env_slot", None)  # an in-process env names itself; a worker process does not
+            where = (f"the env raised at step {steps[slot] + 1} of episode {episode[slot]}" if slot is not None
+                     else f"an env worker raised while stepping episodes {[e for e in episode if e >= 0]}")
+            raise RolloutError(f"{where}: {type(exc).__name__}: {exc}", fix="check the env's step()") from exc
         ended = torch.zeros(k, dtype=torch.bool)
         for i in range(k):
             if episode[i] < 0:

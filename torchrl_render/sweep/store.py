@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..metrics import json_ready
+
 __all__ = ["EPISODES", "MANIFEST", "Store", "done_episodes", "read_manifest", "read_records", "write_json_atomic"]
 
 MANIFEST = "manifest.json"
@@ -75,7 +77,7 @@ class Store:
     def append(self, record: dict[str, Any]) -> None:
         """Appends one line, flushed and fsynced before it returns."""
         record = {**record, "time": record.get("time", time.time())}
-        self._fh.write(json.dumps(record, default=str) + "\n")
+        self._fh.write(json.dumps(json_ready(record), default=str, allow_nan=False) + "\n")  # a NaN return: null
         self._fh.flush()
         os.fsync(self._fh.fileno())
 

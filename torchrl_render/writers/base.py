@@ -26,7 +26,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -35,7 +35,7 @@ from typing import Any
 import logging
 
 from ..data import Artifact, FrameBundle
-from ..errors import NoFramesError, WriterError
+from ..errors import ConfigError, NoFramesError, WriterError
 
 __all__ = ["Writer", "WriterGroup", "frame_size_error", "no_frames_error", "temp_path", "wants_state"]
 
@@ -179,6 +179,19 @@ def _os_errors(writer: Writer) -> Iterator[None]:
                                "check that the folder is writable and has room")) from exc
 
 
+#: --split-trajectories writes one file per episode (and camera); every path is checked before the run.
+MAX_SPLIT_FILES = 100_000
+
+
+def too_many_split_files(count: int) -> ConfigError:
+    """The error for a split output of more files than :data:`MAX_SPLIT_FILES`."""
+    return ConfigError(
+        f"split_trajectories would write {count:,} files, one per episode (and camera)",
+        expected=f"at most {MAX_SPLIT_FILES:,} files", got=f"{count:,}",
+        fix="pass --max-episodes-rendered N to write the first N episodes' files (frame formats), fewer "
+            "--num-trajs, or drop --split-trajectories to write one file")
+
+
 def _rendered(cfg: Any, writers: Any) -> int:
     """How many episodes get a file of their own: all, or the first ``max_episodes_rendered`` for frame formats."""
     limit = getattr(cfg, "max_episodes_rendered", None)
@@ -195,7 +208,7 @@ class WriterGroup:
     output is refused before any rollout.
     """
 
-    def __init__(self, cfg: Any, out: Path, trajectories: list[int] | None = None) -> None:
+    def __init__(self, cfg: Any, out: Path, trajectories: Sequence[int] | None = None) -> None:
         from . import WRITERS
 
         self.cfg = cfg
@@ -205,7 +218,10 @@ class WriterGroup:
         self.streams = separate and getattr(self.cls, "stream_per_file", False)  # videos: one per (trajectory, camera)
         self.split = bool(cfg.split_trajectories) or self.streams
         self.cameras = list(cfg.camera) if self.streams or (separate and len(cfg.camera) > 1) else [None]
-        self.trajectories = trajectories if trajectories is not None else list(range(_rendered(cfg, WRITERS)))
+        # a range, never a list: --num-trajs 10**12 costs nothing before the first step
+        self.trajectories = trajectories if trajectories is not None else range(_rendered(cfg, WRITERS))
+        if self.split and len(self.trajectories) * len(self.cameras) > MAX_SPLIT_FILES:
+            raise too_many_split_files(len(self.trajectories) * len(self.cameras))
         self.needs_state = wants_state(self.cls, cfg, WRITERS.entry(cfg.format).needs_state)
         self.takes_frames = WRITERS.entry(cfg.format).needs_frames or not self.needs_state  # html: states only
         self._writers: dict[tuple[int | None, str | None], Writer] = {}

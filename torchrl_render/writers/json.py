@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from ..data import FrameBundle
-from ..metrics import aggregate
+from ..metrics import aggregate, json_ready
 from .base import Writer
-from .jsonl import _finite
 
 __all__ = ["JsonWriter"]
 
@@ -61,7 +60,7 @@ class JsonWriter(Writer):
     def _finish(self) -> dict[str, Any]:
         agg = aggregate(self._episodes, time.perf_counter() - self._t0)
         data = {"per_episode": self._episodes, "aggregated": agg, "overall": agg}
-        text = json.dumps(_finite(data), indent=2, allow_nan=False, default=str)
+        text = json.dumps(json_ready(data), indent=2, allow_nan=False, default=str)
         with open(self.tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

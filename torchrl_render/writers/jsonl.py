@@ -39,7 +39,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import time
@@ -51,7 +50,7 @@ import numpy as np
 
 from ..data import FrameBundle
 from ..errors import WriterError
-from ..metrics import aggregate
+from ..metrics import aggregate, json_ready
 from .base import Writer
 
 __all__ = ["JsonlWriter"]
@@ -147,7 +146,7 @@ class JsonlWriter(Writer):
 
     def _line(self, data: dict[str, Any]) -> None:
         """One complete line per ``write`` call (unbuffered), so a crash never splits a line."""
-        payload = (json.dumps(_finite(data), allow_nan=False, default=str) + "\n").encode("utf-8")
+        payload = (json.dumps(json_ready(data), allow_nan=False, default=str) + "\n").encode("utf-8")
         view = memoryview(payload)
         file = self._open()
         self._lines += 1
@@ -183,17 +182,6 @@ def _action_summaries(actions: np.ndarray | None, n: int) -> list[dict[str, Any]
         for row, listed in zip(out, values.tolist()):
             row["action"] = listed
     return out
-
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities become None (JSON has no such numbers)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _key(key: Any) -> str:

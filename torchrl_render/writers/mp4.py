@@ -39,6 +39,15 @@ log = logging.getLogger(__name__)
 DEFAULT_CODEC = "libx264"
 PIX_FMT = "yuv420p"
 PRESET = "veryfast"
+#: x264's macroblock-tree rate control reads an uninitialised value of x264's own (valgrind: "use of
+#: uninitialised value", from a stack allocation in its lookahead, x264 core 165, on small frames such
+#: as 48x48): the bits it wrote then depended on what earlier calls had left in the encoding thread's
+#: memory, and the same frames encoded to other videos from run to run on the background writer thread.
+#: Without it the encoding is a function of the frames (valgrind reports nothing); at the same size the
+#: quality is the same on our renders (HalfCheetah, 480x480, 201 frames: 755 KB / 35.76 dB with it at
+#: crf 23, 766 KB / 35.81 dB without it at crf 25), so crf 23 now gives about a fifth larger files of
+#: about 1 dB more PSNR. See docs/formats.md.
+X264_DETERMINISTIC = {"libx264": {"mbtree": "0"}}
 
 
 class Mp4Writer(Writer):
@@ -104,7 +113,7 @@ class Mp4Writer(Writer):
         stream = self._container.add_stream(self.codec, rate=self.rate)
         stream.width, stream.height, stream.pix_fmt = even_w, even_h, PIX_FMT
         if self.codec.startswith(("libx264", "libx265")):
-            stream.options = {"crf": str(self.crf), "preset": self.preset}
+            stream.options = {"crf": str(self.crf), "preset": self.preset, **X264_DETERMINISTIC.get(self.codec, {})}
         stream.codec_context.time_base = 1 / self.rate
         # one encoder thread: encoding already runs beside the renderer, whose own threads use the cores
         # (measured: 7% less encode CPU per frame, same file size)
