@@ -23,6 +23,7 @@ import torch
 
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.cli import main
+from clicode import exit_code
 from statsref import t975
 from torchrl_render.metrics import aggregate
 
@@ -256,6 +257,10 @@ def strict_json(path: Path):
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
+def _refuse_constant(constant):
+    raise AssertionError(f"{constant} in a JSON line")
+
+
 @pytest.mark.parametrize("fmt", ["npz", "json", "jsonl"])
 def test_a_nan_reward_is_reported_and_the_aggregates_say_what_they_are_over(tmp_path, capsys, fmt):
     out = tmp_path / f"run.{fmt}"
@@ -272,8 +277,10 @@ def test_a_nan_reward_is_reported_and_the_aggregates_say_what_they_are_over(tmp_
     assert (agg["min_sum_reward"], agg["median_sum_reward"], agg["max_sum_reward"]) == (15.0, 45.0, 60.0)
     assert any("over the 3 finite return(s)" in w for w in meta["warnings"]) and "over the 3 finite" in err
     if fmt in ("json", "jsonl"):  # the data file itself is valid JSON too
-        text = out.read_text()
-        assert "NaN" not in text and json.loads(text.splitlines()[-1] if fmt == "jsonl" else text)
+        if fmt == "json":
+            assert strict_json(out)
+        else:  # every line, the metadata line included, parses without NaN or Infinity
+            assert all(json.loads(line, parse_constant=_refuse_constant) for line in out.read_text().splitlines())
 
 
 def test_a_run_that_fails_writing_its_sidecar_leaves_no_artifact(tmp_path, monkeypatch):
@@ -303,7 +310,7 @@ class Enough(Exception):
 def test_a_huge_num_trajs_costs_nothing_before_the_first_step(tmp_path):
     common = dict(policy=half_policy, env=diverging_env, num_trajs=10 ** 12, out=tmp_path / "run.jsonl")
     dry = render_policy(RenderConfig(dry_run=True, **common))
-    assert dry.metadata["planned_paths"] == [str(tmp_path / "run.jsonl")]
+    assert dry.metadata["planned_paths"] == [str(tmp_path / "run.jsonl"), str(tmp_path / "run.jsonl.metadata.json")]
     seen = []
 
     def stop_after_two(metrics):
@@ -356,7 +363,7 @@ def exploding_env():
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
 def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, capsys, mode):
     out = tmp_path / "run.jsonl"
-    code = main(["--policy", "test_engine:half_policy", "--env", "test_evaluation:exploding_env", "--num-trajs", "8",
+    code = exit_code(["--policy", "test_engine:half_policy", "--env", "test_evaluation:exploding_env", "--num-trajs", "8",
                  "--num-envs", "4", "--env-batch-mode", mode, "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
@@ -366,7 +373,7 @@ def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, cap
 
 def test_a_torchrl_env_raising_in_serial_envs_names_the_episode_that_raised(tmp_path, capsys):
     out = tmp_path / "run.jsonl"
-    code = main(["--policy", "tinyenv:make_policy", "--env", "badfactories:failing_env", "--env-kwargs",
+    code = exit_code(["--policy", "tinyenv:make_policy", "--env", "badfactories:failing_env", "--env-kwargs",
                  '{"fail_at": 3, "episode": 2}', "--num-trajs", "4", "--num-envs", "2", "--env-batch-mode", "serial",
                  "--out", str(out), "--quiet"])
     err = capsys.readouterr().err

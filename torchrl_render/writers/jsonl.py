@@ -126,7 +126,7 @@ class JsonlWriter(Writer):
         with open(path, "rb") as source, open(tmp, "wb") as target:
             first = json.loads(source.readline())
             first["metadata"] = metadata
-            target.write((json.dumps(_finite(first), default=str, allow_nan=False) + "\n").encode())
+            target.write((json.dumps(json_ready(first), default=str, allow_nan=False) + "\n").encode())
             shutil.copyfileobj(source, target, 1 << 20)
         _commit(tmp, path)
 
