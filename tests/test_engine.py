@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from plainloop import plain_returns
 from statsref import t975
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.errors import ConfigError
@@ -31,22 +32,11 @@ def _cheetah_policy():
 
 def plain_loop(make_env, policy, seeds, max_steps):
     """What a user writes: env.reset(seed=s), one policy call per step, float64 return."""
-    env = make_env()
-    out = []
-    for seed in seeds:
-        obs, _ = env.reset(seed=seed)
-        total, n = 0.0, 0
-        while True:
-            with torch.no_grad():
-                action = policy(torch.as_tensor(obs, dtype=torch.float32)).numpy()
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total += reward
-            n += 1
-            if terminated or truncated or n == max_steps:
-                break
-        out.append((total, n))
-    env.close()
-    return out
+    def act(obs):
+        with torch.no_grad():
+            return policy(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+
+    return plain_returns(make_env, act, seeds, max_steps)
 
 
 def cheetah(tmp_path, name, **kw):

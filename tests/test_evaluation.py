@@ -24,6 +24,7 @@ import torch
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.cli import main
 from clicode import exit_code
+from plainloop import plain_returns
 from statsref import t975
 from torchrl_render.metrics import aggregate
 
@@ -37,24 +38,6 @@ def per_episode(result, *keys):
 
 def half_policy():
     return lambda obs: torch.full((*obs.shape[:-1], 1), 0.5)
-
-
-def plain_returns(make_env, act, seeds, max_steps=None):
-    """A user's loop: ``env.reset(seed=s)``, one action per step, the return summed in float64."""
-    env = make_env()
-    out = []
-    for seed in seeds:
-        obs, _ = env.reset(seed=seed)
-        total, n = 0.0, 0
-        while True:
-            obs, reward, terminated, truncated, _ = env.step(act(obs))
-            total += reward
-            n += 1
-            if terminated or truncated or n == max_steps:
-                break
-        out.append((total, n))
-    env.close()
-    return out
 
 
 # -- an eval_n_timesteps budget at K envs -------------------------------------------------------------------------
@@ -118,9 +101,8 @@ def test_auto_batch_mode_times_an_env_of_its_own(tmp_path, monkeypatch):
 # -- the success rule ------------------------------------------------------------------------------------------------
 
 
-class Flicker(gym.Env):
-    """Success is reported at step 2; at the last step (4) it is True for odd seeds, False for seeds 0 mod 4,
-    and not reported at all for seeds 2 mod 4."""
+class Counting(gym.Env):
+    """Counts its steps (``t``) and keeps the episode's seed: the toy envs below act on both."""
 
     observation_space = gym.spaces.Box(-1e9, 1e9, (3,), np.float64)
     action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
@@ -129,6 +111,11 @@ class Flicker(gym.Env):
         super().reset(seed=seed)
         self.t, self.seed_ = 0, seed or 0
         return np.zeros(3), {}
+
+
+class Flicker(Counting):
+    """Success is reported at step 2; at the last step (4) it is True for odd seeds, False for seeds 0 mod 4,
+    and not reported at all for seeds 2 mod 4."""
 
     def step(self, action):
         self.t += 1
@@ -230,16 +217,8 @@ def test_imitation_rollout_stats_names_are_all_there(tmp_path):
 # -- a NaN reward ----------------------------------------------------------------------------------------------------
 
 
-class Diverging(gym.Env):
+class Diverging(Counting):
     """Rewards ``t * (1 + seed)`` for 5 steps; the episode seeded 1 gets a NaN reward at step 3."""
-
-    observation_space = gym.spaces.Box(-1e9, 1e9, (3,), np.float64)
-    action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t, self.seed_ = 0, seed or 0
-        return np.zeros(3), {}
 
     def step(self, action):
         self.t += 1
@@ -338,16 +317,8 @@ def test_more_envs_than_episodes_runs_one_env_per_episode(tmp_path):
 # -- an env that raises at K envs names its episode ------------------------------------------------------------------
 
 
-class Exploding(gym.Env):
+class Exploding(Counting):
     """Six-step episodes; the one seeded 2 raises at its step 3."""
-
-    observation_space = gym.spaces.Box(-1e9, 1e9, (3,), np.float64)
-    action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t, self.seed_ = 0, seed or 0
-        return np.zeros(3), {}
 
     def step(self, action):
         self.t += 1

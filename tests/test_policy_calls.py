@@ -15,6 +15,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.errors import PolicyError
+from plainloop import plain_returns
 
 SEEDS = [0, 1]
 STEPS = 25
@@ -32,20 +33,7 @@ def evaluate(tmp_path, policy, env="Pendulum-v1", **kw):
 
 def gym_loop(env_id, act, seeds=SEEDS, max_steps=STEPS):
     """What a user writes: ``env.reset(seed=s)``, ``env.step(act(obs))``, float64 return."""
-    env = gymnasium.make(env_id)
-    out = []
-    for seed in seeds:
-        obs, _ = env.reset(seed=seed)
-        total, n = 0.0, 0
-        while True:
-            obs, reward, terminated, truncated, _ = env.step(act(obs))
-            total += reward
-            n += 1
-            if terminated or truncated or n == max_steps:
-                break
-        out.append((total, n))
-    env.close()
-    return out
+    return plain_returns(lambda: gymnasium.make(env_id), act, seeds, max_steps)
 
 
 def torque(obs):

@@ -68,7 +68,7 @@ class _Run:
         self.on_episode = on_episode
         self.live_feed: Any = None  # issue 14: the live page of a finished rollout, until its artifacts are written
         self.notes: list[str] = _Notes()
-        cfg = _one_layout_per_camera_set(cfg, self.notes)  # issue 11, item 2
+        cfg = _one_layout_per_camera_set(cfg, self.notes)
         self.cfg = cfg = _envs_for_the_episodes(cfg, self.notes)
         self.format_frames = _wants_frames(cfg) or cfg.save_frames
         self.needs_frames = self.format_frames or cfg.result_frames  # result_frames: torchrl.render's frames
