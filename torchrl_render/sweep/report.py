@@ -13,7 +13,7 @@ Example:
     ...             "metrics": {"sum_reward": float(i), "max_reward": 1.0, "success": None, "length": 5,
     ...                         "wall_s": 0.5}} for i in range(3)]
     >>> curves(records)["t"]["r"][0]["mean"], curves(records)["t"]["r"][0]["ci95"]
-    (1.0, [-1.484338, 3.484338])
+    (1.0, [-1.484138, 3.484138])
 """
 
 from __future__ import annotations
