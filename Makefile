@@ -28,7 +28,7 @@ demo: $(STAMP)
 	$(VPY) -m torchrl_render --ckpt examples/half_cheetah/policy.pt \
 		--policy examples/half_cheetah/policy.py:make_policy \
 		--env examples/half_cheetah/policy.py:make_env \
-		--num-trajs 2 --max-steps 250 --out demo/half_cheetah.html --overwrite  # issue 12: the 3-D replay
+		--num-trajs 2 --max-steps 250 --out demo/half_cheetah.html --overwrite  # the 3-D replay
 
 test: $(STAMP)
 	bash tools/test_setup.sh $(VPY)

@@ -1,4 +1,4 @@
-"""Episodes per second for 1, 2 and 4 envs on a MuJoCo task, in one run (issue 3).
+"""Episodes per second for 1, 2 and 4 envs on a MuJoCo task, in one run.
 
     MUJOCO_GL=egl .venv/bin/python benchmarks/eval_scaling.py            # HalfCheetah, 8 x 1000 steps
     MUJOCO_GL=egl .venv/bin/python benchmarks/eval_scaling.py --quick    # 8 x 200 steps

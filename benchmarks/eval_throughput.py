@@ -1,4 +1,4 @@
-"""Evaluation throughput: torchrl_render's engine against plain gymnasium loops, in one run (issue 10).
+"""Evaluation throughput: torchrl_render's engine against plain gymnasium loops, in one run.
 
     MUJOCO_GL=egl .venv/bin/python benchmarks/eval_throughput.py --quick     # ~1 min, indicative only
     MUJOCO_GL=egl .venv/bin/python benchmarks/eval_throughput.py --full      # HalfCheetah 32 x 1000 steps

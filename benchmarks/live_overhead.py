@@ -1,4 +1,4 @@
-"""The cost of ``--live`` on a run whose page stops reading (issue 14), as a ratio within one process.
+"""The cost of ``--live`` on a run whose page stops reading, as a ratio within one process.
 
     MUJOCO_GL=egl .venv/bin/python benchmarks/live_overhead.py            # ~1 min
     MUJOCO_GL=egl .venv/bin/python benchmarks/live_overhead.py --rounds 5 --episodes 4

@@ -1,4 +1,4 @@
-"""Size and load time of the html replay for 1,000 HalfCheetah frames (issue 12's closing numbers).
+"""Size and load time of the html replay for 1,000 HalfCheetah frames.
 
 Runs the shipped HalfCheetah policy for one episode of 999 steps (1,000 frames) into an html replay,
 then opens it in headless Chromium (Debian's chromium through playwright, every non-file request

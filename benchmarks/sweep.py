@@ -1,4 +1,4 @@
-"""Sweeps (issue 15): a shell loop of single CLI runs against ``sweep --executor local`` and ``ray``.
+"""Sweeps: a shell loop of single CLI runs against ``sweep --executor local`` and ``ray``.
 
     MUJOCO_GL=egl .venv/bin/python benchmarks/sweep.py                  # 4 ckpts x 2 tasks x 8 episodes, 200 steps
     MUJOCO_GL=egl .venv/bin/python benchmarks/sweep.py --max-steps 50   # quicker

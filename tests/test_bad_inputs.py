@@ -30,12 +30,12 @@ import torch
 from torchrl_render.cli import main
 from torchrl_render.writers import WRITERS
 
-TESTS = Path(__file__).parent
+from helpers.paths import TESTS
 DOC = TESTS.parent / "docs" / "troubleshooting.md"
 OUT = ["--out", "{out}/run.mp4"]
-TINY = ["--policy", "tinyenv:make_policy", "--env", "tinyenv:make_env", "--from-pixels", "--max-steps", "3", *OUT]
+TINY = ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.tinyenv:make_env", "--from-pixels", "--max-steps", "3", *OUT]
 CARTPOLE = ["--env", "CartPole-v1", "--max-steps", "3", "--out", "{out}/run.jsonl"]
-PEND = ["--policy", "tinyenv:make_policy", "--env", "InvertedPendulum-v5", "--max-steps", "2", "--width", "64",
+PEND = ["--policy", "helpers.tinyenv:make_policy", "--env", "InvertedPendulum-v5", "--max-steps", "2", "--width", "64",
         "--height", "64", "--render-quality", "fast", *OUT]
 
 
@@ -113,7 +113,7 @@ def existing(name: str, folder: bool = False) -> Callable[[Ctx], None]:
 
 
 def no_display(ctx: Ctx) -> None:
-    """Issue 14: a machine without a display (a headless server, an SSH session without -X)."""
+    """A machine without a display (a headless server, an SSH session without -X)."""
     ctx.monkeypatch.delenv("DISPLAY", raising=False)
     ctx.monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
 
@@ -126,7 +126,7 @@ def read_only_out(ctx: Ctx) -> None:
         ctx.monkeypatch.setattr(os, "access", lambda p, m, *a, **k: False if Path(p) == target else real(p, m, *a, **k))
 
 
-SWEEP = ["--env", "tiny=tinyenv:make_env", "--policy", "tinyenv:make_policy", "--out", "{out}/sw"]
+SWEEP = ["--env", "tiny=tinyenv:make_env", "--policy", "helpers.tinyenv:make_policy", "--out", "{out}/sw"]
 
 
 def sweep_folder(name: str) -> Callable[[Ctx], None]:
@@ -183,63 +183,63 @@ CASES = [
          setup=torchrl_ckpt(lambda p: (p / "manifest.json").write_text(json.dumps(
              {**json.loads((p / "manifest.json").read_text()), "format_version": 2})))),
     # specs and factories
-    Case("spec-no-colon", ["--policy", "mypolicy", "--env", "tinyenv:make_env", *OUT],
+    Case("spec-no-colon", ["--policy", "mypolicy", "--env", "helpers.tinyenv:make_env", *OUT],
          ("the policy spec 'mypolicy' has no colon", "'module:object' or 'path/file.py:object'")),
-    Case("env-id-unknown", ["--policy", "tinyenv:make_policy", "--env", "HalfCheetah-v9", *OUT],
+    Case("env-id-unknown", ["--policy", "helpers.tinyenv:make_policy", "--env", "HalfCheetah-v9", *OUT],
          ("neither 'module:object' nor a registered gymnasium id", "Did you mean 'HalfCheetah-v5'?")),
-    Case("env-dm-control-unknown-task", ["--policy", "tinyenv:make_policy", "--env", "dm_control/cartpole-balanse",
+    Case("env-dm-control-unknown-task", ["--policy", "helpers.tinyenv:make_policy", "--env", "dm_control/cartpole-balanse",
                                          *OUT], ("is not a dm_control suite task", "Did you mean 'cartpole-balance'?")),
-    Case("spec-unknown-module", ["--policy", "nomodule_zz:p", "--env", "tinyenv:make_env", *OUT],
+    Case("spec-unknown-module", ["--policy", "nomodule_zz:p", "--env", "helpers.tinyenv:make_env", *OUT],
          ("cannot import module 'nomodule_zz' named in the policy spec",)),
-    Case("spec-unknown-attribute", ["--policy", "tinyenv:make_polcy", "--env", "tinyenv:make_env", *OUT],
-         ("module 'tinyenv' has no attribute 'make_polcy'", "Did you mean 'make_policy'?")),
-    Case("spec-not-callable", ["--policy", "badfactories:NOT_CALLABLE", "--env", "tinyenv:make_env", *OUT],
-         ("'badfactories:NOT_CALLABLE' is not callable", "Got: int object")),
-    Case("spec-file-missing", ["--policy", "{inp}/nofile.py:make", "--env", "tinyenv:make_env", *OUT],
+    Case("spec-unknown-attribute", ["--policy", "helpers.tinyenv:make_polcy", "--env", "helpers.tinyenv:make_env", *OUT],
+         ("module 'helpers.tinyenv' has no attribute 'make_polcy'", "Did you mean 'make_policy'?")),
+    Case("spec-not-callable", ["--policy", "helpers.badfactories:NOT_CALLABLE", "--env", "helpers.tinyenv:make_env", *OUT],
+         ("'helpers.badfactories:NOT_CALLABLE' is not callable", "Got: int object")),
+    Case("spec-file-missing", ["--policy", "{inp}/nofile.py:make", "--env", "helpers.tinyenv:make_env", *OUT],
          ("the policy file", "nofile.py' does not exist")),
-    Case("spec-file-raises", ["--policy", "{inp}/broken.py:make", "--env", "tinyenv:make_env", *OUT],
+    Case("spec-file-raises", ["--policy", "{inp}/broken.py:make", "--env", "helpers.tinyenv:make_env", *OUT],
          ("broken.py' raised NameError", "undefined_name"), setup=write("broken.py", "x = undefined_name\n")),
-    Case("factory-raises-env", ["--policy", "tinyenv:make_policy", "--env", "badfactories:raising_env", *OUT],
-         ("the env factory 'badfactories:raising_env' raised ValueError: boom: the simulator licence expired",)),
-    Case("factory-raises-policy", ["--policy", "badfactories:raising_policy", "--env", "tinyenv:make_env", *OUT],
-         ("the policy factory 'badfactories:raising_policy' raised RuntimeError: cannot build the network",)),
-    Case("factory-returns-non-env", ["--policy", "tinyenv:make_policy", "--env", "badfactories:string_env", *OUT],
+    Case("factory-raises-env", ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.badfactories:raising_env", *OUT],
+         ("the env factory 'helpers.badfactories:raising_env' raised ValueError: boom: the simulator licence expired",)),
+    Case("factory-raises-policy", ["--policy", "helpers.badfactories:raising_policy", "--env", "helpers.tinyenv:make_env", *OUT],
+         ("the policy factory 'helpers.badfactories:raising_policy' raised RuntimeError: cannot build the network",)),
+    Case("factory-returns-non-env", ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.badfactories:string_env", *OUT],
          ("returned a builtins.str, which is not an environment", "a torchrl EnvBase, a gymnasium.Env")),
-    Case("factory-returns-non-policy", ["--policy", "badfactories:none_policy", "--env", "tinyenv:make_env", *OUT],
-         ("the policy factory 'badfactories:none_policy' returned NoneType, which cannot act",)),
-    Case("factory-needs-arguments", ["--policy", "tinyenv:make_policy", "--env", "badfactories:two_args_env", *OUT],
+    Case("factory-returns-non-policy", ["--policy", "helpers.badfactories:none_policy", "--env", "helpers.tinyenv:make_env", *OUT],
+         ("the policy factory 'helpers.badfactories:none_policy' returned NoneType, which cannot act",)),
+    Case("factory-needs-arguments", ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.badfactories:two_args_env", *OUT],
          ("needs argument(s) alpha, beta that nothing provides", "--env-kwargs '{\"alpha\": ...}'")),
-    Case("factory-unknown-kwarg", ["--policy", "badfactories:policy_no_spec", "--policy-kwargs", '{"hiden": 3}',
-                                   "--env", "tinyenv:make_env", *OUT],
+    Case("factory-unknown-kwarg", ["--policy", "helpers.badfactories:policy_no_spec", "--policy-kwargs", '{"hiden": 3}',
+                                   "--env", "helpers.tinyenv:make_env", *OUT],
          ("does not accept policy_kwargs key 'hiden'", "Did you mean 'hidden'?")),
     # policy output
     Case("policy-obs-key-missing", [*TINY, "--obs-key", "obs"],
          ("the step TensorDict has no observation key 'obs'", "--obs-key")),
-    Case("policy-action-key-missing", [*TINY, "--policy", "badfactories:td_policy_wrong_key"],
+    Case("policy-action-key-missing", [*TINY, "--policy", "helpers.badfactories:td_policy_wrong_key"],
          ("the policy output has no action key 'action'", "'act'", "--action-key")),
-    Case("policy-action-wrong-shape", [*TINY, "--policy", "badfactories:shape_policy"],
+    Case("policy-action-wrong-shape", [*TINY, "--policy", "helpers.badfactories:shape_policy"],
          ("the policy's action has the wrong shape", "shape (1,) (the env's action spec)", "Got: shape (3,)")),
-    Case("policy-action-fractional-for-discrete", [*TINY, "--policy", "badfactories:fractional_policy", "--env",
-                                                   "badfactories:discrete_env"],
+    Case("policy-action-fractional-for-discrete", [*TINY, "--policy", "helpers.badfactories:fractional_policy", "--env",
+                                                   "helpers.badfactories:discrete_env"],
          ("the policy's action has the wrong dtype", "torch.int64")),
-    Case("policy-action-probabilities-for-discrete", [*CARTPOLE, "--policy", "badfactories:probabilities_policy"],
+    Case("policy-action-probabilities-for-discrete", [*CARTPOLE, "--policy", "helpers.badfactories:probabilities_policy"],
          ("the policy's action is neither an index nor a one-hot vector", "values [0.30000001192092896, 0.699999988")),
-    Case("policy-action-outside-the-space", [*CARTPOLE, "--policy", "badfactories:out_of_space_policy"],
+    Case("policy-action-outside-the-space", [*CARTPOLE, "--policy", "helpers.badfactories:out_of_space_policy"],
          ("the policy's action is outside the env's action space", "whole numbers from 0 to 1. Got: 2.")),
-    Case("policy-action-invalid-index", [*CARTPOLE, "--policy", "badfactories:out_of_space_policy", "--env",
-                                         "badfactories:torchrl_cartpole"],
+    Case("policy-action-invalid-index", [*CARTPOLE, "--policy", "helpers.badfactories:out_of_space_policy", "--env",
+                                         "helpers.badfactories:torchrl_cartpole"],
          ("the policy's action is not a valid index", "indices in [0, 2). Got: 2.")),
-    Case("policy-action-not-numbers", [*CARTPOLE, "--policy", "badfactories:words_policy"],
+    Case("policy-action-not-numbers", [*CARTPOLE, "--policy", "helpers.badfactories:words_policy"],
          ("the policy's action is not an array of numbers", "Got: list:")),
-    Case("policy-action-complex", [*TINY, "--policy", "badfactories:complex_policy"],
+    Case("policy-action-complex", [*TINY, "--policy", "helpers.badfactories:complex_policy"],
          ("the policy's action has the wrong dtype", "torch.complex64")),
-    Case("policy-action-nan", [*TINY, "--policy", "badfactories:nan_policy"],
+    Case("policy-action-nan", [*TINY, "--policy", "helpers.badfactories:nan_policy"],
          ("the policy produced a NaN or infinite action", "Got: [nan]")),
-    Case("policy-action-inf", [*TINY, "--policy", "badfactories:inf_policy"],
+    Case("policy-action-inf", [*TINY, "--policy", "helpers.badfactories:inf_policy"],
          ("the policy produced a NaN or infinite action", "Got: [inf]")),
-    Case("policy-raises", [*TINY, "--policy", "badfactories:raising_step_policy"],
+    Case("policy-raises", [*TINY, "--policy", "helpers.badfactories:raising_step_policy"],
          ("the policy raised at step 1 of episode 0: RuntimeError: policy exploded",)),
-    Case("env-reset-raises", [*TINY, "--env", "badfactories:reset_fails_env"],
+    Case("env-reset-raises", [*TINY, "--env", "helpers.badfactories:reset_fails_env"],
          ("the env raised while resetting episode 0: OSError: the simulator socket closed",)),
     Case("env-raises-at-several-envs", ["--policy", "test_engine:half_policy", "--env", "test_evaluation:exploding_env",
                                         "--num-trajs", "8", "--num-envs", "4", "--env-batch-mode", "serial",
@@ -249,32 +249,32 @@ CASES = [
     # frames and render backends
     Case("no-frames-null-backend", [*TINY, "--render-backend", "null"],
          ("the 'null' render backend returned no frame, and format 'mp4' needs frames", "--render-mode rgb_array")),
-    Case("no-frames-env-cannot-render", ["--policy", "tinyenv:make_policy", "--env", "tinyenv:make_env", *OUT],
+    Case("no-frames-env-cannot-render", ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.tinyenv:make_env", *OUT],
          ("no render backend can produce frames for this env", "the env has no pixel observation 'pixels'",
           "--from-pixels")),
-    Case("backend-pixels-without-pixels", ["--policy", "tinyenv:make_policy", "--env", "tinyenv:make_env",
+    Case("backend-pixels-without-pixels", ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.tinyenv:make_env",
                                            "--render-backend", "pixels", *OUT],
          ("the env has no pixel observation 'pixels'", "observation keys ['observation']")),
     Case("backend-mujoco-without-mujoco", [*TINY, "--render-backend", "mujoco"],
          ("the mujoco backend needs a MuJoCo simulation", "Got: TinyEnv")),
     Case("camera-unknown-gymnasium", [*PEND, "--render-backend", "mujoco", "--camera", "nope"],
          ("the model has no camera 'nope'", "this model defines no cameras (cameras: none)"), slow=True),
-    Case("camera-unknown-dm-control", ["--policy", "tinyenv:make_policy", "--env", "dm_control/cartpole-balance",
+    Case("camera-unknown-dm-control", ["--policy", "helpers.tinyenv:make_policy", "--env", "dm_control/cartpole-balance",
                                        "--render-backend", "mujoco", "--camera", "nope", "--max-steps", "2", *OUT],
          ("the model has no camera 'nope'", "one of the model's cameras: 'fixed', 'lookatcart'"), slow=True),
     Case("camera-named-with-env-render", [*PEND, "--render-backend", "env", "--camera", "track"],
          ("env.render() shows only the env's own camera, but named cameras were asked for",
           "--render-backend mujoco"), slow=True),
-    Case("frame-size-changes", [*TINY, "--env", "badfactories:resizing_env"],
+    Case("frame-size-changes", [*TINY, "--env", "helpers.badfactories:resizing_env"],
          ("the frame at trajectory 0, step 2 has a different size than the first frame of this mp4",
           "Expected: 16x16", "Got: 18x18"), midrun=True),
-    Case("frame-not-an-image", [*TINY, "--env", "badfactories:flat_pixels_env"],
+    Case("frame-not-an-image", [*TINY, "--env", "helpers.badfactories:flat_pixels_env"],
          ("a frame must be an image", "Got: shape (48,)")),
     Case("width-too-large", [*TINY, "--width", "10000"], ("width is too large", "at most 8192 pixels")),
     Case("height-zero", [*TINY, "--height", "0"], ("height must be at least 1",)),
     Case("gl-invalid", [*TINY], ("MUJOCO_GL holds a value MuJoCo does not accept", "Got: vulkan"),
          setup=lambda ctx: ctx.monkeypatch.setenv("MUJOCO_GL", "vulkan")),
-    # issue 14: --viewer
+    # --viewer
     Case("viewer-no-display", [*TINY, "--viewer"], ("--viewer opens a window, and this machine has no display",
                                                     "Fix: watch it in the browser instead: --live 8765"),
          setup=no_display),
@@ -326,7 +326,7 @@ CASES = [
     Case("env-kwargs-file-invalid-yaml", [*TINY, "--env-kwargs", "{inp}/kw.yaml"], ("kw.yaml' is not valid YAML",),
          setup=write("kw.yaml", "size: [16\n")),
     Case("env-kwargs-rejected-by-env", [*TINY, "--env-kwargs", '{"colour": 1}'],
-         ("the env factory 'tinyenv:make_env' raised TypeError", "'colour'")),
+         ("the env factory 'helpers.tinyenv:make_env' raised TypeError", "'colour'")),
     # numbers, devices, missing fields
     Case("no-env", ["--policy", "a:b"], ("Missing required rlrender option --env: no env was given",
                                          "--env HalfCheetah-v5")),
@@ -337,11 +337,11 @@ CASES = [
     Case("fps-zero", [*TINY, "--fps", "0"], ("fps must be a positive number",)),
     Case("fps-negative", [*TINY, "--fps", "-2"], ("fps must be a positive number", "Got: -2.0")),
     Case("fps-nan", [*TINY, "--fps", "nan"], ("fps must be a positive number", "Got: nan")),
-    Case("notebook-viewer-port-zero", [*TINY, "--notebook-viewer-port", "0"],  # issue 13
+    Case("notebook-viewer-port-zero", [*TINY, "--notebook-viewer-port", "0"],
          ("notebook_viewer_port must be at least 1", "Got: 0")),
-    Case("live-port-out-of-range", [*TINY, "--live", "70000"],  # issue 14
+    Case("live-port-out-of-range", [*TINY, "--live", "70000"],
          ("live must be a port number", "0 to 65535 (0 picks a free port)", "--live 8765")),
-    Case("live-keep-negative", [*TINY, "--live", "0", "--live-keep", "-1"],  # issue 14
+    Case("live-keep-negative", [*TINY, "--live", "0", "--live-keep", "-1"],
          ("live_keep must be a number of seconds", "Got: -1.0", "--live-keep 30")),
     Case("split-too-many-files", [*TINY, "--split-trajectories", "--num-trajs", "1000000000000"],
          ("split_trajectories would write 1,000,000,000,000 files, one per episode", "at most 100,000 files",
@@ -360,15 +360,15 @@ CASES = [
     Case("device-malformed", [*TINY, "--policy-device", "gpu"], ("policy_device is not a device", "cuda:N")),
     Case("flag-not-a-number", [*TINY, "--num-trajs", "three"], ("argument --num-trajs: invalid int value: 'three'",)),
     Case("flag-unknown", [*TINY, "--nmu-trajs", "3"], ("unrecognized arguments: --nmu-trajs",)),
-    # issue 11: what a new user hits
+    # what a new user hits
     Case("ckpt-non-strict-loads-nothing", ["--ckpt", "{inp}/p.pt", "--no-strict-load", *TINY],
          ("no key of the checkpoint's state dict fits the policy", "missing keys ['0.bias', '0.weight']",
           "unexpected keys ['bias', 'weight']", "drop --ckpt"), setup=lambda ctx: tiny_ckpt(ctx, net=torch.nn.Linear(3, 1))),
-    Case("render-mode-not-forwarded", ["--policy", "tinyenv:make_policy", "--env", "badfactories:no_render_mode_env",
+    Case("render-mode-not-forwarded", ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.badfactories:no_render_mode_env",
                                        "--render-mode", "rgb_array", *OUT],
          ("takes no render_mode parameter (nor a spec), so --render-mode rgb_array cannot reach it",
           "def make_env(render_mode=None)")),
-    Case("classic-control-without-pygame", ["--policy", "tinyenv:make_policy", "--env", "CartPole-v1",
+    Case("classic-control-without-pygame", ["--policy", "helpers.tinyenv:make_policy", "--env", "CartPole-v1",
                                             "--check-setup", *OUT],
          ("'CartPole-v1' needs pygame to render its frames", "pip install 'gymnasium[classic-control]'"),
          setup=lambda ctx: ctx.monkeypatch.setitem(sys.modules, "pygame", None)),  # import pygame -> ImportError
@@ -380,17 +380,17 @@ CASES = [
          ("max_episodes_rendered=0 renders no episode, and format 'mp4' needs frames", "--format jsonl")),
     Case("max-episodes-rendered-zero-dry-run", [*TINY, "--max-episodes-rendered", "0", "--dry-run"],
          ("max_episodes_rendered=0 renders no episode, and format 'mp4' needs frames",)),
-    Case("factory-one-arg-not-spec", ["--policy", "tinyenv:make_policy", "--env", "badfactories:one_arg_env", *OUT],
+    Case("factory-one-arg-not-spec", ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.badfactories:one_arg_env", *OUT],
          ("has one parameter 'env_name', which no spec field or env_kwargs key names, so it received the "
           "RenderEnvSpec", "--env-kwargs '{\"env_name\": ...}'")),
-    Case("exploration-mode-without-analytic-mode", ["--policy", "badfactories:tanh_normal_policy", "--env",
-                                                    "tinyenv:make_env", "--exploration-mode", "mode", *OUT[:1],
+    Case("exploration-mode-without-analytic-mode", ["--policy", "helpers.badfactories:tanh_normal_policy", "--env",
+                                                    "helpers.tinyenv:make_env", "--exploration-mode", "mode", *OUT[:1],
                                                     "{out}/run.jsonl"],
          ("the policy's TanhNormal distribution has no 'mode'", "has not analytical mode",
           "--exploration-mode deterministic")),
     Case("flag-unknown-did-you-mean", [*TINY, "--stocastic"],
          ("unrecognized arguments: --stocastic", "Did you mean '--stochastic'?")),
-    # sweeps (issue 15): refused before anything is written
+    # sweeps: refused before anything is written
     Case("sweep-no-checkpoints", ["sweep", *SWEEP], ("the sweep has no checkpoints", "--ckpt 'runs/ckpt_*.pt'")),
     Case("sweep-glob-matches-nothing", ["sweep", "--ckpt", "{inp}/ckpt_*.pt", *SWEEP],
          ("checkpoint pattern", "ckpt_*.pt' (run 'default') matches no file", "quote a glob")),
@@ -407,7 +407,7 @@ CASES = [
     Case("sweep-ray-not-installed", ["sweep", "--ckpt", "{inp}/p.pt", *SWEEP, "--executor", "ray"],
          ("the ray executor needs Ray, which is not installed", "pip install 'torchrl_render[ray]'"),
          setup=without_ray),
-    # issue 12: the 3-D replay
+    # the 3-D replay
     Case("html-env-without-mujoco", [*TINY, "--out", "{out}/run.html"],
          ("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, and this env has "
           "none", "--out run.mp4")),
@@ -419,7 +419,7 @@ CASES = [
              '<mujoco><worldbody><body><joint type="hinge"/><geom size=".1"/></body></worldbody></mujoco>')),
     Case("qpos-key-env-without-state", [*TINY, "--mujoco-qpos-key", "qpos", "--out", "{out}/run.jsonl"],
          ("mujoco_qpos_key records the env's MuJoCo state, and this env exposes none", "get_state()")),
-    # issue 10: the evaluation engine
+    # the evaluation engine
     Case("seed-mode-torchrl-num-envs", [*TINY, "--seed-mode", "torchrl", "--num-envs", "2", "--num-trajs", "2"],
          ("seed_mode='torchrl' seeds one env once and runs its episodes one after another", "--seed-mode per-episode")),
     Case("eval-n-timesteps-with-num-trajs", [*TINY, "--num-trajs", "3", "--eval-n-timesteps", "100"],
@@ -428,13 +428,13 @@ CASES = [
          ("save_rollout needs the trajectories, and trajectories=False drops them", "drop --no-trajectories")),
     Case("policy-batch-unknown", [*TINY, "--policy-batch", "per_env"],
          ("argument --policy-batch: invalid choice: 'per_env'", "Did you mean 'per-env'?")),
-    Case("policy-not-batched", ["--policy", "badfactories:unbatched_policy", "--env", "InvertedPendulum-v5",
+    Case("policy-not-batched", ["--policy", "helpers.badfactories:unbatched_policy", "--env", "InvertedPendulum-v5",
                                 "--num-trajs", "2", "--num-envs", "2", "--max-steps", "2", "--out", "{out}/run.jsonl"],
          ("the policy's action has the wrong shape", "for a batch of 2 envs", "--policy-batch per-env"), slow=True),
     Case("policy-returns-tuple", ["--policy", "test_engine:sac_like_policy", "--env", "InvertedPendulum-v5",
                                   "--max-steps", "2", "--out", "{out}/run.jsonl"],
          ("the policy returned a tuple (Tensor, Tensor), not an action", "lambda obs: actor(obs)[0]"), slow=True),
-    Case("html-several-envs", ["--policy", "zoo:linear_policy", "--env", "test_vector:torchrl_pendulum",
+    Case("html-several-envs", ["--policy", "helpers.policies:linear_policy", "--env", "test_vector:torchrl_pendulum",
                                "--max-steps", "2", "--out", "{out}/run.html", "--num-trajs", "2", "--num-envs", "2",
                                "--env-batch-mode", "serial"],
          ("with --num-envs > 1 the envs live in worker processes", "--num-envs 1"), slow=True),

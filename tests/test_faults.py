@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from clicode import exit_code
+from helpers.clicode import exit_code
 from torchrl_render.writers import WRITERS
 
-TESTS = Path(__file__).parent
+from helpers.paths import TESTS
 # the tiny env has no MuJoCo model, so formats that take MuJoCo states (html) get these checks in
-# tests/test_writer_html.py, on a MuJoCo env
+# tests/writers/test_writer_html.py, on a MuJoCo env
 FORMATS = [name for name in WRITERS.names() if not WRITERS.entry(name).needs_state]
 ENOSPC = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
@@ -44,7 +44,7 @@ def cli(argv: list[str], capsys) -> tuple[int, str]:
 
 
 def tiny(out: Path, *extra: str) -> list[str]:
-    return ["--policy", "tinyenv:make_policy", "--from-pixels", "--out", str(out), "--quiet", *extra]
+    return ["--policy", "helpers.tinyenv:make_policy", "--from-pixels", "--out", str(out), "--quiet", *extra]
 
 
 def partial(out: Path) -> dict:
@@ -57,7 +57,7 @@ def partial(out: Path) -> dict:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_env_raising_in_a_later_episode(tmp_path, capsys, fmt):
     out = out_for(tmp_path, fmt)
-    code, err = cli(tiny(out, "--env", "badfactories:failing_env", "--env-kwargs", '{"fail_at": 3, "episode": 2}',
+    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs", '{"fail_at": 3, "episode": 2}',
                          "--num-trajs", "4"), capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert "the env raised at step 3 of episode 2: RuntimeError: TinyEnv exploded at t=3" in err
@@ -70,7 +70,7 @@ def test_env_raising_in_a_later_episode(tmp_path, capsys, fmt):
 
 def test_env_raising_in_the_first_episode_leaves_nothing(tmp_path, capsys):
     out = tmp_path / "run.mp4"
-    code, err = cli(tiny(out, "--env", "badfactories:failing_env", "--env-kwargs", '{"fail_at": 2, "episode": 0}'),
+    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs", '{"fail_at": 2, "episode": 0}'),
                     capsys)
     assert code == 2 and "step 2 of episode 0" in err
     assert names(tmp_path) == []  # no episode finished: no partial metrics either
@@ -79,7 +79,7 @@ def test_env_raising_in_the_first_episode_leaves_nothing(tmp_path, capsys):
 def test_env_raising_with_several_writers(tmp_path, capsys):
     """Split trajectories, two cameras' worth of files and --save-frames: every writer aborts."""
     out = tmp_path / "run.gif"
-    code, err = cli(tiny(out, "--env", "badfactories:failing_env", "--env-kwargs", '{"fail_at": 2, "episode": 1}',
+    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs", '{"fail_at": 2, "episode": 1}',
                          "--num-trajs", "3", "--split-trajectories", "--save-frames"), capsys)
     assert code == 2 and "step 2 of episode 1" in err
     assert names(tmp_path) == ["run.gif.partial.json"]
@@ -87,8 +87,8 @@ def test_env_raising_with_several_writers(tmp_path, capsys):
 
 def test_policy_raising_in_a_later_episode_keeps_partial_metrics(tmp_path, capsys):
     out = tmp_path / "run.mp4"
-    code, err = cli(tiny(out, "--env", "badfactories:failing_env", "--env-kwargs", '{"fail_at": 9, "episode": 9}',
-                         "--policy", "badfactories:nan_after_first_episode", "--num-trajs", "3"), capsys)
+    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs", '{"fail_at": 9, "episode": 9}',
+                         "--policy", "helpers.badfactories:nan_after_first_episode", "--num-trajs", "3"), capsys)
     assert code == 2 and "NaN or infinite action" in err
     assert names(tmp_path) == ["run.mp4.partial.json"] and len(partial(out)["metrics"]["per_episode"]) == 1
 
@@ -98,7 +98,7 @@ def test_policy_raising_in_a_later_episode_keeps_partial_metrics(tmp_path, capsy
 
 def test_keyboard_interrupt_in_process_exits_130(tmp_path, capsys):
     out = tmp_path / "run.mp4"
-    code, err = cli(tiny(out, "--env", "badfactories:interrupting_env", "--num-trajs", "3"), capsys)
+    code, err = cli(tiny(out, "--env", "helpers.badfactories:interrupting_env", "--num-trajs", "3"), capsys)
     assert code == 130 and "interrupted; nothing was written at the output path" in err and "Traceback" not in err
     assert names(tmp_path) == ["run.mp4.partial.json"]
     assert "KeyboardInterrupt" in partial(out)["error"]
@@ -113,7 +113,7 @@ def test_sigint_mid_run_in_a_real_process(tmp_path):
     """``python -m torchrl_render`` gets SIGINT once an episode has finished: 130, no artifact, partial metrics."""
     out, marker = tmp_path / "run.mp4", tmp_path / "done"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
-    argv = [sys.executable, "-m", "torchrl_render", *tiny(out, "--env", "badfactories:slow_env", "--env-kwargs",
+    argv = [sys.executable, "-m", "torchrl_render", *tiny(out, "--env", "helpers.badfactories:slow_env", "--env-kwargs",
                                                           json.dumps({"delay": 0.05, "marker": str(marker)}),
                                                           "--num-trajs", "200")]
     # The child must not inherit an ignored SIGINT: a non-interactive shell starts background jobs with
@@ -211,7 +211,7 @@ def fill_disk(fmt: str, monkeypatch) -> None:
 def test_disk_full_mid_run(tmp_path, capsys, monkeypatch, fmt):
     out = out_for(tmp_path, fmt)
     fill_disk(fmt, monkeypatch)
-    code, err = cli(tiny(out, "--env", "tinyenv:make_env", "--num-trajs", "6"), capsys)
+    code, err = cli(tiny(out, "--env", "helpers.tinyenv:make_env", "--num-trajs", "6"), capsys)
     assert code == 2 and err.startswith("torchrl-render: error: ") and err.count("\n") == 1
     assert "No space left on device" in err and out.name in err
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
@@ -224,7 +224,7 @@ def test_disk_full_is_never_half_written(tmp_path, monkeypatch):
     fill_disk("frames", monkeypatch)
     out = tmp_path / "frames"
     with pytest.raises(Exception, match="No space left on device"):
-        render_policy(RenderConfig(policy="tinyenv:make_policy", env="tinyenv:make_env", from_pixels=True, out=out,
+        render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True, out=out,
                                    num_trajs=6))
     assert names(tmp_path) == ["frames.partial.json"]
     assert len(partial(out)["metrics"]["per_episode"]) >= 1
@@ -237,10 +237,10 @@ def test_disk_full_is_never_half_written(tmp_path, monkeypatch):
 def test_writers_use_a_temporary_name_until_the_end(tmp_path, capsys, fmt):
     """A policy looks at the output folder at every step: only hidden temporary names show before the end."""
     out = out_for(tmp_path, fmt)
-    code, err = cli(tiny(out, "--env", "tinyenv:make_env", "--num-trajs", "2", "--policy",
-                         "badfactories:watching_policy", "--policy-kwargs", json.dumps({"folder": str(tmp_path)})),
+    code, err = cli(tiny(out, "--env", "helpers.tinyenv:make_env", "--num-trajs", "2", "--policy",
+                         "helpers.badfactories:watching_policy", "--policy-kwargs", json.dumps({"folder": str(tmp_path)})),
                     capsys)
-    import badfactories
+    from helpers import badfactories
     seen = badfactories.WATCHED.pop(str(tmp_path))
     assert code == 0, err
     assert seen and all(name.startswith(".") for listing in seen for name in listing), seen
@@ -252,7 +252,7 @@ def test_writers_use_a_temporary_name_until_the_end(tmp_path, capsys, fmt):
 
 def _pendulum(tmp_path, **kw):
     from torchrl_render import RenderConfig, render_policy
-    kw = {"policy": "badfactories:pendulum_policy", "env": "InvertedPendulum-v5", "out": tmp_path / "run.mp4",
+    kw = {"policy": "helpers.badfactories:pendulum_policy", "env": "InvertedPendulum-v5", "out": tmp_path / "run.mp4",
           "max_steps": 3, "width": 64, "height": 64, **kw}
     return render_policy(RenderConfig(**kw))
 
@@ -307,7 +307,7 @@ def test_the_gl_backend_chosen_is_a_warning(tmp_path, monkeypatch):
     from torchrl_render import RenderConfig, render_policy
     for name in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY"):
         monkeypatch.delenv(name, raising=False)
-    result = render_policy(RenderConfig(policy="tinyenv:make_policy", env="tinyenv:make_env", from_pixels=True,
+    result = render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True,
                                         out=tmp_path / "run.gif", max_steps=2))
     chosen = result.metadata["gl_backend"]
     assert chosen in ("egl", "osmesa")

@@ -98,7 +98,7 @@ def test_render_config_succeeds_or_raises_a_render_error(kwargs):
     assert again.to_dict() == cfg.to_dict()
 
 
-@pytest.mark.parametrize("camera", [1.5, [0.5, 2], None, True])  # whole numbers are camera indices (issue 11)
+@pytest.mark.parametrize("camera", [1.5, [0.5, 2], None, True])  # whole numbers are camera indices
 def test_camera_of_the_wrong_type_is_a_config_error(camera):
     with pytest.raises(RenderError, match="camera"):
         RenderConfig(policy="a:b", env="c:d", camera=camera)
@@ -134,7 +134,7 @@ def _flag_and_value(action: argparse.Action) -> st.SearchStrategy:
     elif action.type is float:
         value = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(str), st.text(max_size=4))
     else:
-        value = st.one_of(st.sampled_from(["a:b", "tinyenv:make_env", '{"a": 1}', "{x", "x.yaml", "run.mp4", "cpu",
+        value = st.one_of(st.sampled_from(["a:b", "helpers.tinyenv:make_env", '{"a": 1}', "{x", "x.yaml", "run.mp4", "cpu",
                                            "cuda:3", "default,front", "next.obs", "-1", "--fps"]), st.text(max_size=8))
     return st.tuples(flag, value).map(list)
 

@@ -1,4 +1,4 @@
-"""Issue 11: what a new user hits (the items that are not a one-paragraph CLI error).
+"""What a new user hits (the items that are not a one-paragraph CLI error).
 
 The user errors of that issue are rows of tests/test_bad_inputs.py's catalogue; this file holds
 the items whose fix is a note, a working run, a shorter repr, a cleaner folder or a doc.
@@ -19,9 +19,9 @@ import torch
 
 from torchrl_render import RenderConfig, render_policy, save_render_checkpoint
 
-TESTS = Path(__file__).parent
-ROOT = TESTS.parent
-TINY = {"policy": "tinyenv:make_policy", "env": "tinyenv:make_env", "max_steps": 3}
+from helpers.paths import TESTS
+from helpers.paths import ROOT
+TINY = {"policy": "helpers.tinyenv:make_policy", "env": "helpers.tinyenv:make_env", "max_steps": 3}
 
 
 def _env() -> dict[str, str]:
@@ -32,7 +32,7 @@ def _env() -> dict[str, str]:
 
 def test_non_strict_load_notes_missing_and_unexpected_keys(tmp_path):
     """Item 1: --no-strict-load names the keys it did not load; the weights it did load are used."""
-    from tinyenv import make_policy
+    from helpers.tinyenv import make_policy
 
     net = make_policy()
     weight = torch.full_like(net[0].weight, 0.25)
@@ -51,9 +51,9 @@ def test_non_strict_load_notes_missing_and_unexpected_keys(tmp_path):
 @pytest.mark.slow
 def test_several_cameras_with_the_single_layout_are_tiled_with_a_note(tmp_path):
     """Item 2: --camera 0,1 with the default layout shows both cameras (grid) and says so."""
-    from mediaprobe import probe_mp4
+    from helpers.mediaprobe import probe_mp4
 
-    result = render_policy(RenderConfig(policy="badfactories:zero_action_policy", env="dm_control/cartpole-balance",
+    result = render_policy(RenderConfig(policy="helpers.badfactories:zero_action_policy", env="dm_control/cartpole-balance",
                                         obs_key="position", render_backend="mujoco", camera="0,1", max_steps=2, width=64, height=64,
                                         render_quality="fast", out=tmp_path / "run.mp4"))
     assert any("camera_layout 'single' shows one camera" in w and "grid" in w for w in result.warnings)
@@ -78,7 +78,7 @@ def test_stochastic_on_a_policy_that_cannot_sample_is_noted(tmp_path):
 
 def test_stochastic_on_a_probabilistic_actor_is_not_noted(tmp_path):
     """Item 3, the other side: a ProbabilisticActor does sample, so no such note."""
-    result = render_policy(RenderConfig(**{**TINY, "policy": "badfactories:tanh_normal_policy"}, deterministic=False,
+    result = render_policy(RenderConfig(**{**TINY, "policy": "helpers.badfactories:tanh_normal_policy"}, deterministic=False,
                                         format="jsonl", out=tmp_path / "run.jsonl"))
     assert not any("--stochastic has no effect" in w for w in result.warnings), result.warnings
 
@@ -87,9 +87,9 @@ def test_stochastic_on_a_probabilistic_actor_is_not_noted(tmp_path):
 
 def test_render_mode_reaches_a_factory_with_a_render_mode_parameter(tmp_path):
     """Item 4, the working side: a factory with render_mode=None gets --render-mode, and env.render() draws."""
-    from mediaprobe import probe_mp4
+    from helpers.mediaprobe import probe_mp4
 
-    result = render_policy(RenderConfig(policy="badfactories:zero_action_policy", env="badfactories:render_mode_env",
+    result = render_policy(RenderConfig(policy="helpers.badfactories:zero_action_policy", env="helpers.badfactories:render_mode_env",
                                         render_mode="rgb_array", render_backend="env", max_steps=2,
                                         out=tmp_path / "run.mp4"))
     assert probe_mp4(result.artifact_path)["frames"] == 3
@@ -99,9 +99,9 @@ def test_render_mode_reaches_a_factory_with_a_render_mode_parameter(tmp_path):
 
 def test_classic_control_renders_a_video(tmp_path, capfd):
     """Item 7: CartPole-v1 renders (pygame is declared and installed); pygame's banner stays out of stdout."""
-    from mediaprobe import decode_frames
+    from helpers.mediaprobe import decode_frames
 
-    result = render_policy(RenderConfig(policy="badfactories:cartpole_policy", env="CartPole-v1", max_steps=4,
+    result = render_policy(RenderConfig(policy="helpers.badfactories:cartpole_policy", env="CartPole-v1", max_steps=4,
                                         out=tmp_path / "run.mp4"))
     frames = list(decode_frames(result.artifact_path))
     assert len(frames) == 5 and frames[0].std() > 10           # the reset frame and 4 steps, a drawn cart
@@ -112,7 +112,7 @@ def test_classic_control_renders_a_video(tmp_path, capfd):
 
 def test_an_output_name_with_a_colon_is_a_file(tmp_path, monkeypatch):
     """Item 8: --out seed0:best.mp4 writes that file (FFmpeg would read 'seed0:' as a protocol)."""
-    from mediaprobe import probe_mp4
+    from helpers.mediaprobe import probe_mp4
 
     monkeypatch.chdir(tmp_path)
     result = render_policy(RenderConfig(**TINY, from_pixels=True, out="seed0:best.mp4"))
@@ -125,7 +125,7 @@ def test_an_output_name_with_a_colon_is_a_file(tmp_path, monkeypatch):
 
 def test_split_trajectories_with_fewer_rendered_episodes(tmp_path):
     """Item 9: --split-trajectories --max-episodes-rendered 2 --num-trajs 3: two videos, three episodes measured."""
-    from mediaprobe import probe_mp4
+    from helpers.mediaprobe import probe_mp4
 
     result = render_policy(RenderConfig(**TINY, from_pixels=True, split_trajectories=True, max_episodes_rendered=2,
                                         num_trajs=3, out=tmp_path / "run.mp4"))
@@ -138,7 +138,7 @@ def test_split_trajectories_with_fewer_rendered_episodes(tmp_path):
 
 def test_module_and_env_instances_are_used_as_is(tmp_path):
     """Item 12: policy=<nn.Module>, env=<EnvBase> are used as they are (not called as factories)."""
-    from tinyenv import TinyEnv, make_policy
+    from helpers.tinyenv import TinyEnv, make_policy
 
     policy = make_policy()
     result = render_policy(RenderConfig(policy=policy, env=TinyEnv(), max_steps=2, format="jsonl",
@@ -150,12 +150,12 @@ def test_module_and_env_instances_are_used_as_is(tmp_path):
 
 def test_an_env_instance_with_several_envs_is_refused():
     """Item 12: K > 1 env slots need a factory (each worker builds its own env)."""
-    from tinyenv import TinyEnv
+    from helpers.tinyenv import TinyEnv
 
     from torchrl_render import ConfigError
 
     with pytest.raises(ConfigError, match="an env object cannot be copied into 2 env workers") as exc:
-        render_policy(RenderConfig(policy="tinyenv:make_policy", env=TinyEnv(), num_envs=2, num_trajs=2,
+        render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env=TinyEnv(), num_envs=2, num_trajs=2,
                                    format="jsonl"))
     assert "env=lambda: MyEnv()" in str(exc.value) and "\n" not in str(exc.value)
 
@@ -188,7 +188,7 @@ def test_osmesa_missing_is_named(tmp_path):
         pytest.skip("libOSMesa is installed here; the missing-library path cannot be reached for real")
     env = {**_env(), "MUJOCO_GL": "osmesa"}
     env.pop("PYOPENGL_PLATFORM", None)
-    proc = subprocess.run([sys.executable, "-m", "torchrl_render", "--policy", "tinyenv:make_policy", "--env",
+    proc = subprocess.run([sys.executable, "-m", "torchrl_render", "--policy", "helpers.tinyenv:make_policy", "--env",
                            "InvertedPendulum-v5", "--max-steps", "2", "--out", str(tmp_path / "run.jsonl")],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 2, proc.stderr
@@ -218,7 +218,7 @@ def test_mujoco_warnings_go_to_the_notes_and_no_log_file_is_left(tmp_path, env_i
     out = tmp_path / "out"
     out.mkdir()
     obs = ["--obs-key", "position"] if env_id.startswith("dm_control") else []
-    proc = subprocess.run([sys.executable, "-m", "torchrl_render", "--policy", "badfactories:zero_policy", "--env",
+    proc = subprocess.run([sys.executable, "-m", "torchrl_render", "--policy", "helpers.badfactories:zero_policy", "--env",
                            env_id, *obs, "--max-steps", "3", "--width", "64", "--height", "64", "--render-quality", "fast",
                            "--out", str(out / "run.mp4")], capture_output=True, text=True, env=_env(), cwd=tmp_path,
                           timeout=600)

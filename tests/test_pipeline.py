@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from mediaprobe import probe_mp4
-from tinyenv import TinyEnv
+from helpers.mediaprobe import probe_mp4
+from helpers.tinyenv import TinyEnv
 from torchrl_render import (NoFramesError, OutputExistsError, PolicyError, RenderConfig, RolloutError,
                             WriterError, render_policy, save_render_checkpoint)
 from torchrl_render.writers import WRITERS
@@ -17,8 +17,8 @@ from torchrl_render.writers import WRITERS
 
 def run(tmp_path, **kw):
     kw.setdefault("out", tmp_path / "run.mp4")
-    kw.setdefault("policy", "tinyenv:make_policy")
-    kw.setdefault("env", "tinyenv:make_env")
+    kw.setdefault("policy", "helpers.tinyenv:make_policy")
+    kw.setdefault("env", "helpers.tinyenv:make_env")
     kw.setdefault("from_pixels", True)
     return render_policy(RenderConfig(**kw))
 

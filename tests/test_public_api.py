@@ -14,8 +14,8 @@ EXPECTED = [
     "WriterError", "__version__", "load_checkpoint", "load_rollouts", "render_policy", "save_render_checkpoint",
     "show", "sweep",
 ]
-#: torchrl.render's names that we export too (issue 13); tests/test_torchrl_compat.py checks them against
-#: torchrl.render.__all__ (issue 14 added the MuJoCo viewer names).
+#: torchrl.render's names that we export too; tests/compat/test_torchrl_compat.py checks them against
+#: torchrl.render.__all__ (with the MuJoCo viewer names).
 TORCHRL_RENDER_NAMES = [
     "CameraLayout", "EnvBackendName", "ExplorationMode", "MujocoStateReader", "NotebookRenderBackendName",
     "NotebookRolloutMode", "RenderBackendName", "RenderFormat", "TensorDictPolicyAdapter", "add_step_counter",

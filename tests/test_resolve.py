@@ -13,10 +13,10 @@ def spec(**env_kwargs):
 
 
 def test_module_object_and_callable():
-    import tinyenv
-    assert resolve("tinyenv:make_env", "env") is tinyenv.make_env
+    from helpers import tinyenv
+    assert resolve("helpers.tinyenv:make_env", "env") is tinyenv.make_env
     assert resolve(tinyenv.make_env, "env") is tinyenv.make_env
-    assert resolve("tinyenv:TinyEnv._reset", "env") is tinyenv.TinyEnv._reset
+    assert resolve("helpers.tinyenv:TinyEnv._reset", "env") is tinyenv.TinyEnv._reset
 
 
 def test_file_path_spec(tmp_path):
@@ -27,11 +27,11 @@ def test_file_path_spec(tmp_path):
 
 
 @pytest.mark.parametrize("text,fragment", [
-    ("tinyenv.make_env", "has no colon"),
+    ("helpers.tinyenv.make_env", "has no colon"),
     ("tinyenv:", "is incomplete"),
     ("no_such_module_xyz:make", "cannot import module 'no_such_module_xyz'"),
-    ("tinyenv:make_evn", "has no attribute 'make_evn'. Did you mean 'make_env'?"),
-    ("tinyenv:torch", "'tinyenv:torch' is not callable"),
+    ("helpers.tinyenv:make_evn", "has no attribute 'make_evn'. Did you mean 'make_env'?"),
+    ("helpers.tinyenv:torch", "'helpers.tinyenv:torch' is not callable"),
     ("missing/file.py:make", "does not exist"),
 ])
 def test_resolve_errors(text, fragment):

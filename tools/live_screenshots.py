@@ -1,4 +1,4 @@
-"""Screenshots of the live page for docs/img/ (issue 14), taken in headless Chromium while real runs go on.
+"""Screenshots of the live page for docs/img/, taken in headless Chromium while real runs go on.
 
     MUJOCO_GL=egl .venv/bin/python tools/live_screenshots.py      # ~1 min; writes docs/img/live_*.png
 

@@ -4,14 +4,14 @@
 set -euo pipefail
 PY=${1:-.venv/bin/python}
 
-# issue 15: the sweep tests start a real local Ray cluster (the `ray` extra of pyproject.toml).
+# the sweep tests start a real local Ray cluster (the `ray` extra of pyproject.toml).
 "$PY" -c 'import ray, sys; sys.exit(ray.__version__ != "2.60.0")' 2>/dev/null || "$PY" -m pip install -q 'ray==2.60.0'
 
-# The SB3 interop tests (tests/test_sb3.py, the policy conformance matrix) train tiny stable-baselines3 models.
+# The SB3 interop tests (tests/policies/test_sb3.py, the policy conformance matrix) train tiny stable-baselines3 models.
 "$PY" -c 'import stable_baselines3, sys; sys.exit(stable_baselines3.__version__ != "2.9.2")' 2>/dev/null \
     || "$PY" -m pip install -q 'stable-baselines3==2.9.2'
 
-# issue 12: the replay page's tests run in real headless Chromium (Debian's package), driven by playwright.
+# the replay page's tests run in real headless Chromium (Debian's package), driven by playwright.
 # Never `playwright install`: it downloads a browser build; the tests use /usr/bin/chromium.
 if [ ! -x /usr/bin/chromium ]; then
     apt-get update -qq
@@ -19,13 +19,13 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 "$PY" -c "import playwright" 2>/dev/null || "$PY" -m pip install -q playwright==1.65.2
 
-# issue 14 (--viewer): a real X server, key presses and screenshots for tests/test_viewer.py (Debian's packages).
+# --viewer: a real X server, key presses and screenshots for tests/live/test_viewer.py (Debian's packages).
 if ! command -v Xvfb >/dev/null || ! command -v xdotool >/dev/null || ! command -v xwd >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xdotool x11-apps
 fi
 
-# torchrl.render's own test suite (tests/test_peer_suite.py runs ../shared/peer/run.sh) writes an mp4 through
+# torchrl.render's own test suite (tests/compat/test_peer_suite.py runs ../shared/peer/run.sh) writes an mp4 through
 # torchcodec, which loads Debian's FFmpeg: the benchmark set-up installs both (idempotent), so the mp4 test runs
 # instead of skipping.
 bash "$(dirname "$0")/../benchmarks/setup.sh" "$PY"

@@ -1,4 +1,4 @@
-"""Screenshots of ``--viewer`` for the docs (issue 14): both kinds, on a real Xvfb display.
+"""Screenshots of ``--viewer`` for the docs: both kinds, on a real Xvfb display.
 
 Writes docs/img/viewer_mujoco.png (MuJoCo's viewer on HalfCheetah-v5) and docs/img/viewer_window.png
 (the window kind on CartPole-v1). Needs Xvfb (bash tools/test_setup.sh installs it). Run from the
@@ -17,9 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = {
-    "viewer_mujoco.png": (["--policy", "zoo:linear_policy", "--env", "HalfCheetah-v5", "--max-steps", "60",
+    "viewer_mujoco.png": (["--policy", "helpers.policies:linear_policy", "--env", "HalfCheetah-v5", "--max-steps", "60",
                            "--out", "/tmp/viewer_shot_mujoco.jsonl"], "viewer: showing episode 0", (0, 0, 533, 400)),
-    "viewer_window.png": (["--policy", "badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "60",
+    "viewer_window.png": (["--policy", "helpers.badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "60",
                            "--out", "/tmp/viewer_shot_window.mp4", "--overlay"],
                           "viewer: showing episode 1", (100, 100, 700, 500)),  # SDL centres its window
 }

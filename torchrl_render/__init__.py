@@ -20,15 +20,15 @@ from .config import RenderConfig, RenderEnvSpec, RenderPolicySpec
 from .data import Artifact, FrameBundle, RenderResult
 from .errors import (BackendUnavailable, CheckpointError, ConfigError, EnvError, NoFramesError, OutputExistsError,
                      PolicyError, RenderError, ResolveError, RolloutError, UnsafeCheckpointError, WriterError)
-from .mujoco_wasm import (MujocoStateReader, display_mujoco_wasm_viewer, extract_qpos_trajectory,  # issue 14
+from .mujoco_wasm import (MujocoStateReader, display_mujoco_wasm_viewer, extract_qpos_trajectory,
                           play_mujoco_wasm_trajectory, send_mujoco_wasm_qpos, write_mujoco_wasm_viewer)
 from .notebook import show
-from .compat import (TensorDictPolicyAdapter, add_step_counter, call_with_supported_kwargs, checkpoint_hash,  # issue 13
+from .compat import (TensorDictPolicyAdapter, add_step_counter, call_with_supported_kwargs, checkpoint_hash,
                      import_from_string, infer_state_dict, key_to_string, load_render_policy, make_render_env,
                      normalize_env, normalize_policy, parse_nested_key, seed_env)
-from .literals import (CameraLayout, EnvBackendName, ExplorationMode, NotebookRenderBackendName,  # issue 13
+from .literals import (CameraLayout, EnvBackendName, ExplorationMode, NotebookRenderBackendName,
                        NotebookRolloutMode, RenderBackendName, RenderFormat)
-from .spool import collect_render_rollouts, write_render_artifact  # issue 13
+from .spool import collect_render_rollouts, write_render_artifact
 from .storage import load_rollouts
 from .sweep import SweepConfig, SweepResult, sweep
 

@@ -66,7 +66,7 @@ class _Run:
     def __init__(self, cfg: RenderConfig, command: list[str] | None, on_episode: Any = None) -> None:
         self.command = command
         self.on_episode = on_episode
-        self.live_feed: Any = None  # issue 14: the live page of a finished rollout, until its artifacts are written
+        self.live_feed: Any = None  # the live page of a finished rollout, until its artifacts are written
         self.notes: list[str] = _Notes()
         cfg = _one_layout_per_camera_set(cfg, self.notes)
         self.cfg = cfg = _envs_for_the_episodes(cfg, self.notes)
@@ -77,7 +77,7 @@ class _Run:
             frame_dir = cfg.frame_dir or cfg.out.with_name(cfg.out.stem + "_frames")
             self.groups.append(WriterGroup(dataclasses.replace(cfg, format="frames", out=frame_dir,
                                                                save_frames=False), frame_dir))
-        if cfg.notebook_render_backend == "mujoco_wasm" and cfg.format not in ("html", "ipynb"):  # issue 12
+        if cfg.notebook_render_backend == "mujoco_wasm" and cfg.format not in ("html", "ipynb"):
             replay = cfg.out.with_name((cfg.out.stem if cfg.out.suffix else cfg.out.name) + "_replay.html")
             self.groups.append(WriterGroup(dataclasses.replace(cfg, format="html", out=replay, save_frames=False),
                                            replay))
@@ -97,7 +97,7 @@ class _Run:
         if self.cfg.format == "ipynb" and self.cfg.notebook_rollout_mode == "live":
             return self._notebook_only(started)
         _check_devices(self.cfg)
-        if self.cfg.viewer is not None:  # issue 14: --viewer: no display -> an error now; the video stays off screen
+        if self.cfg.viewer is not None:  # --viewer: no display -> an error now; the video stays off screen
             from .viewer import prepare_viewer
 
             prepare_viewer(self.cfg, self.notes)
@@ -112,7 +112,7 @@ class _Run:
         with ExitStack() as stack:
             from .mjlog import captured_mujoco_warnings
 
-            stack.enter_context(captured_mujoco_warnings(self.notes))  # issue 11, item 17: not stderr, no log file
+            stack.enter_context(captured_mujoco_warnings(self.notes))  # not stderr, no log file
             env = self._env(payload, stack)
             policy = self._policy(env, payload, digest)
             env = policy.adapt_env(env)
@@ -124,9 +124,9 @@ class _Run:
                 return self._dry_result(env, backend, digest, gl)
             engine.prepare()  # env workers start now, while the writers open and rendered episodes run
             self.writers = BackgroundWriters(self.groups) if self.cfg.background_encode else InlineWriters(self.groups)
-            if self.cfg.result_frames:  # issue 13: RenderResult.frames, only when asked (memory grows)
+            if self.cfg.result_frames:  # RenderResult.frames, only when asked (memory grows)
                 self.writers = KeptFrames(self.writers)
-            stack.callback(self._stop_live)  # issue 14: a failure after the rollout stops the live page
+            stack.callback(self._stop_live)  # a failure after the rollout stops the live page
             episodes, trajectories = self._roll(engine, backend)
             artifacts = self.writers.close()
             if self.rollout_dir is not None:
@@ -147,7 +147,7 @@ class _Run:
             if lingering is not None:
                 lingering.close(finished=False)
             raise
-        if lingering is not None:  # issue 14: every artifact is written; the page may stay up --live-keep s
+        if lingering is not None:  # every artifact is written; the page may stay up --live-keep s
             lingering.close(finished=True)
         return RenderResult(artifacts[0].path if artifacts else None, trajectories,
                             frame_paths(artifacts), meta, list(self.notes), getattr(self.writers, "kept", []),
@@ -219,7 +219,7 @@ class _Run:
         return payload, _checkpoint_digest(self.cfg.ckpt)
 
     def _policy(self, env: Any, payload: Any, digest: str | None) -> Any:
-        """The policy runner (issue 13: collect_render_rollouts hands in the one load_render_policy built)."""
+        """The policy runner (collect_render_rollouts hands in the one load_render_policy built)."""
         from .policies import build_policy
 
         return build_policy(self.cfg, env, payload, digest, self.notes)
@@ -230,7 +230,7 @@ class _Run:
 
         env = build_env(self.cfg, payload, render_mode=self._render_mode())
         stack.callback(_close_quietly, env)
-        if getattr(env, "_torchrl_render_batched", False):  # issue 13: Isaac Lab's copies are the env slots
+        if getattr(env, "_torchrl_render_batched", False):  # Isaac Lab's copies are the env slots
             from .isaaclab import slots_config
 
             self.cfg = slots_config(self.cfg, env, self.needs_frames, self.notes)
@@ -254,7 +254,7 @@ class _Run:
         engine = Engine(cfg, env, policy, payload, self._render_mode(),
                         rendered_range(cfg) if self.needs_frames or self.needs_state or cfg.viewer else range(0),
                         keep=cfg.trajectories or data_format, reward_fn=reward_fn, notes=self.notes)
-        if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # issue 13: batched already
+        if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # batched already
             engine.batched = env
         elif engine.frames_in_workers:
             from .engine.workers import make_batched_env
@@ -299,18 +299,18 @@ class _Run:
                 for item in engine.episodes():
                     if sink.consume(item):
                         bar.episode_done(sink.episodes)
-                    if sink.stopped():  # issue 14: --viewer: escape or the window closed ends the run here
+                    if sink.stopped():  # --viewer: escape or the window closed ends the run here
                         break
         except BaseException as exc:
-            sink.close(finished=False)  # issue 14: the live page ends with the run
+            sink.close(finished=False)  # the live page ends with the run
             self.writers.abort()
             self._write_partial(sink.episodes, exc)
             raise
-        self.live_feed = sink.close()  # issue 14: the stream ends; the server stops once the artifacts are written
+        self.live_feed = sink.close()  # the stream ends; the server stops once the artifacts are written
         return sink.episodes, sink.trajectories
 
     def _stop_live(self) -> None:
-        """Issue 14: stops the live page's server of a run that failed after its rollout."""
+        """Stops the live page's server of a run that failed after its rollout."""
         feed, self.live_feed = self.live_feed, None
         if feed is not None:
             feed.close(finished=False)

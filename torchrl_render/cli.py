@@ -26,9 +26,9 @@ PROG = "torchrl-render"
 #: Subcommands, as lazy "module:function" strings; each function takes the remaining argv and returns
 #: the exit code. A first argument that is not one of these is the plain render/evaluate command.
 SUBCOMMANDS: dict[str, str] = {
-    "sweep": "torchrl_render.sweep.cli:sweep_main",                # issue 15
-    "sweep-status": "torchrl_render.sweep.cli:status_main",        # issue 15
-    "replay": "torchrl_render.replay.cli:main",  # issue 12: saved rollouts -> html/mp4/gif/frames
+    "sweep": "torchrl_render.sweep.cli:sweep_main",
+    "sweep-status": "torchrl_render.sweep.cli:status_main",
+    "replay": "torchrl_render.replay.cli:main",  # saved rollouts -> html/mp4/gif/frames
 }
 #: Above this many episodes the CLI prints a summary instead of a line per episode (--verbose: all lines).
 TABLE_MAX = 30
@@ -122,7 +122,7 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
     if "optional_value" in meta:  # a flag whose value may be left out (--live alone means --live 8765)
         group.add_argument(flag, dest=f.name, type=_arg_type(f.type), default=None, nargs="?",
                            const=meta["optional_value"], metavar=meta.get("metavar", f.name.upper()),
-                           choices=meta.get("choices"), help=meta.get("help"))  # choices: issue 14, --viewer
+                           choices=meta.get("choices"), help=meta.get("help"))  # choices: --viewer's kinds
         return
     choices = meta.get("choices")
     if isinstance(choices, str):

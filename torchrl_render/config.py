@@ -37,7 +37,7 @@ __all__ = ["RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "key_to_string",
            "load_mapping", "parse_nested_key"]
 
 NestedKey = str | tuple[str, ...]
-ENV_BACKENDS = ("auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control", "isaaclab")  # isaaclab: issue 13
+ENV_BACKENDS = ("auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control", "isaaclab")
 EXPLORATION_MODES = ("deterministic", "mode", "mean", "random")
 RENDER_QUALITIES = ("default", "balanced", "fast")
 #: x264/x265 speed presets, fastest (largest file at the same quality) first.
@@ -45,8 +45,8 @@ VIDEO_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium
 ENV_BATCH_MODES = ("auto", "serial", "parallel")
 POLICY_BATCHES = ("batched", "per-env")
 NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
-NOTEBOOK_RENDER_BACKENDS = ("auto", "static", "mujoco_wasm", "mujoco-wasm")  # issue 12; the alias: issue 13
-VIEWER_KINDS = ("auto", "mujoco", "window")  # issue 14: --viewer
+NOTEBOOK_RENDER_BACKENDS = ("auto", "static", "mujoco_wasm", "mujoco-wasm")  # mujoco-wasm: torchrl.render's spelling
+VIEWER_KINDS = ("auto", "mujoco", "window")  # --viewer
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
 _PATH_FIELDS = ("ckpt", "out", "frame_dir", "artifact_dir", "metadata")
@@ -171,7 +171,7 @@ class RenderConfig:
     check_setup: bool = _f(False, help="Load the checkpoint and build the env, policy and render backend as a run "
                                        "would, then stop before rolling out.")
     validate_only: bool = _f(False, help="Validate the configuration only (no imports, no files).")
-    # -- issue 12: 3-D replay (html format, notebooks, replays from saved rollouts); torchrl.render's names --
+    # -- 3-D replay (html format, notebooks, replays from saved rollouts); torchrl.render's names --
     notebook_render_backend: str = _f("auto", help="ipynb only: mujoco_wasm embeds the 3-D replay per episode "
                                       "beside its video; static shows videos only; auto: mujoco_wasm for MuJoCo "
                                       "envs.", choices=NOTEBOOK_RENDER_BACKENDS)
@@ -182,19 +182,19 @@ class RenderConfig:
                                        "may be repeated.", multiple=True)
     mujoco_qpos_key: NestedKey | None = _f(None, help="Record MuJoCo qpos in the rollouts under this key "
                                            "(the state before each action; next.<key> after it).")
-    # -- issue 13: drop-in for torchrl.render (its remaining fields) --
+    # -- drop-in for torchrl.render (its remaining fields) --
     notebook_viewer_port: int = _f(5178, help="Localhost port of the notebook's live MuJoCo viewer (stored now; "
-                                   "the live viewer of issue 14 serves on it).")
+                                   "the notebook's live viewer serves on it).")
     result_frames: bool = _f(False, help="Also keep every frame in RenderResult.frames, as torchrl.render does "
                              "(memory grows with the run; by default frames only stream to the writers).")
-    # -- issue 14: watching a run live (--live: a page in the browser, for machines without a display) --
+    # -- watching a run live (--live: a page in the browser, for machines without a display) --
     live: int | None = _f(None, help="Serve a live page of the run (3-D view of MuJoCo envs, else the latest "
                           "frames; metrics so far) on this port (a free one if taken; 0: any); prints its URL "
                           "with a token.", optional_value=8765, metavar="PORT")
     live_host: str = _f("127.0.0.1", help="Address the live page listens on; anything but loopback is reachable "
                         "from other machines (a warning is logged).")
     live_keep: float = _f(0.0, help="Seconds the live page stays up after the run ends.")
-    # -- issue 14: --viewer (watching a run in a window on this machine's display) --
+    # -- --viewer (watching a run in a window on this machine's display) --
     viewer: str | None = _f(None, help="Show the rendered episodes on screen as they run: mujoco opens MuJoCo's "
                             "viewer on the env's own model and data, window shows the run's frames, auto (the "
                             "flag alone) picks mujoco for MuJoCo envs. Keys: space pauses, right arrow steps, "
@@ -295,7 +295,7 @@ def _check_output_path(name: str, text: str) -> None:
 
 
 def _normalise_replay(cfg: RenderConfig) -> None:
-    """Issue 12's fields: the ``mujoco-wasm`` alias, paths, the comma-separated asset list, the qpos key."""
+    """The replay page's fields: the ``mujoco-wasm`` alias, paths, the comma-separated asset list, the qpos key."""
     if cfg.notebook_render_backend == "mujoco-wasm":
         cfg.notebook_render_backend = "mujoco_wasm"
     if cfg.mujoco_model_path is not None:
@@ -304,7 +304,7 @@ def _normalise_replay(cfg: RenderConfig) -> None:
     assets = cfg.mujoco_asset_paths
     if isinstance(assets, (str, Path)):
         assets = [a.strip() for a in str(assets).split(",") if a.strip()]
-    elif isinstance(assets, (list, tuple)) and all(isinstance(a, str) for a in assets):  # repeated flags (issue 13)
+    elif isinstance(assets, (list, tuple)) and all(isinstance(a, str) for a in assets):  # repeated flags
         assets = [a.strip() for item in assets for a in item.split(",") if a.strip()]
     if not isinstance(assets, (list, tuple)) or not all(isinstance(a, (str, Path)) for a in assets):
         raise ConfigError("mujoco_asset_paths must be paths", expected="'meshes/,textures/' or a list of paths",
@@ -388,8 +388,8 @@ def _validate(cfg: RenderConfig) -> None:
         _positive_int(cfg, "max_steps", "max_steps=200 (--max-steps 200), or None to run until done")
     if cfg.seed is not None:
         _check_type("seed", cfg.seed, int, "an integer or None")
-    _validate_live(cfg)  # issue 14
-    _validate_viewer(cfg)  # issue 14: --viewer
+    _validate_live(cfg)
+    _validate_viewer(cfg)  # --viewer
     _check_type("fps", cfg.fps, float, "a number")
     if not (math.isfinite(cfg.fps) and cfg.fps > 0):
         raise ConfigError("fps must be a positive number", expected="a number > 0", got=cfg.fps,
@@ -416,7 +416,7 @@ def _validate(cfg: RenderConfig) -> None:
         raise ConfigError("notebook_rollout_mode other than 'saved' needs format='ipynb'",
                           got=f"format={cfg.format!r}", fix="drop --notebook-rollout-mode or write an .ipynb")
     BACKENDS.entry(cfg.render_backend)
-    _positive_int(cfg, "notebook_viewer_port", "notebook_viewer_port=5178")  # issue 13
+    _positive_int(cfg, "notebook_viewer_port", "notebook_viewer_port=5178")
 
 
 def _episode_count(cfg: RenderConfig) -> None:
@@ -441,7 +441,7 @@ def _format_needs_frames(cfg: RenderConfig) -> bool:
 
 
 def _validate_live(cfg: RenderConfig) -> None:
-    """Issue 14: the live page's port, address and keep time."""
+    """The live page's port, address and keep time."""
     if cfg.live is not None:
         _check_type("live", cfg.live, int, "a port number (0 picks a free one)")
         if not 0 <= cfg.live <= 65535:
@@ -457,7 +457,7 @@ def _validate_live(cfg: RenderConfig) -> None:
 
 
 def _validate_viewer(cfg: RenderConfig) -> None:
-    """Issue 14: --viewer's kind (its choices are checked with the other fields; True means auto) and --render-fps."""
+    """--viewer's kind (its choices are checked with the other fields; True means auto) and --render-fps."""
     if isinstance(cfg.viewer, bool):
         cfg.viewer = "auto" if cfg.viewer else None
     if cfg.viewer is not None:

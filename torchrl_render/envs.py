@@ -156,7 +156,7 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
         from torchrl.envs import DMControlWrapper
 
         return DMControlWrapper(obj, device=device)
-    if backend == "isaaclab":  # issue 13: an already-batched Isaac Lab env
+    if backend == "isaaclab":  # an already-batched Isaac Lab env
         from .isaaclab import wrap_isaaclab
 
         return wrap_isaaclab(obj, device)

@@ -5,7 +5,7 @@ kernel spec of this interpreter is looked up: a ``python3`` spec installed elsew
 another Python). When a kernel's output channel (IOPub) delivers nothing for a cell, nbclient by
 default only warns "Timeout waiting for IOPub output" and keeps the cell without its outputs
 (nbclient's issue tracker has such intermittent reports from CI machines; here the process had run
-nbclient inside playwright's event loop before, see tests/test_mujoco_viewer.py). Here that is an
+nbclient inside playwright's event loop before, see tests/live/test_mujoco_viewer.py). Here that is an
 error (``raise_on_iopub_timeout``), and the notebook is executed again, from the start, in a new
 kernel (up to :data:`ATTEMPTS` times), so a notebook is never written with a cell silently empty.
 

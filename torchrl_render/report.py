@@ -198,7 +198,7 @@ def _video_cell(video: ReportVideo) -> Any:
                   "from torchrl_render.notebook import show\n\n"
                   f"show({video.name!r}, limit_bytes=0)")
         html_text = _linked_html(video, caption)
-    if video.viewer is not None:  # issue 12: the 3-D replay beside the video
+    if video.viewer is not None:  # the 3-D replay beside the video
         from .notebook import viewer_html
 
         html_text = ('<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'

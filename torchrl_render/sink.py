@@ -43,8 +43,8 @@ class Sink:
         self.running: dict[int, list[Any]] = {}
         self.rendered = rendered_range(self.cfg)
         self._live: Any = None
-        self._feed = _live_feed(self.cfg)  # issue 14: --live
-        self._viewer = _viewer(run)  # issue 14: --viewer
+        self._feed = _live_feed(self.cfg)  # --live
+        self._viewer = _viewer(run)  # --viewer
 
     def consume(self, item: Any) -> bool:
         """Takes a step record or a finished episode; returns True when it was an episode."""
@@ -54,17 +54,17 @@ class Sink:
         if item.trajectory in self.rendered:
             metrics = self._running(item)
             self._mujoco_state(item, metrics)
-            if self._feed is not None:  # issue 14: --live
+            if self._feed is not None:  # --live
                 self._feed.step(item, metrics)
             if self.run.needs_frames:
                 self._frame(item, metrics)
-            if self._viewer is not None:  # issue 14: --viewer (frames finished at once, so the window is current)
+            if self._viewer is not None:  # --viewer (frames finished at once, so the window is current)
                 self.flush()
                 self._viewer.step(item, metrics)
         return False
 
     def stopped(self) -> bool:
-        """Issue 14: whether the viewer ended the run (escape, window closed); the finished episodes stand."""
+        """Whether the viewer ended the run (escape, window closed); the finished episodes stand."""
         if self._viewer is None or not self._viewer.stopped:
             return False
         from .viewer import stopped_note
@@ -84,17 +84,17 @@ class Sink:
         self.run.writers.on_episode(metrics)
         if self.on_episode is not None:
             self.on_episode(dict(metrics))
-        if self._feed is not None:  # issue 14: --live
+        if self._feed is not None:  # --live
             self._feed.episode(self.episodes)
 
     def close(self, finished: bool = True) -> Any:
-        """Issue 14: closes the viewer's window and ends the live page's stream, if any.
+        """Closes the viewer's window and ends the live page's stream, if any.
 
         After a failed run the page's server stops here. After a finished run the feed is returned,
         still serving: the caller closes it once the artifacts are written (it may stay up
         ``live_keep`` seconds so the last state can be seen).
         """
-        if self._viewer is not None:  # issue 14: --viewer
+        if self._viewer is not None:  # --viewer
             self._viewer.close()
         feed, self._feed = self._feed, None
         if feed is None:
@@ -117,7 +117,7 @@ class Sink:
         return metrics
 
     def _mujoco_state(self, record: Any, metrics: dict[str, Any]) -> None:
-        """Issue 12: the MuJoCo state of a rendered step, as a state bundle, for writers that take states."""
+        """The MuJoCo state of a rendered step, as a state bundle, for writers that take states."""
         if not self.run.needs_state:
             return
         if self._live is None:
@@ -167,9 +167,9 @@ class Sink:
                              record.wall, metrics=metrics)
         self.run.writers.write(bundle)
         self.frames[record.trajectory] = self.frames.get(record.trajectory, 0) + 1
-        if self._feed is not None:  # issue 14: --live (other envs: the latest frame, by reference)
+        if self._feed is not None:  # --live (other envs: the latest frame, by reference)
             self._feed.frame(next(iter(bundle.frames.values())), record, metrics)
-        if self._viewer is not None:  # issue 14: --viewer (the window kind shows the video's frames)
+        if self._viewer is not None:  # --viewer (the window kind shows the video's frames)
             self._viewer.frame(next(iter(bundle.frames.values())))
 
 
@@ -223,7 +223,7 @@ class Progress:
 
 
 def _live_feed(cfg: RenderConfig) -> Any:
-    """Issue 14: the live page's feed when ``--live`` is on (the server starts here)."""
+    """The live page's feed when ``--live`` is on (the server starts here)."""
     if getattr(cfg, "live", None) is None:
         return None
     from .replay.feed import LiveFeed
@@ -232,7 +232,7 @@ def _live_feed(cfg: RenderConfig) -> Any:
 
 
 def _viewer(run: Any) -> Any:
-    """Issue 14: the on-screen viewer when ``--viewer`` is on (its window opens at the first step)."""
+    """The on-screen viewer when ``--viewer`` is on (its window opens at the first step)."""
     if getattr(run.cfg, "viewer", None) is None:
         return None
     from .viewer import Viewer
@@ -248,7 +248,7 @@ def rendered_range(cfg: RenderConfig) -> range:
 
 
 class KeptFrames:
-    """Issue 13: the writers, also keeping every frame bundle, per trajectory, for ``RenderResult.frames``.
+    """The writers, also keeping every frame bundle, per trajectory, for ``RenderResult.frames``.
 
     Only with ``result_frames=True``: torchrl.render code that reads ``result.frames`` gets them, and
     memory grows with the run (the writers still stream; state bundles are not kept).

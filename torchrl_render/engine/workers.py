@@ -50,7 +50,7 @@ def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, needs_fram
     if needs_frames:
         from ..gl import ensure_headless_gl
         ensure_headless_gl()
-    import multiprocessing  # issue 11, item 17: a worker process keeps MuJoCo's warnings off stderr and the cwd
+    import multiprocessing  # a worker process keeps MuJoCo's warnings off stderr and the cwd
 
     if multiprocessing.parent_process() is not None:
         import signal

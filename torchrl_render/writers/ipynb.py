@@ -103,7 +103,7 @@ class IpynbWriter(Writer):
         self._open: dict[int, tuple[Mp4Writer, Preview]] = {}
         self._done: dict[int, tuple[Path, int, dict[str, Any], bytes | None]] = {}
         self._episodes: list[dict[str, Any]] = []
-        self._viewers: dict[int, Any] = {}  # issue 12: the 3-D viewer per episode, when states arrive
+        self._viewers: dict[int, Any] = {}  # the 3-D viewer per episode, when states arrive
         self._viewer_pages: dict[int, Path] = {}
         self._viewer_facts: dict[str, Any] = {}
 
@@ -120,7 +120,7 @@ class IpynbWriter(Writer):
                      command=equivalent_command(cfg.to_dict()), search_path=search_path(),
                      assets=asset_folder(path, cfg))
         writer.frames_wanted = cls.wants_frames(cfg)
-        if cls.wants_state(cfg):  # issue 12: facts for the episodes' 3-D viewers
+        if cls.wants_state(cfg):  # facts for the episodes' 3-D viewers
             from .html import HtmlWriter
 
             writer._viewer_facts = HtmlWriter.facts_from_config(cfg)
@@ -128,7 +128,7 @@ class IpynbWriter(Writer):
 
     @classmethod
     def wants_state(cls, cfg: Any) -> bool:
-        """Issue 12: MuJoCo states for the 3-D viewer (``mujoco_wasm``; ``auto``: when the env has a model)."""
+        """MuJoCo states for the 3-D viewer (``mujoco_wasm``; ``auto``: when the env has a model)."""
         backend = getattr(cfg, "notebook_render_backend", "static")
         return backend in ("auto", "mujoco_wasm") and cfg.notebook_rollout_mode != "live"
 
@@ -222,7 +222,7 @@ class IpynbWriter(Writer):
         self._close_video(metrics["episode_ix"])
         self._close_viewer(metrics)
 
-    # -- issue 12: the 3-D viewer of each episode (an html replay, embedded in a sandboxed iframe) ----------
+    # -- the 3-D viewer of each episode (an html replay, embedded in a sandboxed iframe) ----------
     def _viewer_state(self, bundle: FrameBundle) -> None:
         traj = bundle.trajectory_index
         if traj not in self._viewers:
@@ -312,7 +312,7 @@ class IpynbWriter(Writer):
                 budget -= size
             if not fits:
                 linked.append(path)
-            page = self._viewer_pages.get(traj)  # issue 12
+            page = self._viewer_pages.get(traj)
             videos.append(ReportVideo(traj, path.name, size, path.read_bytes() if fits else None, preview,
                                       by_episode.get(traj), self.limit, display_width(info),
                                       viewer=page.read_text(encoding="utf-8") if page is not None else None,

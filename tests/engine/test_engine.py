@@ -1,0 +1,395 @@
+"""The evaluation engine against plain gymnasium and dm_control loops written here, and its dispatch rules."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import statistics
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+
+from helpers.plainloop import plain_returns
+from helpers.statsref import t975
+from torchrl_render import RenderConfig, render_policy
+from torchrl_render.errors import ConfigError
+
+from helpers.paths import ROOT
+CHEETAH = ROOT / "examples" / "half_cheetah"
+
+
+def _cheetah_policy():
+    spec = importlib.util.spec_from_file_location("hc_policy", CHEETAH / "policy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    policy = module.make_policy()
+    policy.load_state_dict(torch.load(CHEETAH / "policy.pt", weights_only=True)["model_state_dict"])
+    return policy.eval()
+
+
+def plain_loop(make_env, policy, seeds, max_steps):
+    """What a user writes: env.reset(seed=s), one policy call per step, float64 return."""
+    def act(obs):
+        with torch.no_grad():
+            return policy(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+
+    return plain_returns(make_env, act, seeds, max_steps)
+
+
+def cheetah(tmp_path, name, **kw):
+    cfg = dict(ckpt=CHEETAH / "policy.pt", policy=f"{CHEETAH / 'policy.py'}:make_policy",
+               env=f"{CHEETAH / 'policy.py'}:make_env", num_trajs=3, max_steps=120, seed=0,
+               out=tmp_path / f"{name}.jsonl", progress=False)
+    cfg.update(kw)
+    return render_policy(RenderConfig(**cfg))
+
+
+def returns(result):
+    return [(e["sum_reward"], e["length"]) for e in result.metrics["per_episode"]]
+
+
+def test_k1_reproduces_a_plain_gymnasium_loop_to_the_bit(tmp_path):
+    ref = plain_loop(lambda: gymnasium.make("HalfCheetah-v5"), _cheetah_policy(), [0, 1, 2], 120)
+    ours = cheetah(tmp_path, "k1")
+    assert returns(ours) == ref
+    assert ours.metadata["engine"]["path"] == "gymnasium"
+    first = ours.trajectories[0]["observation"][0].numpy()
+    np.testing.assert_array_equal(first, gymnasium.make("HalfCheetah-v5").reset(seed=0)[0])
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel"])
+def test_per_env_policy_batch_is_bit_identical_for_every_k(tmp_path, mode):
+    one = cheetah(tmp_path, "one")
+    four = cheetah(tmp_path, f"four_{mode}", num_envs=3, env_batch_mode=mode, policy_batch="per-env")
+    assert returns(one) == returns(four)
+    assert four.metadata["engine"]["batch_mode"] == mode
+    for a, b in zip(one.trajectories, four.trajectories):
+        assert (a["action"] == b["action"]).all() and (a["next", "observation"] == b["next", "observation"]).all()
+
+
+def test_batched_policy_calls_agree_within_the_confidence_interval(tmp_path):
+    one = cheetah(tmp_path, "one", num_trajs=6)
+    batched = cheetah(tmp_path, "batched", num_trajs=6, num_envs=3, env_batch_mode="serial")
+    a, b = one.metrics["aggregated"], batched.metrics["aggregated"]
+    lo, hi = a["ci95_sum_reward"]
+    assert lo <= b["avg_sum_reward"] <= hi
+    lo, hi = b["ci95_sum_reward"]
+    assert lo <= a["avg_sum_reward"] <= hi
+    # batched matmuls differ from per-row ones in the last bits only; HalfCheetah amplifies that
+    obs = torch.from_numpy(np.stack([gymnasium.make("HalfCheetah-v5").reset(seed=s)[0] for s in range(3)])).float()
+    policy = _cheetah_policy()
+    with torch.no_grad():
+        rows = torch.stack([policy(o) for o in obs])
+        assert torch.allclose(policy(obs), rows, atol=1e-6)
+
+
+def test_a_gymnasium_env_from_a_torchrl_wrapper_of_the_user_starts_at_the_seeded_reset(tmp_path):
+    """torchrl's set_seed consumes a seeded reset; we do not: episode i starts at reset(seed=seed+i)."""
+    from test_vector import torchrl_pendulum  # noqa: F401 - the factory is looked up by name
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="test_vector:torchrl_pendulum",
+                                        num_trajs=3, seed=4, max_steps=5, out=tmp_path / "r.jsonl"))
+    assert result.metadata["engine"]["path"] == "torchrl"
+    env = gymnasium.make("InvertedPendulum-v5")
+    for i, traj in enumerate(result.trajectories):
+        np.testing.assert_array_equal(traj["observation"][0].numpy(), env.reset(seed=4 + i)[0])
+
+
+class Counting(gymnasium.Env):
+    """A gymnasium env whose episode length depends on its seed; counts steps after an episode ended."""
+
+    observation_space = gymnasium.spaces.Box(-1e9, 1e9, (2,), np.float64)
+    action_space = gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    instances: list = []
+
+    def __init__(self):
+        self.ended, self.stepped_after_end, self.resets, self.steps = False, 0, 0, 0
+        Counting.instances.append(self)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.length = 2 + int(self.np_random.integers(0, 6))
+        self.t, self.ended = 0, False
+        self.resets += 1
+        return np.array([self.length, 0.0]), {}
+
+    def step(self, action):
+        if self.ended:
+            self.stepped_after_end += 1
+        self.t += 1
+        self.steps += 1
+        self.ended = self.t >= self.length
+        return np.array([self.length, self.t], np.float64), float(action[0]) + self.t, self.ended, False, \
+            {"is_success": self.t % 2 == 0}
+
+
+def counting_env():
+    return Counting()
+
+
+def half_policy():
+    return lambda obs: torch.full((*obs.shape[:-1], 1), 0.5)
+
+
+def test_dispatch_runs_exactly_the_episodes_asked_and_never_steps_a_finished_env(tmp_path):
+    Counting.instances.clear()
+    result = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+                                        num_trajs=9, num_envs=4, env_batch_mode="serial", seed=3,
+                                        out=tmp_path / "d.jsonl"))
+    episodes = result.metrics["per_episode"]
+    assert [e["episode_ix"] for e in episodes] == list(range(9)) and [e["seed"] for e in episodes] == list(range(3, 12))
+    expected = [2 + int(np.random.default_rng(s).integers(0, 6)) for s in range(3, 12)]
+    assert [e["length"] for e in episodes] == expected            # a short episode is not over-represented
+    assert sum(c.resets for c in Counting.instances) == 9 + 0     # one reset per episode, none wasted
+    assert all(c.stepped_after_end == 0 for c in Counting.instances)
+    assert sum(c.steps for c in Counting.instances) == sum(expected)
+    assert [e["sum_reward"] for e in episodes] == [sum(0.5 + t for t in range(1, n + 1)) for n in expected]
+    assert all(e["success"] is (e["length"] >= 2) for e in episodes)
+
+
+def test_eval_n_timesteps_runs_whole_episodes_until_enough_steps_whatever_k(tmp_path):
+    def run(k):
+        return render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+                                          eval_n_timesteps=20, num_envs=k, env_batch_mode="serial", seed=0,
+                                          out=tmp_path / f"n{k}.jsonl"))
+    lengths = [2 + int(np.random.default_rng(s).integers(0, 6)) for s in range(40)]
+    n = next(i + 1 for i in range(40) if sum(lengths[:i + 1]) >= 20)
+    for k in (1, 3):
+        result = run(k)
+        assert [e["length"] for e in result.metrics["per_episode"]] == lengths[:n]
+        assert result.metrics["aggregated"]["n_episodes"] == n
+
+
+def test_num_trajs_and_eval_n_timesteps_are_exclusive():
+    with pytest.raises(ConfigError, match="num_trajs and eval_n_timesteps were both given.*drop --num-trajs"):
+        RenderConfig(policy="p:m", env="e:m", num_trajs=3, eval_n_timesteps=100)
+    assert RenderConfig(policy="p:m", env="e:m").num_trajs == 1
+    assert RenderConfig(policy="p:m", env="e:m", eval_n_timesteps=10).num_trajs is None
+
+
+def learned_reward(td):
+    """A stand-in for a learned reward model: a function of observation, action and next observation."""
+    return (td["next", "observation"][..., 1] * 0.1 - td["action"][..., 0]).to(torch.float64)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_reward_fn_is_reported_beside_the_env_reward(tmp_path, k):
+    result = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+                                        num_trajs=3, num_envs=k, env_batch_mode="serial", seed=1,
+                                        reward_fn="test_engine:learned_reward", out=tmp_path / f"r{k}.jsonl"))
+    for ep in result.metrics["per_episode"]:
+        expected = sum(0.1 * t - 0.5 for t in range(1, ep["length"] + 1))
+        assert ep["sum_reward_fn"] == pytest.approx(expected)
+        assert ep["sum_reward"] == pytest.approx(sum(0.5 + t for t in range(1, ep["length"] + 1)))
+    agg = result.metrics["aggregated"]
+    assert agg["avg_sum_reward_fn"] == pytest.approx(statistics.fmean(e["sum_reward_fn"]
+                                                                      for e in result.metrics["per_episode"]))
+
+
+def test_metric_semantics_std_ci_and_wilson(tmp_path):
+    result = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+                                        num_trajs=7, seed=2, out=tmp_path / "m.jsonl"))
+    rets = np.array([e["sum_reward"] for e in result.metrics["per_episode"]])
+    agg = result.metrics["aggregated"]
+    assert agg["std_sum_reward"] == pytest.approx(np.std(rets))                       # ddof=0, as numpy/SB3
+    half = t975(6) * np.std(rets, ddof=1) / math.sqrt(7)                              # Student t, 6 dof
+    assert agg["ci95_sum_reward"] == pytest.approx([rets.mean() - half, rets.mean() + half])
+    assert agg["pc_success"] == 100.0 and agg["ci95_success"][1] == pytest.approx(100.0)
+    assert agg["ci95_success"][0] == pytest.approx(100 * 7 / (7 + 1.959963984540054 ** 2))
+
+
+def test_no_trajectories_keeps_metrics_only(tmp_path):
+    kept = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+                                      num_trajs=5, out=tmp_path / "a.jsonl"))
+    lean = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+                                      num_trajs=5, trajectories=False, num_envs=2, out=tmp_path / "b.jsonl"))
+    assert lean.trajectories == [] and len(kept.trajectories) == 5
+    assert returns(lean) == returns(kept)
+    with pytest.raises(ConfigError, match="save_rollout needs the trajectories"):
+        RenderConfig(policy="p:m", env="e:m", trajectories=False, save_rollout=True)
+
+
+def test_memory_is_flat_in_the_number_of_episodes(tmp_path):
+    import tracemalloc
+
+    def peak(n):
+        tracemalloc.start()
+        render_policy(RenderConfig(policy="test_engine:half_policy", env="Pendulum-v1", num_trajs=n, max_steps=50,
+                                   trajectories=False, num_envs=2, out=tmp_path / f"p{n}.npz"))
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return top
+
+    small, large = peak(10), peak(80)
+    assert large < small * 1.5 + 2e6, (small, large)
+
+
+def test_factories_get_the_single_env_spec_whatever_k(tmp_path):
+    seen = []
+
+    def factory(spec):
+        seen.append((tuple(spec.env_specs.shape), sorted(map(str, spec.env_specs["output_spec",
+                                                                                 "full_observation_spec"].keys()))))
+        return torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Tanh())
+
+    for env, k, fmt in (("InvertedPendulum-v5", 3, "jsonl"), ("test_vector:torchrl_pendulum", 2, "mp4")):
+        render_policy(RenderConfig(policy=factory, env=env, num_trajs=3, num_envs=k, max_steps=3, width=32,
+                                   height=32, render_quality="fast", env_batch_mode="serial",
+                                   out=tmp_path / f"s{k}.{fmt}"))
+    assert seen == [((), ["observation"]), ((), ["observation"])]
+
+
+def float64_tiny_env():
+    from helpers.tinyenv import TinyEnv
+    return TinyEnv(obs_dtype=torch.float64)
+
+
+@pytest.mark.parametrize("batch", ["batched", "per-env"])
+def test_recurrent_policy_on_a_float64_env_is_the_same_in_every_slot(tmp_path, batch):
+    common = dict(policy="test_vector:make_lstm_policy", env="test_engine:float64_tiny_env", num_trajs=4, seed=11,
+                  policy_batch=batch)
+    one = render_policy(RenderConfig(out=tmp_path / "one.jsonl", **common))
+    two = render_policy(RenderConfig(out=tmp_path / f"two{batch}.jsonl", num_envs=2, env_batch_mode="serial",
+                                     **common))
+    assert one.metadata["engine"]["path"] == "torchrl"
+    for a, b in zip(one.trajectories, two.trajectories):
+        torch.testing.assert_close(a["action"], b["action"], rtol=0, atol=1e-6 if batch == "batched" else 0)
+    if batch == "per-env":
+        assert returns(one) == returns(two)
+
+
+def dm_cartpole(spec):
+    from dm_control import suite
+    return suite.load("cartpole", "swingup", task_kwargs={"random": 999})   # reseeded per episode by the engine
+
+
+def test_dm_control_episode_starts_as_a_fresh_suite_load_with_its_seed(tmp_path):
+    from dm_control import suite
+
+    from helpers import policies as zoo
+
+    result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="test_engine:dm_cartpole", num_trajs=3,
+                                        seed=5, max_steps=40, out=tmp_path / "dm.jsonl"))
+    net = zoo.dm_linear_policy(_DmSpec())                               # the same weights as the run's
+    for i, ep in enumerate(result.metrics["per_episode"]):
+        env = suite.load("cartpole", "swingup", task_kwargs={"random": 5 + i})
+        ts = env.reset()
+        keys = sorted(ts.observation)
+        first = np.concatenate([np.asarray(ts.observation[k]).reshape(-1) for k in keys])
+        ours = np.concatenate([result.trajectories[i][k][0].numpy().reshape(-1) for k in keys])
+        np.testing.assert_array_equal(first, ours)
+        total = 0.0
+        for _ in range(40):
+            with torch.no_grad():
+                obs = [torch.as_tensor(np.asarray(ts.observation[k])) for k in keys]
+                action = net.module(*obs).numpy()
+            ts = env.step(action)
+            total += ts.reward
+        assert ep["sum_reward"] == total                                   # to the bit
+    # independent of what ran before and of K
+    alone = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="test_engine:dm_cartpole", num_trajs=1,
+                                       seed=7, max_steps=40, out=tmp_path / "alone.jsonl"))
+    two = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="test_engine:dm_cartpole", num_trajs=3,
+                                     seed=5, max_steps=40, num_envs=2, env_batch_mode="serial",
+                                     policy_batch="per-env", out=tmp_path / "two.jsonl"))
+    assert alone.metrics["per_episode"][0]["sum_reward"] == result.metrics["per_episode"][2]["sum_reward"]
+    assert returns(two) == returns(result)
+
+
+class _DmSpec:
+    """The spec zoo.dm_linear_policy reads, from a finished run's env."""
+
+    def __init__(self):
+        from torchrl.envs import DMControlWrapper
+        from dm_control import suite
+        self.env_specs = DMControlWrapper(suite.load("cartpole", "swingup")).specs
+
+
+def test_internal_success_keys_never_reach_the_user(tmp_path):
+    """No ``success``/``success_reported`` for an env that never reports success."""
+    from torchrl_render.errors import PolicyError
+
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="test_vector:torchrl_pendulum", num_trajs=1,
+                                        max_steps=3, out=tmp_path / "a.jsonl"))
+    fast = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", num_trajs=1,
+                                      max_steps=3, out=tmp_path / "b.jsonl"))
+    for traj in (result.trajectories[0], fast.trajectories[0]):
+        names = {k if isinstance(k, str) else k[-1] for k in traj.keys(True, True)}
+        assert not names & {"success", "success_reported"}
+    assert fast.metrics["per_episode"][0]["success"] is None
+    with pytest.raises(PolicyError) as err:
+        render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="test_vector:torchrl_pendulum", num_trajs=1,
+                                   max_steps=2, obs_key="obs", out=tmp_path / "c.jsonl"))
+    assert "success" not in str(err.value) and "'observation'" in str(err.value)
+
+
+def dict_policy():
+    net = torch.nn.Linear(4, 1)
+    return lambda obs: {"action": torch.tanh(net(obs.float()))}
+
+
+def sac_like_policy():
+    net = torch.nn.Linear(4, 1)
+    return lambda obs: (torch.tanh(net(obs.float())), torch.zeros(()))
+
+
+@pytest.mark.parametrize("env", ["InvertedPendulum-v5", "test_vector:torchrl_pendulum"])
+def test_a_policy_returning_a_mapping_with_the_action_just_works(tmp_path, env):
+    """A policy that returns a mapping holding the action works on gymnasium and torchrl envs alike."""
+    result = render_policy(RenderConfig(policy="test_engine:dict_policy", env=env, num_trajs=2, max_steps=3,
+                                        num_envs=2, out=tmp_path / "d.jsonl"))
+    assert [e["length"] for e in result.metrics["per_episode"]] == [3, 3]
+
+
+@pytest.mark.parametrize("env", ["InvertedPendulum-v5", "test_vector:torchrl_pendulum"])
+def test_a_policy_returning_a_tuple_is_told_how_to_select_the_action(tmp_path, env):
+    """SAC actors return (action, log_prob); say so, not 'wrong shape (2,)'."""
+    from helpers.clicode import exit_code
+
+    code = exit_code(["--policy", "test_engine:sac_like_policy", "--env", env, "--max-steps", "2",
+                 "--out", str(tmp_path / "t.jsonl"), "--quiet"])
+    assert code == 2 and not (tmp_path / "t.jsonl").exists()
+    with pytest.raises(Exception, match=r"returned a tuple \(Tensor, Tensor\), not an action.*lambda obs: "
+                                        r"actor\(obs\)\[0\]"):
+        render_policy(RenderConfig(policy="test_engine:sac_like_policy", env=env, max_steps=2,
+                                   out=tmp_path / "u.jsonl"))
+
+
+def nan_policy():
+    return lambda obs: torch.full((*obs.shape[:-1], 1), float("nan"))
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_a_nan_action_is_refused_on_the_gymnasium_path(tmp_path, k):
+    from torchrl_render.errors import PolicyError
+
+    with pytest.raises(PolicyError, match="the policy produced a NaN or infinite action. Got: \\[nan\\]"):
+        render_policy(RenderConfig(policy="test_engine:nan_policy", env="InvertedPendulum-v5", num_trajs=2,
+                                   num_envs=k, max_steps=3, out=tmp_path / "n.jsonl"))
+    assert not (tmp_path / "n.jsonl").exists()
+
+
+class StepCounting:
+    """A stateful tensor policy (``reset()``): its action depends on its own step count."""
+
+    def __init__(self):
+        self.t = 0
+
+    def reset(self):
+        self.t = 0
+
+    def __call__(self, obs):
+        self.t += 1
+        return torch.full((1,), 0.05 * self.t).tanh()
+
+
+def test_a_stateful_policy_keeps_one_state_per_slot_on_the_gymnasium_path(tmp_path):
+    common = dict(policy="test_engine:StepCounting", env="InvertedPendulum-v5", num_trajs=5, seed=2, max_steps=8)
+    one = render_policy(RenderConfig(out=tmp_path / "one.jsonl", **common))
+    three = render_policy(RenderConfig(out=tmp_path / "three.jsonl", num_envs=3, env_batch_mode="serial", **common))
+    assert returns(one) == returns(three) and three.metadata["engine"]["path"] == "gymnasium"
+    for a, b in zip(one.trajectories, three.trajectories):
+        assert (a["action"] == b["action"]).all()
+        assert a["action"][0].item() == pytest.approx(math.tanh(0.05))        # reset at every episode

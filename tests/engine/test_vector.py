@@ -1,0 +1,155 @@
+"""K envs at once: dispatching, seeding, ordering, rendering a subset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers.mediaprobe import decode_frames, probe_mp4
+from torchrl_render import RenderConfig, render_policy
+from torchrl_render.engine import StepRecord
+from torchrl_render.engine.workers import EpisodeOrderer
+
+
+def run(tmp_path, name, **kw):
+    cfg = dict(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True, out=tmp_path / name,
+               num_trajs=7, seed=11)
+    cfg.update(kw)
+    return render_policy(RenderConfig(**cfg))
+
+
+def per_episode(result):
+    keys = ("episode_ix", "seed", "sum_reward", "max_reward", "length", "terminated", "truncated", "num_frames")
+    return [{k: e[k] for k in keys} for e in result.metrics["per_episode"]]
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel"])
+def test_k1_and_k3_report_identical_episodes(tmp_path, mode):
+    one = run(tmp_path, "one.mp4")
+    many = run(tmp_path, f"many_{mode}.mp4", num_envs=3, env_batch_mode=mode)
+    assert per_episode(one) == per_episode(many)
+    lengths = [e["length"] for e in one.metrics["per_episode"]]
+    assert len(set(lengths)) > 1                      # episode length depends on the seed
+    assert [e["seed"] for e in many.metrics["per_episode"]] == list(range(11, 18))
+    # the videos hold the same frames in the same (episode) order
+    a = list(decode_frames(one.artifact_path))
+    b = list(decode_frames(many.artifact_path))
+    assert len(a) == len(b) == sum(n + 1 for n in lengths)
+    assert max(float(np.abs(x.astype(int) - y.astype(int)).mean()) for x, y in zip(a, b)) < 1.0
+    for ta, tb in zip(one.trajectories, many.trajectories):
+        assert (ta["next", "observation"] == tb["next", "observation"]).all()
+
+
+def test_only_the_first_episodes_are_rendered(tmp_path):
+    result = run(tmp_path, "sub.mp4", num_envs=2, env_batch_mode="serial", max_episodes_rendered=3)
+    frames = [e["num_frames"] for e in result.metrics["per_episode"]]
+    lengths = [e["length"] for e in result.metrics["per_episode"]]
+    assert frames == [n + 1 for n in lengths[:3]] + [0] * 4
+    assert probe_mp4(result.artifact_path)["frames"] == sum(frames)
+
+
+def _rec(ep, step, done=False, frame=None):
+    return StepRecord(ep, step, None, None, ep, done=done, frames=None if frame is None else {"c": frame})
+
+
+def test_orderer_puts_interleaved_records_back_in_order():
+    orderer = EpisodeOrderer(max_steps=None)
+    img = lambda v: np.full((2, 2, 3), v, np.uint8)  # noqa: E731
+    stream = [_rec(0, 0, frame=img(0)), _rec(1, 0, frame=img(10)), _rec(1, 1, True, img(11)),
+              _rec(2, 0, frame=img(20)), _rec(0, 1, frame=img(1)), _rec(2, 1, frame=img(21)),
+              _rec(0, 2, True, img(2)), _rec(2, 2, True, img(22))]
+    out = [r for rec in stream for r in orderer.push(rec)]
+    orderer.close()
+    assert [(r.trajectory, r.step) for r in out] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2)]
+    assert [int(r.frames["c"][0, 0, 0]) for r in out] == [0, 1, 2, 10, 11, 20, 21, 22]
+
+
+class Counting:
+    """A stateful python policy: its action depends on how many steps it has taken."""
+
+    def __init__(self):
+        self.t = 0
+        self.resets = 0
+
+    def reset(self):
+        self.t = 0
+        self.resets += 1
+
+    def __call__(self, obs):
+        import torch
+        self.t += 1
+        return torch.tanh(obs[:1] * 0.1 * self.t)
+
+
+def test_stateful_policy_is_reset_per_episode_and_per_worker(tmp_path):
+    one = Counting()
+    a = run(tmp_path, "a.gif", policy=lambda: one, format="gif")
+    b = run(tmp_path, "b.gif", policy=Counting, format="gif", num_envs=2, env_batch_mode="serial")
+    assert one.resets == 7
+    assert per_episode(a) == per_episode(b)
+
+
+def make_lstm_policy():
+    import torch
+    from tensordict.nn import TensorDictModule, TensorDictSequential
+    from torchrl.modules import LSTMModule
+    torch.manual_seed(0)
+    lstm = LSTMModule(input_size=3, hidden_size=4, in_key="observation", out_key="embed")
+    head = TensorDictModule(torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Tanh()),
+                            in_keys=["embed"], out_keys=["action"])
+    return TensorDictSequential(lstm, head)
+
+
+def test_recurrent_torchrl_policy_state_is_reset_per_episode(tmp_path):
+    a = run(tmp_path, "a.mp4", policy=make_lstm_policy)
+    b = run(tmp_path, "b.mp4", policy=make_lstm_policy, num_envs=2, env_batch_mode="serial")
+    assert per_episode(a) == per_episode(b)
+    assert any("recurrent policy" in w for w in a.warnings)
+    assert ("next", "recurrent_state_h") in a.trajectories[0].keys(True)
+
+
+def _same_frames(one, two):
+    a, b = list(decode_frames(one.artifact_path)), list(decode_frames(two.artifact_path))
+    assert len(a) == len(b) == sum(e["num_frames"] for e in one.metrics["per_episode"]) > 0
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert a[0].std() > 5                        # real pictures, not blank frames
+
+
+def test_gymnasium_path_renders_in_process_and_steps_the_rest_in_workers(tmp_path):
+    common = dict(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", num_trajs=5, max_steps=6, width=48,
+                  height=48, render_quality="fast", seed=5, max_episodes_rendered=2, policy_batch="per-env")
+    one = render_policy(RenderConfig(out=tmp_path / "one.mp4", **common))
+    two = render_policy(RenderConfig(out=tmp_path / "two.mp4", num_envs=2, env_batch_mode="parallel", **common))
+    assert per_episode(one) == per_episode(two)
+    assert two.metadata["engine"]["path"] == "gymnasium" and two.metadata["engine"]["batch_mode"] == "parallel"
+    assert [e["num_frames"] for e in two.metrics["per_episode"]] == [7, 7, 0, 0, 0]
+    _same_frames(one, two)
+
+
+def torchrl_pendulum(spec):
+    """A torchrl env of the user's (GymEnv), so the torchrl path runs it."""
+    from torchrl.envs import GymEnv
+    return GymEnv("InvertedPendulum-v5", render_mode=spec.render_mode, width=48, height=48)
+
+
+def test_torchrl_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
+    common = dict(policy="helpers.policies:linear_policy", env="test_vector:torchrl_pendulum", num_trajs=3, max_steps=6,
+                  width=48, height=48, render_quality="fast", seed=5)
+    one = render_policy(RenderConfig(out=tmp_path / "one.mp4", **common))
+    two = render_policy(RenderConfig(out=tmp_path / "two.mp4", num_envs=2, env_batch_mode="parallel", **common))
+    assert per_episode(one) == per_episode(two)
+    assert two.metadata["engine"]["path"] == "torchrl" and "torchrl env" in two.metadata["engine"]["why_torchrl"]
+    assert two.metadata["render"]["render_backend"].endswith("(in env workers)")
+    # worker-rendered frames are the in-process frames, bit for bit (each episode sets its camera up
+    # from its own first state, whichever env renders it)
+    _same_frames(one, two)
+
+
+def test_stochastic_policy_same_samples_for_any_k(tmp_path):
+    from test_pipeline import make_probabilistic_policy
+    a = run(tmp_path, "a.jsonl", policy=make_probabilistic_policy, deterministic=False, format="jsonl")
+    b = run(tmp_path, "b.jsonl", policy=make_probabilistic_policy, deterministic=False, format="jsonl",
+            num_envs=3, env_batch_mode="serial")
+    assert per_episode(a) == per_episode(b)
+    for ta, tb in zip(a.trajectories, b.trajectories):
+        assert (ta["action"] == tb["action"]).all()

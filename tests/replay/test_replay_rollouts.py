@@ -1,0 +1,137 @@
+"""Replays from saved rollouts: model file + recorded qpos -> html/mp4/gif/frames, without policy or env."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers.htmlread import episode_arrays
+from helpers.mediaprobe import gif_frames, probe_mp4
+from torchrl_render import RenderConfig, render_policy
+from torchrl_render.cli import main
+from torchrl_render.replay.rebuild import replay_rollouts
+from torchrl_render.replay.state import MujocoStateReader, extract_qpos_trajectory
+
+
+def cheetah_xml() -> Path:
+    import gymnasium
+
+    return Path(os.path.dirname(gymnasium.__file__)) / "envs" / "mujoco" / "assets" / "half_cheetah.xml"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A live HalfCheetah html run that saves its rollouts with qpos."""
+    folder = tmp_path_factory.mktemp("run")
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="HalfCheetah-v5", num_trajs=2, max_steps=25,
+                                        out=str(folder / "live.html"), save_rollout=True, mujoco_qpos_key="qpos"))
+    return folder, result
+
+
+def test_html_replay_equals_the_live_run(run, capsys):
+    folder, result = run
+    code = main(["replay", str(folder / "live_rollouts"), "--mujoco-model-path", str(cheetah_xml()),
+                 "--out", str(folder / "replay.html")])
+    assert code == 0 and capsys.readouterr().out.strip() == str(folder / "replay.html")
+    live, replay = episode_arrays(folder / "live.html"), episode_arrays(folder / "replay.html")
+    assert sorted(live) == sorted(replay) == [0, 1]
+    for ep in live:
+        assert live[ep]["xpos"].shape[0] == 26
+        for key in ("xpos", "xquat", "reward", "return"):
+            np.testing.assert_array_equal(live[ep][key], replay[ep][key])
+
+
+def test_video_and_frames_replays(run, tmp_path):
+    folder, _ = run
+    arts = replay_rollouts(folder / "live_rollouts", cheetah_xml(), tmp_path / "r.mp4", width=96, height=64)
+    assert probe_mp4(arts[0].path)["frames"] == 2 * 26
+    arts = replay_rollouts(folder / "live_rollouts", cheetah_xml(), tmp_path / "r.gif", width=32, height=32)
+    assert gif_frames(arts[0].path) == 2 * 26
+    arts = replay_rollouts(folder / "live_rollouts", cheetah_xml(), tmp_path / "frames", width=32, height=32)
+    assert len(list((tmp_path / "frames").glob("*.png"))) == 2 * 26
+
+
+def test_extract_qpos_trajectory_and_state_reader(run):
+    _, result = run
+    traj = result.trajectories[0]
+    qpos = extract_qpos_trajectory(traj, "qpos")
+    assert len(qpos) == 25 and len(qpos[0]) == 9
+    assert extract_qpos_trajectory(traj, "next.qpos")[0] == qpos[1]
+    from helpers.real_envs import close_env, dm_env, gym_env
+
+    for env in (gym_env("HalfCheetah-v5"), dm_env()):
+        env.reset()
+        reader = MujocoStateReader()
+        assert reader.supports(env)
+        state = reader.capture(env)
+        model = reader.model(env)
+        assert state["qpos"].shape == (model.nq,) and state["qvel"].shape == (model.nv,)
+        close_env(env)
+    assert not MujocoStateReader().supports(object())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mujoco-model-path", "missing.xml"], "the MuJoCo model file 'missing.xml' does not exist"),
+    (["--mujoco-qpos-key", "nope"], "rollout 0 holds no MuJoCo qpos under 'nope'"),
+    (["--out", "x.npz"], "a replay from saved rollouts cannot write format 'npz'"),
+])
+def test_bad_replay_inputs(run, tmp_path, capsys, args, message):
+    folder, _ = run
+    base = {"--mujoco-model-path": str(cheetah_xml()), "--out": str(tmp_path / "r.html")}
+    for flag, value in zip(args[::2], args[1::2]):
+        base[flag] = value if flag != "--out" else str(tmp_path / value)
+    argv = ["replay", str(folder / "live_rollouts")] + [x for kv in base.items() for x in kv]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_states_of_another_model_are_refused(run, tmp_path, capsys):
+    import gymnasium
+
+    folder, _ = run
+    other = Path(os.path.dirname(gymnasium.__file__)) / "envs" / "mujoco" / "assets" / "inverted_pendulum.xml"
+    with pytest.raises(SystemExit) as exc:
+        main(["replay", str(folder / "live_rollouts"), "--mujoco-model-path", str(other),
+              "--out", str(tmp_path / "r.html")])
+    assert exc.value.code == 2
+    assert "a saved MuJoCo state does not fit the model" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_asset_paths_feed_the_model_its_meshes(tmp_path, capsys):
+    import mujoco
+    import torch
+    from tensordict import TensorDict
+
+    from helpers.htmlread import read_data
+    from helpers.replay import mujoco_xpos
+    from torchrl_render.storage import save_rollouts
+
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    (assets / "tet.obj").write_text("v 0 0 0\nv .3 0 0\nv 0 .3 0\nv 0 0 .3\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    xml = tmp_path / "model" / "m.xml"
+    xml.parent.mkdir()
+    xml.write_text('<mujoco><asset><mesh name="tet" file="tet.obj"/></asset><worldbody><body><freejoint/>'
+                   '<geom type="mesh" mesh="tet"/></body></worldbody></mujoco>')
+    qpos = torch.tensor([[0.0, 0, 1, 1, 0, 0, 0], [0.1, 0, 1.1, 1, 0, 0, 0], [0.2, 0, 1.2, 1, 0, 0, 0]])
+    td = TensorDict({"qpos": qpos[:2], "next": {"qpos": qpos[1:], "reward": torch.ones(2, 1)}}, batch_size=[2])
+    save_rollouts([td], tmp_path / "rollouts")
+    base = ["replay", str(tmp_path / "rollouts"), "--mujoco-model-path", str(xml), "--out", str(tmp_path / "r.html")]
+    with pytest.raises(SystemExit) as exc:
+        main(base)
+    assert exc.value.code == 2 and "MuJoCo cannot load" in capsys.readouterr().err  # the mesh is not beside the model
+    assert main([*base, "--mujoco-asset-paths", str(assets)]) == 0
+    data = read_data(tmp_path / "r.html")
+    assert data["scene"]["meshes"][0]["num_vertices"] == 4
+    arrays = episode_arrays(tmp_path / "r.html")[0]
+    model = mujoco.MjModel.from_xml_path(str(xml), {"tet.obj": (assets / "tet.obj").read_bytes()})
+    for f in range(3):
+        np.testing.assert_allclose(arrays["xpos"][f], mujoco_xpos(model, qpos[f].numpy()), atol=1e-6)
+    np.testing.assert_array_equal(arrays["return"], [0.0, 1.0, 2.0])
