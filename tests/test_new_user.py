@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from torchrl_render import RenderConfig, render_policy, save_render_checkpoint
+from torchrl_render import RenderConfig, render_policy
 
 from helpers.paths import TESTS
 from helpers.paths import ROOT

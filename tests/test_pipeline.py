@@ -10,6 +10,7 @@ import torch
 
 from helpers.mediaprobe import probe_mp4
 from helpers.tinyenv import TinyEnv
+from helpers.policies import make_probabilistic_policy
 from torchrl_render import (NoFramesError, OutputExistsError, PolicyError, RenderConfig, RolloutError,
                             WriterError, render_policy, save_render_checkpoint)
 from torchrl_render.writers import WRITERS
@@ -204,16 +205,6 @@ def test_dry_run_builds_nothing_and_writes_nothing(tmp_path):
 def test_validate_only_imports_nothing(tmp_path):
     result = render_policy(RenderConfig(policy="no_such_mod:p", env="no_such_mod:e", validate_only=True))
     assert result.metadata["validate_only"] is True
-
-
-def make_probabilistic_policy():
-    from tensordict.nn import NormalParamExtractor, TensorDictModule
-    from torchrl.modules import ProbabilisticActor, TanhNormal
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(3, 2), NormalParamExtractor())
-    module = TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"])
-    return ProbabilisticActor(module, in_keys=["loc", "scale"], distribution_class=TanhNormal,
-                              return_log_prob=False)
 
 
 def test_exploration_mode_is_passed_to_torchrl(tmp_path):

@@ -10,6 +10,7 @@ from helpers import real_envs as R  # first: headless GL before mujoco is import
 import numpy as np
 import pytest
 
+from helpers.paths import ROOT
 from torchrl_render.backends.mujoco import (
     MujocoBackend,
     camera_names,

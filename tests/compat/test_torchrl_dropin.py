@@ -17,13 +17,12 @@ import numpy as np
 import pytest
 import torch
 import torchrl.render as theirs
-from tensordict import TensorDict
-from torchrl.data import Composite, Unbounded
-from torchrl.envs import EnvBase, PendulumEnv
+from torchrl.envs import PendulumEnv
 from torchrl.envs.libs.gym import GymEnv
 
 import torchrl_render as ours
 from helpers.clicode import exit_code
+from helpers.dropin_toys import CountingEnv, StateEnv, counting_policy, state_env
 
 from helpers.paths import TESTS
 
@@ -233,44 +232,9 @@ def test_seed_mode_torchrl_takes_one_env():
 
 # -- the files: every key torchrl.render writes is in ours ---------------------------------------------------
 
-class CountingEnv(EnvBase):
-    """A torchrl env with pixels and a done after two steps (as torchrl.render's own test env)."""
-
-    def __init__(self, device="cpu"):
-        super().__init__(device=device, batch_size=[])
-        self.observation_spec = Composite(observation=Unbounded(shape=(1,)),
-                                          pixels=Unbounded(shape=(4, 4, 3), dtype=torch.uint8))
-        self.action_spec = Unbounded(shape=(1,))
-        self.reward_spec = Unbounded(shape=(1,))
-        self.count = 0
-
-    def _obs(self, **extra):
-        return TensorDict({"observation": torch.full((1,), float(self.count)),
-                           "pixels": torch.full((4, 4, 3), self.count, dtype=torch.uint8), **extra}, [])
-
-    def _reset(self, tensordict=None, **kwargs):
-        self.count = 0
-        return self._obs(done=torch.zeros(1, dtype=torch.bool), terminated=torch.zeros(1, dtype=torch.bool))
-
-    def _step(self, tensordict):
-        self.count += 1
-        done = torch.tensor([self.count >= 2])
-        return self._obs(reward=torch.ones(1), done=done, terminated=done.clone())
-
-    def _set_seed(self, seed):
-        pass
-
 
 def counting_env(spec):
     return CountingEnv(device=spec.device)
-
-
-def counting_policy(spec):
-    def policy(tensordict):
-        tensordict.set("action", tensordict["observation"] * 0.5)
-        return tensordict
-
-    return policy
 
 
 def _both(tmp_path: Path, fmt: str, composed: bool) -> tuple:
@@ -436,16 +400,6 @@ def test_backend_names_are_our_backends():
 
 
 # -- the MuJoCo viewer of an env without a MuJoCo model, as torchrl.render's ---------------------------------
-
-class StateEnv(CountingEnv):
-    """No MuJoCo model behind it, but a ``get_state()`` with qpos (torchrl.render's MujocoStateReader reads it)."""
-
-    def get_state(self):
-        return TensorDict({"qpos": torch.tensor([0.1 * self.count, -0.2 * self.count])}, [])
-
-
-def state_env(spec):
-    return StateEnv(device=spec.device)
 
 
 TWO_HINGES = ('<mujoco><worldbody><body><joint type="hinge"/><geom size=".1"/><body pos="0 0 .3">'

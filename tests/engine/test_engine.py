@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import statistics
-from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 import torch
 
 from helpers.plainloop import plain_returns
+from helpers.engine_toys import Counting
 from helpers.statsref import t975
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.errors import ConfigError
@@ -88,8 +88,7 @@ def test_batched_policy_calls_agree_within_the_confidence_interval(tmp_path):
 
 def test_a_gymnasium_env_from_a_torchrl_wrapper_of_the_user_starts_at_the_seeded_reset(tmp_path):
     """torchrl's set_seed consumes a seeded reset; we do not: episode i starts at reset(seed=seed+i)."""
-    from test_vector import torchrl_pendulum  # noqa: F401 - the factory is looked up by name
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="test_vector:torchrl_pendulum",
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum",
                                         num_trajs=3, seed=4, max_steps=5, out=tmp_path / "r.jsonl"))
     assert result.metadata["engine"]["path"] == "torchrl"
     env = gymnasium.make("InvertedPendulum-v5")
@@ -97,45 +96,9 @@ def test_a_gymnasium_env_from_a_torchrl_wrapper_of_the_user_starts_at_the_seeded
         np.testing.assert_array_equal(traj["observation"][0].numpy(), env.reset(seed=4 + i)[0])
 
 
-class Counting(gymnasium.Env):
-    """A gymnasium env whose episode length depends on its seed; counts steps after an episode ended."""
-
-    observation_space = gymnasium.spaces.Box(-1e9, 1e9, (2,), np.float64)
-    action_space = gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
-    instances: list = []
-
-    def __init__(self):
-        self.ended, self.stepped_after_end, self.resets, self.steps = False, 0, 0, 0
-        Counting.instances.append(self)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.length = 2 + int(self.np_random.integers(0, 6))
-        self.t, self.ended = 0, False
-        self.resets += 1
-        return np.array([self.length, 0.0]), {}
-
-    def step(self, action):
-        if self.ended:
-            self.stepped_after_end += 1
-        self.t += 1
-        self.steps += 1
-        self.ended = self.t >= self.length
-        return np.array([self.length, self.t], np.float64), float(action[0]) + self.t, self.ended, False, \
-            {"is_success": self.t % 2 == 0}
-
-
-def counting_env():
-    return Counting()
-
-
-def half_policy():
-    return lambda obs: torch.full((*obs.shape[:-1], 1), 0.5)
-
-
 def test_dispatch_runs_exactly_the_episodes_asked_and_never_steps_a_finished_env(tmp_path):
     Counting.instances.clear()
-    result = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
                                         num_trajs=9, num_envs=4, env_batch_mode="serial", seed=3,
                                         out=tmp_path / "d.jsonl"))
     episodes = result.metrics["per_episode"]
@@ -151,7 +114,7 @@ def test_dispatch_runs_exactly_the_episodes_asked_and_never_steps_a_finished_env
 
 def test_eval_n_timesteps_runs_whole_episodes_until_enough_steps_whatever_k(tmp_path):
     def run(k):
-        return render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+        return render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
                                           eval_n_timesteps=20, num_envs=k, env_batch_mode="serial", seed=0,
                                           out=tmp_path / f"n{k}.jsonl"))
     lengths = [2 + int(np.random.default_rng(s).integers(0, 6)) for s in range(40)]
@@ -169,16 +132,11 @@ def test_num_trajs_and_eval_n_timesteps_are_exclusive():
     assert RenderConfig(policy="p:m", env="e:m", eval_n_timesteps=10).num_trajs is None
 
 
-def learned_reward(td):
-    """A stand-in for a learned reward model: a function of observation, action and next observation."""
-    return (td["next", "observation"][..., 1] * 0.1 - td["action"][..., 0]).to(torch.float64)
-
-
 @pytest.mark.parametrize("k", [1, 2])
 def test_reward_fn_is_reported_beside_the_env_reward(tmp_path, k):
-    result = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
                                         num_trajs=3, num_envs=k, env_batch_mode="serial", seed=1,
-                                        reward_fn="test_engine:learned_reward", out=tmp_path / f"r{k}.jsonl"))
+                                        reward_fn="helpers.engine_toys:learned_reward", out=tmp_path / f"r{k}.jsonl"))
     for ep in result.metrics["per_episode"]:
         expected = sum(0.1 * t - 0.5 for t in range(1, ep["length"] + 1))
         assert ep["sum_reward_fn"] == pytest.approx(expected)
@@ -189,7 +147,7 @@ def test_reward_fn_is_reported_beside_the_env_reward(tmp_path, k):
 
 
 def test_metric_semantics_std_ci_and_wilson(tmp_path):
-    result = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
                                         num_trajs=7, seed=2, out=tmp_path / "m.jsonl"))
     rets = np.array([e["sum_reward"] for e in result.metrics["per_episode"]])
     agg = result.metrics["aggregated"]
@@ -201,9 +159,9 @@ def test_metric_semantics_std_ci_and_wilson(tmp_path):
 
 
 def test_no_trajectories_keeps_metrics_only(tmp_path):
-    kept = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+    kept = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
                                       num_trajs=5, out=tmp_path / "a.jsonl"))
-    lean = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+    lean = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
                                       num_trajs=5, trajectories=False, num_envs=2, out=tmp_path / "b.jsonl"))
     assert lean.trajectories == [] and len(kept.trajectories) == 5
     assert returns(lean) == returns(kept)
@@ -216,7 +174,7 @@ def test_memory_is_flat_in_the_number_of_episodes(tmp_path):
 
     def peak(n):
         tracemalloc.start()
-        render_policy(RenderConfig(policy="test_engine:half_policy", env="Pendulum-v1", num_trajs=n, max_steps=50,
+        render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="Pendulum-v1", num_trajs=n, max_steps=50,
                                    trajectories=False, num_envs=2, out=tmp_path / f"p{n}.npz"))
         _, top = tracemalloc.get_traced_memory()
         tracemalloc.stop()
@@ -234,21 +192,16 @@ def test_factories_get_the_single_env_spec_whatever_k(tmp_path):
                                                                                  "full_observation_spec"].keys()))))
         return torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Tanh())
 
-    for env, k, fmt in (("InvertedPendulum-v5", 3, "jsonl"), ("test_vector:torchrl_pendulum", 2, "mp4")):
+    for env, k, fmt in (("InvertedPendulum-v5", 3, "jsonl"), ("helpers.torchrl_toys:torchrl_pendulum", 2, "mp4")):
         render_policy(RenderConfig(policy=factory, env=env, num_trajs=3, num_envs=k, max_steps=3, width=32,
                                    height=32, render_quality="fast", env_batch_mode="serial",
                                    out=tmp_path / f"s{k}.{fmt}"))
     assert seen == [((), ["observation"]), ((), ["observation"])]
 
 
-def float64_tiny_env():
-    from helpers.tinyenv import TinyEnv
-    return TinyEnv(obs_dtype=torch.float64)
-
-
 @pytest.mark.parametrize("batch", ["batched", "per-env"])
 def test_recurrent_policy_on_a_float64_env_is_the_same_in_every_slot(tmp_path, batch):
-    common = dict(policy="test_vector:make_lstm_policy", env="test_engine:float64_tiny_env", num_trajs=4, seed=11,
+    common = dict(policy="helpers.torchrl_toys:make_lstm_policy", env="helpers.engine_toys:float64_tiny_env", num_trajs=4, seed=11,
                   policy_batch=batch)
     one = render_policy(RenderConfig(out=tmp_path / "one.jsonl", **common))
     two = render_policy(RenderConfig(out=tmp_path / f"two{batch}.jsonl", num_envs=2, env_batch_mode="serial",
@@ -260,17 +213,12 @@ def test_recurrent_policy_on_a_float64_env_is_the_same_in_every_slot(tmp_path, b
         assert returns(one) == returns(two)
 
 
-def dm_cartpole(spec):
-    from dm_control import suite
-    return suite.load("cartpole", "swingup", task_kwargs={"random": 999})   # reseeded per episode by the engine
-
-
 def test_dm_control_episode_starts_as_a_fresh_suite_load_with_its_seed(tmp_path):
     from dm_control import suite
 
     from helpers import policies as zoo
 
-    result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="test_engine:dm_cartpole", num_trajs=3,
+    result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="helpers.engine_toys:dm_cartpole", num_trajs=3,
                                         seed=5, max_steps=40, out=tmp_path / "dm.jsonl"))
     net = zoo.dm_linear_policy(_DmSpec())                               # the same weights as the run's
     for i, ep in enumerate(result.metrics["per_episode"]):
@@ -289,9 +237,9 @@ def test_dm_control_episode_starts_as_a_fresh_suite_load_with_its_seed(tmp_path)
             total += ts.reward
         assert ep["sum_reward"] == total                                   # to the bit
     # independent of what ran before and of K
-    alone = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="test_engine:dm_cartpole", num_trajs=1,
+    alone = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="helpers.engine_toys:dm_cartpole", num_trajs=1,
                                        seed=7, max_steps=40, out=tmp_path / "alone.jsonl"))
-    two = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="test_engine:dm_cartpole", num_trajs=3,
+    two = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="helpers.engine_toys:dm_cartpole", num_trajs=3,
                                      seed=5, max_steps=40, num_envs=2, env_batch_mode="serial",
                                      policy_batch="per-env", out=tmp_path / "two.jsonl"))
     assert alone.metrics["per_episode"][0]["sum_reward"] == result.metrics["per_episode"][2]["sum_reward"]
@@ -311,7 +259,7 @@ def test_internal_success_keys_never_reach_the_user(tmp_path):
     """No ``success``/``success_reported`` for an env that never reports success."""
     from torchrl_render.errors import PolicyError
 
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="test_vector:torchrl_pendulum", num_trajs=1,
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=1,
                                         max_steps=3, out=tmp_path / "a.jsonl"))
     fast = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", num_trajs=1,
                                       max_steps=3, out=tmp_path / "b.jsonl"))
@@ -320,45 +268,31 @@ def test_internal_success_keys_never_reach_the_user(tmp_path):
         assert not names & {"success", "success_reported"}
     assert fast.metrics["per_episode"][0]["success"] is None
     with pytest.raises(PolicyError) as err:
-        render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="test_vector:torchrl_pendulum", num_trajs=1,
+        render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=1,
                                    max_steps=2, obs_key="obs", out=tmp_path / "c.jsonl"))
     assert "success" not in str(err.value) and "'observation'" in str(err.value)
 
 
-def dict_policy():
-    net = torch.nn.Linear(4, 1)
-    return lambda obs: {"action": torch.tanh(net(obs.float()))}
-
-
-def sac_like_policy():
-    net = torch.nn.Linear(4, 1)
-    return lambda obs: (torch.tanh(net(obs.float())), torch.zeros(()))
-
-
-@pytest.mark.parametrize("env", ["InvertedPendulum-v5", "test_vector:torchrl_pendulum"])
+@pytest.mark.parametrize("env", ["InvertedPendulum-v5", "helpers.torchrl_toys:torchrl_pendulum"])
 def test_a_policy_returning_a_mapping_with_the_action_just_works(tmp_path, env):
     """A policy that returns a mapping holding the action works on gymnasium and torchrl envs alike."""
-    result = render_policy(RenderConfig(policy="test_engine:dict_policy", env=env, num_trajs=2, max_steps=3,
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:dict_policy", env=env, num_trajs=2, max_steps=3,
                                         num_envs=2, out=tmp_path / "d.jsonl"))
     assert [e["length"] for e in result.metrics["per_episode"]] == [3, 3]
 
 
-@pytest.mark.parametrize("env", ["InvertedPendulum-v5", "test_vector:torchrl_pendulum"])
+@pytest.mark.parametrize("env", ["InvertedPendulum-v5", "helpers.torchrl_toys:torchrl_pendulum"])
 def test_a_policy_returning_a_tuple_is_told_how_to_select_the_action(tmp_path, env):
     """SAC actors return (action, log_prob); say so, not 'wrong shape (2,)'."""
     from helpers.clicode import exit_code
 
-    code = exit_code(["--policy", "test_engine:sac_like_policy", "--env", env, "--max-steps", "2",
+    code = exit_code(["--policy", "helpers.engine_toys:sac_like_policy", "--env", env, "--max-steps", "2",
                  "--out", str(tmp_path / "t.jsonl"), "--quiet"])
     assert code == 2 and not (tmp_path / "t.jsonl").exists()
     with pytest.raises(Exception, match=r"returned a tuple \(Tensor, Tensor\), not an action.*lambda obs: "
                                         r"actor\(obs\)\[0\]"):
-        render_policy(RenderConfig(policy="test_engine:sac_like_policy", env=env, max_steps=2,
+        render_policy(RenderConfig(policy="helpers.engine_toys:sac_like_policy", env=env, max_steps=2,
                                    out=tmp_path / "u.jsonl"))
-
-
-def nan_policy():
-    return lambda obs: torch.full((*obs.shape[:-1], 1), float("nan"))
 
 
 @pytest.mark.parametrize("k", [1, 2])
@@ -366,27 +300,13 @@ def test_a_nan_action_is_refused_on_the_gymnasium_path(tmp_path, k):
     from torchrl_render.errors import PolicyError
 
     with pytest.raises(PolicyError, match="the policy produced a NaN or infinite action. Got: \\[nan\\]"):
-        render_policy(RenderConfig(policy="test_engine:nan_policy", env="InvertedPendulum-v5", num_trajs=2,
+        render_policy(RenderConfig(policy="helpers.engine_toys:nan_policy", env="InvertedPendulum-v5", num_trajs=2,
                                    num_envs=k, max_steps=3, out=tmp_path / "n.jsonl"))
     assert not (tmp_path / "n.jsonl").exists()
 
 
-class StepCounting:
-    """A stateful tensor policy (``reset()``): its action depends on its own step count."""
-
-    def __init__(self):
-        self.t = 0
-
-    def reset(self):
-        self.t = 0
-
-    def __call__(self, obs):
-        self.t += 1
-        return torch.full((1,), 0.05 * self.t).tanh()
-
-
 def test_a_stateful_policy_keeps_one_state_per_slot_on_the_gymnasium_path(tmp_path):
-    common = dict(policy="test_engine:StepCounting", env="InvertedPendulum-v5", num_trajs=5, seed=2, max_steps=8)
+    common = dict(policy="helpers.engine_toys:StepCounting", env="InvertedPendulum-v5", num_trajs=5, seed=2, max_steps=8)
     one = render_policy(RenderConfig(out=tmp_path / "one.jsonl", **common))
     three = render_policy(RenderConfig(out=tmp_path / "three.jsonl", num_envs=3, env_batch_mode="serial", **common))
     assert returns(one) == returns(three) and three.metadata["engine"]["path"] == "gymnasium"

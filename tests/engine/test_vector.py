@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from helpers.mediaprobe import decode_frames, probe_mp4
+from helpers.torchrl_toys import make_lstm_policy
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.engine import StepRecord
 from torchrl_render.engine.workers import EpisodeOrderer
@@ -89,17 +90,6 @@ def test_stateful_policy_is_reset_per_episode_and_per_worker(tmp_path):
     assert per_episode(a) == per_episode(b)
 
 
-def make_lstm_policy():
-    import torch
-    from tensordict.nn import TensorDictModule, TensorDictSequential
-    from torchrl.modules import LSTMModule
-    torch.manual_seed(0)
-    lstm = LSTMModule(input_size=3, hidden_size=4, in_key="observation", out_key="embed")
-    head = TensorDictModule(torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Tanh()),
-                            in_keys=["embed"], out_keys=["action"])
-    return TensorDictSequential(lstm, head)
-
-
 def test_recurrent_torchrl_policy_state_is_reset_per_episode(tmp_path):
     a = run(tmp_path, "a.mp4", policy=make_lstm_policy)
     b = run(tmp_path, "b.mp4", policy=make_lstm_policy, num_envs=2, env_batch_mode="serial")
@@ -126,14 +116,8 @@ def test_gymnasium_path_renders_in_process_and_steps_the_rest_in_workers(tmp_pat
     _same_frames(one, two)
 
 
-def torchrl_pendulum(spec):
-    """A torchrl env of the user's (GymEnv), so the torchrl path runs it."""
-    from torchrl.envs import GymEnv
-    return GymEnv("InvertedPendulum-v5", render_mode=spec.render_mode, width=48, height=48)
-
-
 def test_torchrl_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
-    common = dict(policy="helpers.policies:linear_policy", env="test_vector:torchrl_pendulum", num_trajs=3, max_steps=6,
+    common = dict(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=3, max_steps=6,
                   width=48, height=48, render_quality="fast", seed=5)
     one = render_policy(RenderConfig(out=tmp_path / "one.mp4", **common))
     two = render_policy(RenderConfig(out=tmp_path / "two.mp4", num_envs=2, env_batch_mode="parallel", **common))
@@ -146,7 +130,7 @@ def test_torchrl_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
 
 
 def test_stochastic_policy_same_samples_for_any_k(tmp_path):
-    from test_pipeline import make_probabilistic_policy
+    from helpers.policies import make_probabilistic_policy
     a = run(tmp_path, "a.jsonl", policy=make_probabilistic_policy, deterministic=False, format="jsonl")
     b = run(tmp_path, "b.jsonl", policy=make_probabilistic_policy, deterministic=False, format="jsonl",
             num_envs=3, env_batch_mode="serial")

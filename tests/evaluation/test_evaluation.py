@@ -24,6 +24,7 @@ import torch
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.cli import main
 from helpers.clicode import exit_code
+from helpers.eval_envs import Counting, diverging_env, normalized_pendulum
 from helpers.plainloop import plain_returns
 from helpers.statsref import t975
 from torchrl_render.metrics import aggregate
@@ -62,18 +63,13 @@ def test_an_episode_started_past_the_budget_is_dropped_even_when_it_ends_first(t
     lengths = [2 + int(np.random.default_rng(s).integers(0, 6)) for s in range(40)]  # test_engine.Counting
     n = next(i + 1 for i in range(40) if sum(lengths[:i + 1]) >= budget)
     for k in (3, 4):
-        result = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+        result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
                                             eval_n_timesteps=budget, num_envs=k, env_batch_mode="serial", seed=0,
                                             out=tmp_path / f"n{k}.jsonl"))
         assert per_episode(result, "episode_ix", "length") == list(enumerate(lengths[:n])), k
 
 
 # -- --env-batch-mode auto never steps the run's envs --------------------------------------------------------------
-
-
-def normalized_pendulum():
-    """A stateful wrapper: its running statistics change with every step it sees."""
-    return gym.wrappers.NormalizeObservation(gym.make("Pendulum-v1"))
 
 
 def tanh_policy():
@@ -86,7 +82,7 @@ def test_auto_batch_mode_times_an_env_of_its_own(tmp_path, monkeypatch):
 
     monkeypatch.setattr(gym_path, "cpu_count", lambda: 2)            # time it on any machine
     monkeypatch.setattr(engine, "PARALLEL_STEP_S", 1.0)              # and keep the envs in this process
-    common = dict(policy=tanh_policy, env="test_evaluation:normalized_pendulum", num_trajs=4, num_envs=2,
+    common = dict(policy=tanh_policy, env="helpers.eval_envs:normalized_pendulum", num_trajs=4, num_envs=2,
                   max_steps=40, seed=3)
     auto = render_policy(RenderConfig(out=tmp_path / "auto.jsonl", **common))
     serial = render_policy(RenderConfig(out=tmp_path / "serial.jsonl", env_batch_mode="serial", **common))
@@ -99,18 +95,6 @@ def test_auto_batch_mode_times_an_env_of_its_own(tmp_path, monkeypatch):
 
 
 # -- the success rule ------------------------------------------------------------------------------------------------
-
-
-class Counting(gym.Env):
-    """Counts its steps (``t``) and keeps the episode's seed: the toy envs below act on both."""
-
-    observation_space = gym.spaces.Box(-1e9, 1e9, (3,), np.float64)
-    action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t, self.seed_ = 0, seed or 0
-        return np.zeros(3), {}
 
 
 class Flicker(Counting):
@@ -203,7 +187,7 @@ def test_ci95_uses_the_exact_t_quantile_at_every_n(n):
 
 
 def test_imitation_rollout_stats_names_are_all_there(tmp_path):
-    result = render_policy(RenderConfig(policy="test_engine:half_policy", env="test_engine:counting_env",
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
                                         num_trajs=5, seed=1, out=tmp_path / "s.jsonl"))
     agg = result.metrics["aggregated"]
     lengths = [e["length"] for e in result.metrics["per_episode"]]
@@ -215,19 +199,6 @@ def test_imitation_rollout_stats_names_are_all_there(tmp_path):
 
 
 # -- a NaN reward ----------------------------------------------------------------------------------------------------
-
-
-class Diverging(Counting):
-    """Rewards ``t * (1 + seed)`` for 5 steps; the episode seeded 1 gets a NaN reward at step 3."""
-
-    def step(self, action):
-        self.t += 1
-        reward = float("nan") if (self.seed_, self.t) == (1, 3) else float(self.t * (1 + self.seed_))
-        return np.full(3, float(self.t)), reward, self.t >= 5, False, {}
-
-
-def diverging_env():
-    return Diverging()
 
 
 def strict_json(path: Path):
@@ -243,7 +214,7 @@ def _refuse_constant(constant):
 @pytest.mark.parametrize("fmt", ["npz", "json", "jsonl"])
 def test_a_nan_reward_is_reported_and_the_aggregates_say_what_they_are_over(tmp_path, capsys, fmt):
     out = tmp_path / f"run.{fmt}"
-    code = main(["--policy", "test_engine:half_policy", "--env", "test_evaluation:diverging_env", "--num-trajs", "4",
+    code = main(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.eval_envs:diverging_env", "--num-trajs", "4",
                  "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 0 and "Traceback" not in err and out.exists()
@@ -274,7 +245,7 @@ def test_a_run_that_fails_writing_its_sidecar_leaves_no_artifact(tmp_path, monke
 
     monkeypatch.setattr(api, "_write_json_atomic", refuse_sidecar)
     with pytest.raises(OSError, match="No space left"):
-        render_policy(RenderConfig(policy=half_policy, env="test_engine:counting_env", num_trajs=2,
+        render_policy(RenderConfig(policy=half_policy, env="helpers.engine_toys:counting_env", num_trajs=2,
                                    out=tmp_path / "run.npz"))
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
@@ -306,7 +277,7 @@ def test_a_huge_num_trajs_costs_nothing_before_the_first_step(tmp_path):
 
 
 def test_more_envs_than_episodes_runs_one_env_per_episode(tmp_path):
-    common = dict(policy="test_engine:half_policy", env="test_engine:counting_env", num_trajs=2, seed=5)
+    common = dict(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env", num_trajs=2, seed=5)
     one = render_policy(RenderConfig(out=tmp_path / "one.jsonl", **common))
     many = render_policy(RenderConfig(out=tmp_path / "many.jsonl", num_envs=4, env_batch_mode="serial", **common))
     assert per_episode(many) == per_episode(one)
@@ -317,24 +288,10 @@ def test_more_envs_than_episodes_runs_one_env_per_episode(tmp_path):
 # -- an env that raises at K envs names its episode ------------------------------------------------------------------
 
 
-class Exploding(Counting):
-    """Six-step episodes; the one seeded 2 raises at its step 3."""
-
-    def step(self, action):
-        self.t += 1
-        if (self.seed_, self.t) == (2, 3):
-            raise RuntimeError(f"exploded at t={self.t}")
-        return np.full(3, float(self.t)), 1.0, self.t >= 6, False, {}
-
-
-def exploding_env():
-    return Exploding()
-
-
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
 def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, capsys, mode):
     out = tmp_path / "run.jsonl"
-    code = exit_code(["--policy", "test_engine:half_policy", "--env", "test_evaluation:exploding_env", "--num-trajs", "8",
+    code = exit_code(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.eval_envs:exploding_env", "--num-trajs", "8",
                  "--num-envs", "4", "--env-batch-mode", mode, "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
@@ -356,7 +313,7 @@ def test_a_torchrl_env_raising_in_serial_envs_names_the_episode_that_raised(tmp_
 
 
 def test_many_episodes_print_a_summary_and_verbose_prints_them_all(tmp_path, capsys):
-    argv = ["--policy", "test_engine:half_policy", "--env", "test_engine:counting_env", "--num-trajs", "40",
+    argv = ["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.engine_toys:counting_env", "--num-trajs", "40",
             "--out", str(tmp_path / "run.jsonl")]
     assert main(argv) == 0
     err = capsys.readouterr().err
@@ -371,38 +328,12 @@ def test_many_episodes_print_a_summary_and_verbose_prints_them_all(tmp_path, cap
 
 
 def test_a_few_episodes_still_print_one_line_each(tmp_path, capsys):
-    assert main(["--policy", "test_engine:half_policy", "--env", "test_engine:counting_env", "--num-trajs", "4",
+    assert main(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.engine_toys:counting_env", "--num-trajs", "4",
                  "--out", str(tmp_path / "run.jsonl")]) == 0
     assert len([line for line in capsys.readouterr().err.splitlines() if line.startswith("episode ")]) == 4
 
 
 # -- Ctrl-C with env worker processes --------------------------------------------------------------------------------
-
-
-class SlowGym(gym.Env):
-    """Three-step episodes that sleep per step; writes ``<marker>.<seed>`` when an episode is done."""
-
-    observation_space = gym.spaces.Box(-1e9, 1e9, (3,), np.float64)
-    action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
-
-    def __init__(self, delay: float, marker: str) -> None:
-        self.delay, self.marker = delay, marker
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t, self.seed_ = 0, seed or 0
-        return np.zeros(3), {}
-
-    def step(self, action):
-        time.sleep(self.delay)
-        self.t += 1
-        if self.t >= 3:
-            Path(f"{self.marker}.{self.seed_}").touch()
-        return np.full(3, float(self.t)), 1.0, self.t >= 3, False, {}
-
-
-def slow_gym_env(delay: float = 0.05, marker: str = os.devnull):
-    return SlowGym(delay, marker)
 
 
 def _own_group_default_sigint() -> None:
@@ -417,7 +348,7 @@ def _own_group_default_sigint() -> None:
 def test_ctrl_c_with_env_worker_processes_prints_one_line_naming_the_partial_metrics(tmp_path, path):
     out, marker = tmp_path / "run.jsonl", tmp_path / "done"
     kwargs = json.dumps({"delay": 0.05, "marker": str(marker)})
-    env, policy = ("test_evaluation:slow_gym_env", "test_engine:half_policy") if path == "gymnasium" else \
+    env, policy = ("helpers.eval_envs:slow_gym_env", "helpers.engine_toys:half_policy") if path == "gymnasium" else \
         ("helpers.badfactories:slow_env", "helpers.tinyenv:make_policy")
     argv = [sys.executable, "-m", "torchrl_render", "--policy", policy, "--env", env, "--env-kwargs", kwargs,
             "--num-trajs", "200", "--num-envs", "2", "--env-batch-mode", "parallel", "--out", str(out), "--quiet"]

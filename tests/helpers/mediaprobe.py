@@ -7,6 +7,9 @@ Import it from any test (``tests/`` is on ``sys.path`` through ``conftest.py``):
 
 from __future__ import annotations
 
+import base64
+import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,3 +55,23 @@ def has_faststart(path: str | Path) -> bool:
     data = Path(path).read_bytes()
     moov, mdat = data.find(b"moov"), data.find(b"mdat")
     return 0 <= moov < mdat
+
+
+DATA_MP4 = re.compile(r"data:video/mp4;base64,([A-Za-z0-9+/=]+)")
+
+
+def decode_embedded(html_text):
+    """The frames of every base64 mp4 in ``html_text``, decoded by PyAV."""
+    counts = []
+    for match in DATA_MP4.finditer(html_text):
+        with av.open(io.BytesIO(base64.b64decode(match.group(1)))) as container:
+            counts.append(sum(1 for _ in container.decode(video=0)))
+    return counts
+
+
+def x264_subme(path) -> int:
+    """The ``subme`` setting x264 records in the stream's SEI text (0 ultrafast, 2 veryfast, 8 slow)."""
+    data = path.read_bytes()
+    assert b"x264 - core" in data
+    start = data.index(b"subme=") + len(b"subme=")
+    return int(data[start:data.index(b" ", start)])

@@ -35,3 +35,13 @@ def dm_linear_policy(spec):
             return self.net(torch.cat([o.reshape(-1) for o in obs], -1).float())
 
     return TensorDictModule(Flat(), in_keys=keys, out_keys=["action"])
+
+
+def make_probabilistic_policy():
+    from tensordict.nn import NormalParamExtractor, TensorDictModule
+    from torchrl.modules import ProbabilisticActor, TanhNormal
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 2), NormalParamExtractor())
+    module = TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"])
+    return ProbabilisticActor(module, in_keys=["loc", "scale"], distribution_class=TanhNormal,
+                              return_log_prob=False)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import base64
-import io
-import re
 
 import nbformat
 import numpy as np
 import pytest
 
+from helpers.mediaprobe import decode_embedded
 from torchrl_render import ConfigError, RenderConfig, render_policy
 from torchrl_render.data import Artifact, FrameBundle, RenderResult
 from torchrl_render.notebook import (
@@ -26,7 +25,6 @@ from torchrl_render.report import ReportVideo, build_report, equivalent_command
 from torchrl_render.writers.gif import GifWriter
 from torchrl_render.writers.mp4 import Mp4Writer
 
-DATA_MP4 = re.compile(r"data:video/mp4;base64,([A-Za-z0-9+/=]+)")
 EPISODES = [{"episode_ix": i, "seed": i, "sum_reward": float(i), "max_reward": 1.0, "length": 5 + i, "success": None,
              "terminated": True, "truncated": False, "wall_s": 0.1, "num_frames": 6 + i} for i in range(3)]
 METRICS = {"per_episode": EPISODES, "aggregated": {"n_episodes": 3, "avg_sum_reward": 1.0, "std_sum_reward": 0.8}}
@@ -41,17 +39,6 @@ def _video(path, n=5, size=(24, 32), noise=False):
                      else np.full((*size, 3), 40 * step, np.uint8))
             writer.write(FrameBundle({"default": frame}, step, 0))
     return writer.close()
-
-
-def decode_embedded(html_text):
-    """The frames of every base64 mp4 in ``html_text``, decoded by PyAV."""
-    import av
-
-    counts = []
-    for match in DATA_MP4.finditer(html_text):
-        with av.open(io.BytesIO(base64.b64decode(match.group(1)))) as container:
-            counts.append(sum(1 for _ in container.decode(video=0)))
-    return counts
 
 
 def test_video_html_embeds_a_file_that_decodes(tmp_path):

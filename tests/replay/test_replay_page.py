@@ -10,7 +10,6 @@ import io
 
 import numpy as np
 import pytest
-import torch
 
 from helpers.browser import needs_browser, open_page
 from helpers.replay import mesh_model, mujoco_xpos, random_states

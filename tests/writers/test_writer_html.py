@@ -115,9 +115,8 @@ def test_several_envs_on_the_gymnasium_path_give_the_one_env_page(tmp_path):
 
 
 def test_envs_in_torchrl_workers_are_refused(tmp_path):
-    from test_vector import torchrl_pendulum  # noqa: F401 - the factory is looked up by name
     with pytest.raises(ConfigError, match="with --num-envs > 1 the envs live in worker processes"):
-        render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="test_vector:torchrl_pendulum", max_steps=3,
+        render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", max_steps=3,
                                    num_trajs=2, num_envs=2, env_batch_mode="serial", out=str(tmp_path / "r.html")))
     assert not (tmp_path / "r.html").exists()
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from helpers.mediaprobe import probe_mp4
 from PIL import Image
-from test_notebook import decode_embedded
-from test_writer_mp4 import x264_subme
+from helpers.mediaprobe import decode_embedded, x264_subme
 
 from torchrl_render import ConfigError, OutputExistsError, RenderConfig, WriterError, render_policy
 from torchrl_render.data import FrameBundle

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from helpers.mediaprobe import decode_frames, has_faststart, probe_mp4
 
+from helpers.mediaprobe import x264_subme
 from torchrl_render.config import RenderConfig
 from torchrl_render.data import FrameBundle
 from torchrl_render.errors import NoFramesError, WriterError
@@ -97,14 +98,6 @@ def test_crf_from_config_changes_quality(tmp_path):
                 writer.write(_bundle(frame, step))
         sizes[crf] = cfg.out.stat().st_size
     assert sizes[45] < sizes[10]
-
-
-def x264_subme(path) -> int:
-    """The ``subme`` setting x264 records in the stream's SEI text (0 ultrafast, 2 veryfast, 8 slow)."""
-    data = path.read_bytes()
-    assert b"x264 - core" in data
-    start = data.index(b"subme=") + len(b"subme=")
-    return int(data[start:data.index(b" ", start)])
 
 
 @pytest.mark.parametrize(("preset", "subme"), [("ultrafast", 0), ("veryfast", 2), ("slow", 8)])
