@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 export MUJOCO_GL ?= egl
 
-.PHONY: demo test venv clean bench bench-quick
+.PHONY: demo test test-fast lint venv clean bench bench-quick
 
 $(STAMP): pyproject.toml
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -30,9 +30,20 @@ demo: $(STAMP)
 		--env examples/half_cheetah/policy.py:make_env \
 		--num-trajs 2 --max-steps 250 --out demo/half_cheetah.html --overwrite  # the 3-D replay
 
+# The whole suite, what CI runs: the lint and the layers contract first, then every test.
 test: $(STAMP)
 	bash tools/test_setup.sh $(VPY)
+	$(MAKE) --no-print-directory lint
 	$(VPY) -m pytest -q
+
+# The edit loop: the tests not marked slow (no simulator start-ups, encoders, browsers, kernels), in under a minute.
+test-fast: $(STAMP)
+	$(VPY) -m pytest -q -m "not slow" -p no:randomly
+
+# ruff with the house's rules and the import-linter layers contract (both configured in pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check torchrl_render tests tools benchmarks examples
+	$(VENV)/bin/lint-imports --no-cache
 
 # Side by side with torchrl.render (installs Debian's ffmpeg and torchcodec==0.13.0 for it).
 bench-quick: $(STAMP)

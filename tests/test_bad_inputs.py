@@ -126,7 +126,7 @@ def read_only_out(ctx: Ctx) -> None:
         ctx.monkeypatch.setattr(os, "access", lambda p, m, *a, **k: False if Path(p) == target else real(p, m, *a, **k))
 
 
-SWEEP = ["--env", "tiny=tinyenv:make_env", "--policy", "helpers.tinyenv:make_policy", "--out", "{out}/sw"]
+SWEEP = ["--env", "tiny=helpers.tinyenv:make_env", "--policy", "helpers.tinyenv:make_policy", "--out", "{out}/sw"]
 
 
 def sweep_folder(name: str) -> Callable[[Ctx], None]:

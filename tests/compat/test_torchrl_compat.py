@@ -343,7 +343,7 @@ def _same_episodes(a, b):
     ("helpers.tinyenv:make_env", "helpers.tinyenv:make_policy", "run.gif"),            # the torchrl path (pixels backend)
 ])
 def test_composition_gives_the_render_policy_artifact(tmp_path, env, policy, out):
-    kw = dict(env=env, policy=policy, num_trajs=2, max_steps=12, from_pixels=env.startswith("tiny"))
+    kw = dict(env=env, policy=policy, num_trajs=2, max_steps=12, from_pixels="tinyenv" in env)
     (tmp_path / "direct").mkdir(), (tmp_path / "composed").mkdir()
     direct = ours.render_policy(ours.RenderConfig(out=tmp_path / "direct" / out, **kw))
     cfg = ours.RenderConfig(out=tmp_path / "composed" / out, **kw)

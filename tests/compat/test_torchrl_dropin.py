@@ -90,7 +90,7 @@ def _readme_argv(tmp_path: Path, ckpt: Path, out: str, factories: str) -> list[s
 def test_the_ppo_readme_notebook_command(tmp_path, capsys):
     """A notebook whose viewer replays qpos needs no frames; the checkpoint's env settings reach the factory."""
     ckpt = _ppo_checkpoint(tmp_path)
-    argv = _readme_argv(tmp_path, ckpt, "ppo.ipynb", str(TESTS / "helpers.ppo_factories.py"))
+    argv = _readme_argv(tmp_path, ckpt, "ppo.ipynb", str(TESTS / "helpers" / "ppo_factories.py"))
     assert exit_code(argv) == 0, capsys.readouterr().err
     import nbformat
 

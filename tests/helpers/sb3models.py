@@ -16,7 +16,7 @@ MODELS = {
     "ppo-cartpole": ("PPO", "CartPole-v1", 256, dict(n_steps=128, batch_size=64, n_epochs=2)),
     "dqn-cartpole": ("DQN", "CartPole-v1", 300, dict(learning_starts=100, train_freq=4, buffer_size=1000)),
     "ppo-invpendulum": ("PPO", "InvertedPendulum-v5", 256, dict(n_steps=128, batch_size=64, n_epochs=2)),
-    "ppo-toy-multidiscrete": ("PPO", "helpers.gymtoys:multidiscrete", 256, dict(n_steps=128, batch_size=64, n_epochs=2)),
+    "ppo-toy-multidiscrete": ("PPO", "gymtoys:multidiscrete", 256, dict(n_steps=128, batch_size=64, n_epochs=2)),
 }
 
 

@@ -1,5 +1,5 @@
 """The policy conformance matrix: every kind of policy a user brings, on every action space and kind of
-env, at K = 1 and 4 envs (per-env, batched, parallel), equals a plain loop written in ``helpers.conformance.py``
+env, at K = 1 and 4 envs (per-env, batched, parallel), equals a plain loop written in ``helpers/conformance.py``
 that calls the policy as the user's own loop would.
 
 * K=1 and K=4 per-env: equal to the bit to the loop that runs one env at a time (the docs' claim).

@@ -53,8 +53,8 @@ def recorded(folder: Path) -> dict[str, list[dict]]:
 def test_config_from_files_and_flags(tmp_path):
     ckpts = sweepenv.write_checkpoints(tmp_path, steps=(5, 50))
     yaml = tmp_path / "s.yaml"
-    yaml.write_text(f"ckpt: ['{tmp_path}/ckpt_*.pt']\nenv: {{a: tinyenv:make_env, b: tinyenv:make_env}}\n"
-                    "group: {g: [a]}\npolicy: tinyenv:make_policy\nnum_trajs: 3\nseed: 7\n")
+    yaml.write_text(f"ckpt: ['{tmp_path}/ckpt_*.pt']\nenv: {{a: helpers.tinyenv:make_env, b: helpers.tinyenv:make_env}}\n"
+                    "group: {g: [a]}\npolicy: helpers.tinyenv:make_policy\nnum_trajs: 3\nseed: 7\n")
     toml = tmp_path / "s.toml"
     toml.write_text(f"ckpt = ['{tmp_path}/ckpt_*.pt']\npolicy = 'helpers.tinyenv:make_policy'\nnum_trajs = 3\nseed = 7\n"
                     "[env]\na = 'helpers.tinyenv:make_env'\nb = 'helpers.tinyenv:make_env'\n[group]\ng = ['a']\n")
@@ -66,7 +66,7 @@ def test_config_from_files_and_flags(tmp_path):
         ("ckpt_5.pt", 5, "a"), ("ckpt_5.pt", 5, "b"), ("ckpt_50.pt", 50, "a"), ("ckpt_50.pt", 50, "b")]
     assert SweepConfig.from_dict(from_yaml.to_dict()).to_dict() == from_yaml.to_dict()
     # the CLI is generated from the fields: sweep fields and every RenderConfig field but those a sweep owns
-    args = build_sweep_parser().parse_args(["--ckpt", str(ckpts[0]), str(ckpts[1]), "--env", "a=tinyenv:make_env",
+    args = build_sweep_parser().parse_args(["--ckpt", str(ckpts[0]), str(ckpts[1]), "--env", "a=helpers.tinyenv:make_env",
                                             "--run", "s1=x.pt", "--executor", "ray", "--ray-num-cpus", "0.5",
                                             "--num-trajs", "4", "--render-quality", "fast", "--no-report"])
     assert (args.ckpt, args.run, args.ray_num_cpus, args.num_trajs, args.report) == (
@@ -126,7 +126,7 @@ def test_torn_last_line_is_ignored_and_cut_before_appending(tmp_path):
 
 def test_cells_equal_single_runs_with_two_workers_and_blocks(tmp_path):
     ckpts = sweepenv.write_checkpoints(tmp_path, steps=(10, 30))
-    result = sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=tinyenv:make_env"], out=tmp_path / "sw",
+    result = sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=helpers.tinyenv:make_env"], out=tmp_path / "sw",
                                workers=2, block_size=2, report=False,
                                base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 5, "seed": 3,
                                      "max_episodes_rendered": 0}))
@@ -139,9 +139,9 @@ def test_cells_equal_single_runs_with_two_workers_and_blocks(tmp_path):
         assert got[cell] == single_run(tmp_path, ckpt, "helpers.tinyenv:make_env", 5, seed=3)
     # a second sweep into the same folder is refused; --resume finds nothing left to do
     with pytest.raises(Exception, match="already holds a sweep"):
-        sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=tinyenv:make_env"], out=tmp_path / "sw",
+        sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=helpers.tinyenv:make_env"], out=tmp_path / "sw",
                           base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 5, "seed": 3, "max_episodes_rendered": 0}))
-    again = sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=tinyenv:make_env"], out=tmp_path / "sw",
+    again = sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=helpers.tinyenv:make_env"], out=tmp_path / "sw",
                               resume=True, report=False, base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 5,
                                                                "seed": 3, "max_episodes_rendered": 0}))
     assert (again.episodes, again.episodes_run) == (10, 0)
@@ -152,8 +152,8 @@ def test_report_and_a_failing_cell(tmp_path, capsys):
     curves (eval_info and the executed notebook) equal an independent computation from episodes.jsonl."""
     sweepenv.write_checkpoints(tmp_path, steps=(10, 20, 30))
     out = tmp_path / "sw"
-    code = exit_code(["sweep", "--ckpt", f"{tmp_path}/ckpt_*.pt", "--env", "a=tinyenv:make_env", "--env",
-                 "b=tinyenv:make_env", "--env", "bad=sweepenv:make_broken_env", "--group", "ok=a,b", "--group",
+    code = exit_code(["sweep", "--ckpt", f"{tmp_path}/ckpt_*.pt", "--env", "a=helpers.tinyenv:make_env", "--env",
+                 "b=helpers.tinyenv:make_env", "--env", "bad=helpers.sweep_envs:make_broken_env", "--group", "ok=a,b", "--group",
                  "broken=bad", "--policy", "helpers.tinyenv:make_policy", "--num-trajs", "4", "--max-episodes-rendered", "0",
                  "--workers", "1", "--out", str(out)])
     err = capsys.readouterr().err

@@ -32,7 +32,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent
 
 
 def sweep_argv(tmp: Path, *extra: str) -> list[str]:
-    return ["sweep", "--ckpt", f"{tmp}/ckpt_*.pt", "--env", "slow=sweepenv:make_slow_env", "--policy",
+    return ["sweep", "--ckpt", f"{tmp}/ckpt_*.pt", "--env", "slow=helpers.sweep_envs:make_slow_env", "--policy",
             "helpers.tinyenv:make_policy", "--num-trajs", "6", "--max-episodes-rendered", "0", "--workers", "1",
             "--no-report", "--out", str(tmp / "sw"), *extra]
 

@@ -1,0 +1,194 @@
+"""The package's own import graph, measured and drawn from the code.
+
+Prints the figures docs/architecture.md quotes: modules, top-level modules, function-level imports of
+the package's own modules, cycles between capabilities, and imports that go up the layers of the
+import-linter contract in pyproject.toml. With ``--svg`` it draws the capabilities in their layers
+(graphviz's ``dot`` must be on PATH; the picture is committed, so only whoever redraws it needs it).
+
+    python tools/import_graph.py                       # the figures
+    python tools/import_graph.py --svg docs/img/architecture.svg
+    python tools/import_graph.py --list-lazy           # where each function-level self-import is
+
+A capability is a first-level name under ``torchrl_render`` (a subpackage or a top-level module).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import subprocess
+import sys
+import tomllib
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "torchrl_render"
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def own_targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, modules: set[str]) -> list[str]:
+    """The package's own modules an import statement names (``from . import x`` names module ``x``)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        if node.level:
+            base = base[:len(base) - node.level + 1]
+            target = ".".join(base + ([node.module] if node.module else []))
+        else:
+            target = node.module or ""
+        names = [target] + [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
+    found = []
+    for name in names:
+        while name not in modules and "." in name:
+            name = name.rsplit(".", 1)[0]
+        if name in modules and name.split(".")[0] == PACKAGE:
+            found.append(name)
+    return found
+
+
+def function_level(tree: ast.Module) -> set[int]:
+    """ids of the import nodes that sit inside a function body."""
+    inner = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner.update(id(sub) for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom)))
+    return inner
+
+
+def import_edges(root: Path) -> tuple[set[str], list[tuple[str, str, bool, int]]]:
+    """Every module of the package, and its (importer, imported, inside a function, line) edges."""
+    paths = {module_name(p, root): p for p in (root / PACKAGE).rglob("*.py")}
+    modules, edges = set(paths), []
+    for module, path in sorted(paths.items()):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        inner = function_level(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in own_targets(node, module, path.name == "__init__.py", modules):
+                    if target != module:
+                        edges.append((module, target, id(node) in inner, node.lineno))
+    return modules, edges
+
+
+def capability(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def read_layers(pyproject: Path) -> list[list[str]]:
+    """The layers contract of pyproject.toml, top first, each a list of sibling capabilities."""
+    config = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    for contract in config.get("tool", {}).get("importlinter", {}).get("contracts", []):
+        if contract.get("type") == "layers":
+            return [[name.strip() for name in layer.replace(":", "|").split("|")] for layer in contract["layers"]]
+    return []
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def figures(root: Path, layers: list[list[str]], home: dict[str, str]) -> dict:
+    """The counts: ``home`` maps a capability to the one it is measured as (to compare an old layout)."""
+    modules, edges = import_edges(root)
+    rank = {name: i for i, layer in enumerate(layers) for name in layer}
+    cap_graph, module_graph, up = defaultdict(set), defaultdict(set), set()
+    for a, b, _lazy, _line in edges:
+        module_graph[a].add(b)
+        ca, cb = (home.get(c, c) for c in (capability(a), capability(b)))
+        if ca != cb and ca != "__init__" and cb != "__init__":
+            cap_graph[ca].add(cb)
+            if ca in rank and cb in rank and rank[cb] < rank[ca]:
+                up.add((ca, cb))
+    top_level = [m for m in modules if m.count(".") == 1 and (root / PACKAGE / f"{m.split('.')[1]}.py").exists()]
+    return {
+        "modules": len(modules),
+        "top-level modules": len(top_level) + 1,  # + the package's own __init__.py
+        "subpackages": sum(1 for m in modules if m.count(".") == 1 and m not in top_level),
+        "function-level self-imports": sum(1 for e in edges if e[2]),
+        "capability cycles": cycles(cap_graph),
+        "module cycles": cycles(module_graph),
+        "arrows up": sorted(up),
+        "unlayered": sorted({c for c in cap_graph if c not in rank} - {"__main__"}) if rank else [],
+        "_graph": cap_graph,
+    }
+
+
+def dot_source(graph: dict[str, set[str]], layers: list[list[str]]) -> str:
+    lines = ["digraph torchrl_render {", '  rankdir=TB; nodesep=0.25; ranksep=0.45;',
+             '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica", fontsize=11];',
+             '  edge [color="#7a869a", arrowsize=0.6];']
+    for i, layer in enumerate(layers):
+        lines.append(f'  subgraph layer{i} {{ rank=same; ' + " ".join(f'"{n}";' for n in layer) + " }")
+    placed = {n for layer in layers for n in layer}
+    for a in sorted(graph):
+        for b in sorted(graph[a]):
+            if a in placed and b in placed:
+                lines.append(f'  "{a}" -> "{b}";')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure")
+    parser.add_argument("--layers-from", type=Path, default=ROOT / "pyproject.toml",
+                        help="the pyproject.toml whose import-linter layers contract says what is 'up'")
+    parser.add_argument("--home", action="append", default=[], metavar="OLD=NEW",
+                        help="measure capability OLD as NEW (to compare an older layout with today's layers)")
+    parser.add_argument("--svg", type=Path, help="draw the capabilities in their layers into this file")
+    parser.add_argument("--list-lazy", action="store_true", help="list each function-level self-import")
+    args = parser.parse_args(argv)
+    layers = read_layers(args.layers_from)
+    result = figures(args.root, layers, dict(pair.split("=", 1) for pair in args.home))
+    for key, value in result.items():
+        if not key.startswith("_"):
+            print(f"{key}: {len(value) if isinstance(value, list) else value}"
+                  + (f"  {value}" if isinstance(value, list) and value else ""))
+    if args.list_lazy:
+        counts = Counter(a for a, _b, lazy, _line in import_edges(args.root)[1] if lazy)
+        for module, n in counts.most_common():
+            print(f"  {n:3d} {module}")
+    if args.svg:
+        subprocess.run(["dot", "-Tsvg", "-o", str(args.svg)], input=dot_source(result["_graph"], layers),
+                       text=True, check=True)
+        print(f"drew {args.svg}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
