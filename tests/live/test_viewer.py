@@ -61,8 +61,22 @@ def grab_until(display: str, shows, timeout: float = 30) -> np.ndarray:
         time.sleep(0.1)
 
 
+def grab_still(display: str, gap: float = 0.3, timeout: float = 30) -> np.ndarray:
+    """The first screenshot equal to the one taken ``gap`` seconds before: the window is done drawing
+    (a loaded machine draws a caption late, so a fixed wait is not enough)."""
+    deadline, before = time.monotonic() + timeout, grab(display)
+    while True:
+        time.sleep(gap)
+        shot = grab(display)
+        if np.array_equal(shot, before) or time.monotonic() > deadline:
+            return shot
+        before = shot
+
+
 class Run:
     """``python -m torchrl_render ...`` under ``display``, its stderr read line by line as it comes."""
+
+    started: list[Run] = []  # killed after each test, so a failed test leaves no window on the display
 
     def __init__(self, argv: list[str], display: str | None, cwd: Path) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]), "MUJOCO_GL": "egl"}
@@ -77,6 +91,7 @@ class Run:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        Run.started.append(self)
 
     def _read(self) -> None:
         for line in self.proc.stderr:
@@ -97,6 +112,16 @@ class Run:
         self.proc.wait(timeout)
         self._reader.join(10)
         return self.proc.returncode
+
+
+@pytest.fixture(autouse=True)
+def _no_run_outlives_its_test():
+    yield
+    while Run.started:
+        proc = Run.started.pop().proc
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
 
 
 def press(display: str, key: str) -> None:
@@ -182,8 +207,7 @@ def test_space_pauses_the_right_arrow_steps_and_escape_ends_the_run(display, bas
     run.wait_for("viewer: opened the mujoco viewer")
     press(display, "space")
     paused = run.wait_for("viewer: paused at episode")
-    time.sleep(0.4)  # the viewer draws its "[paused ...]" caption
-    first = grab(display)
+    first = grab_still(display)  # the viewer has drawn its "[paused ...]" caption
     time.sleep(0.6)
     assert run.proc.poll() is None and np.array_equal(grab(display), first)  # held: the model does not move
     assert sum("viewer: paused at" in line for line in run.lines) == 1  # and the run does not step
