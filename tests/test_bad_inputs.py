@@ -508,6 +508,7 @@ def test_troubleshooting_doc_lists_every_catalogued_input():
         assert case.fragments[0].replace("{inp}/", "") in sections[case.id], case.id
 
 
+@pytest.mark.slow
 def test_a_real_subprocess_prints_one_paragraph(tmp_path):
     """``python -m torchrl_render`` on a bad input: exit 2, one line on stderr, nothing written."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
@@ -519,6 +520,7 @@ def test_a_real_subprocess_prints_one_paragraph(tmp_path):
     assert proc.stderr.count("\n") == 1 and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_the_cli_leaves_third_party_info_logs_out(tmp_path):
     """Only torchrl_render's own log lines (and the error) reach stderr: not PyOpenGL's or absl's INFO chatter."""
     code = ("import logging, sys; from torchrl_render.cli import main; "

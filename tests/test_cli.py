@@ -101,6 +101,7 @@ def test_success_prints_the_artifact_path(tmp_path, capsys):
     assert probe_mp4(out)["frames"] == 8
 
 
+@pytest.mark.slow
 def test_python_m_subprocess(tmp_path):
     out = tmp_path / "r.gif"
     env = {**os.environ, "PYTHONPATH": str(TESTS)}

@@ -234,6 +234,7 @@ def test_disk_full_is_never_half_written(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.slow
 def test_writers_use_a_temporary_name_until_the_end(tmp_path, capsys, fmt):
     """A policy looks at the output folder at every step: only hidden temporary names show before the end."""
     out = out_for(tmp_path, fmt)

@@ -89,6 +89,7 @@ config_kwargs = st.fixed_dictionaries(
 @example({"policy": "a:b", "env": "c:d", "fps": math.nan})
 @example({"policy": "a:b", "env": "c:d", "num_envs": True})
 @example({"policy": "a:b", "env": "c:d", "out": "run.gif", "format": "mp4"})
+@pytest.mark.slow
 def test_render_config_succeeds_or_raises_a_render_error(kwargs):
     try:
         cfg = RenderConfig(**kwargs)
@@ -159,6 +160,7 @@ def _empty_cwd(tmp_path_factory):
 @example(["--fps", "nan"], True, ["--validate-only"])
 @example(["--config", "x.yaml"], False, ["--print-config"])
 @example(["--camera", ""], True, ["--print-config"])
+@pytest.mark.slow
 def test_cli_exits_0_or_2(argv, with_specs, stop):
     argv = (["--policy", "a:b", "--env", "c:d"] if with_specs else []) + argv + stop
     out, err = io.StringIO(), io.StringIO()

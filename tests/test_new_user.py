@@ -85,6 +85,7 @@ def test_stochastic_on_a_probabilistic_actor_is_not_noted(tmp_path):
 
 # -- 4: --render-mode reaches a factory that takes it ------------------------------------------------------------
 
+@pytest.mark.slow
 def test_render_mode_reaches_a_factory_with_a_render_mode_parameter(tmp_path):
     """Item 4, the working side: a factory with render_mode=None gets --render-mode, and env.render() draws."""
     from helpers.mediaprobe import probe_mp4

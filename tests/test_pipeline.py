@@ -169,6 +169,7 @@ def test_tensordict_policy_is_used_as_is(tmp_path):
 
 
 @pytest.mark.parametrize("fmt", [n for n in WRITERS.names() if WRITERS.entry(n).needs_frames])
+@pytest.mark.slow
 def test_every_frame_format_end_to_end(tmp_path, fmt):
     entry = WRITERS.entry(fmt)
     out = tmp_path / ("run" + (entry.suffixes[0] if entry.suffixes else ""))
@@ -214,6 +215,7 @@ def test_exploration_mode_is_passed_to_torchrl(tmp_path):
 
 
 @pytest.mark.parametrize("mode", [None, "deterministic", "mean"])
+@pytest.mark.slow
 def test_deterministic_by_default_and_exploration_modes(tmp_path, mode):
     kw = dict(policy=make_probabilistic_policy, format="jsonl", num_trajs=2)
     a = run(tmp_path, out=tmp_path / "a.jsonl", exploration_mode=mode, **kw)

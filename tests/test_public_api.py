@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import torchrl_render
 
 EXPECTED = [
@@ -46,6 +48,7 @@ def test_torchrl_render_names_are_kept():
             {f.name for f in dataclasses.fields(getattr(torchrl_render, cls))}, cls
 
 
+@pytest.mark.slow
 def test_import_and_help_stay_light():
     code = ("import sys, torchrl_render, torchrl_render.cli as c; c.build_parser().format_help();"
             "heavy = [m for m in ('torch', 'av', 'PIL', 'mujoco', 'dm_control', 'gymnasium', 'torchrl') "

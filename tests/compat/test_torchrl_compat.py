@@ -342,6 +342,7 @@ def _same_episodes(a, b):
     ("Pendulum-v1", "helpers.policies:linear_policy", "run.mp4"),                  # the gymnasium path
     ("helpers.tinyenv:make_env", "helpers.tinyenv:make_policy", "run.gif"),            # the torchrl path (pixels backend)
 ])
+@pytest.mark.slow
 def test_composition_gives_the_render_policy_artifact(tmp_path, env, policy, out):
     kw = dict(env=env, policy=policy, num_trajs=2, max_steps=12, from_pixels="tinyenv" in env)
     (tmp_path / "direct").mkdir(), (tmp_path / "composed").mkdir()

@@ -51,6 +51,7 @@ def returns(result):
     return [(e["sum_reward"], e["length"]) for e in result.metrics["per_episode"]]
 
 
+@pytest.mark.slow
 def test_k1_reproduces_a_plain_gymnasium_loop_to_the_bit(tmp_path):
     ref = plain_loop(lambda: gymnasium.make("HalfCheetah-v5"), _cheetah_policy(), [0, 1, 2], 120)
     ours = cheetah(tmp_path, "k1")
@@ -61,6 +62,7 @@ def test_k1_reproduces_a_plain_gymnasium_loop_to_the_bit(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
+@pytest.mark.slow
 def test_per_env_policy_batch_is_bit_identical_for_every_k(tmp_path, mode):
     one = cheetah(tmp_path, "one")
     four = cheetah(tmp_path, f"four_{mode}", num_envs=3, env_batch_mode=mode, policy_batch="per-env")
@@ -70,6 +72,7 @@ def test_per_env_policy_batch_is_bit_identical_for_every_k(tmp_path, mode):
         assert (a["action"] == b["action"]).all() and (a["next", "observation"] == b["next", "observation"]).all()
 
 
+@pytest.mark.slow
 def test_batched_policy_calls_agree_within_the_confidence_interval(tmp_path):
     one = cheetah(tmp_path, "one", num_trajs=6)
     batched = cheetah(tmp_path, "batched", num_trajs=6, num_envs=3, env_batch_mode="serial")
@@ -169,6 +172,7 @@ def test_no_trajectories_keeps_metrics_only(tmp_path):
         RenderConfig(policy="p:m", env="e:m", trajectories=False, save_rollout=True)
 
 
+@pytest.mark.slow
 def test_memory_is_flat_in_the_number_of_episodes(tmp_path):
     import tracemalloc
 
@@ -184,6 +188,7 @@ def test_memory_is_flat_in_the_number_of_episodes(tmp_path):
     assert large < small * 1.5 + 2e6, (small, large)
 
 
+@pytest.mark.slow
 def test_factories_get_the_single_env_spec_whatever_k(tmp_path):
     seen = []
 
@@ -200,6 +205,7 @@ def test_factories_get_the_single_env_spec_whatever_k(tmp_path):
 
 
 @pytest.mark.parametrize("batch", ["batched", "per-env"])
+@pytest.mark.slow
 def test_recurrent_policy_on_a_float64_env_is_the_same_in_every_slot(tmp_path, batch):
     common = dict(policy="helpers.torchrl_toys:make_lstm_policy", env="helpers.engine_toys:float64_tiny_env", num_trajs=4, seed=11,
                   policy_batch=batch)
@@ -213,6 +219,7 @@ def test_recurrent_policy_on_a_float64_env_is_the_same_in_every_slot(tmp_path, b
         assert returns(one) == returns(two)
 
 
+@pytest.mark.slow
 def test_dm_control_episode_starts_as_a_fresh_suite_load_with_its_seed(tmp_path):
     from dm_control import suite
 
@@ -274,6 +281,7 @@ def test_internal_success_keys_never_reach_the_user(tmp_path):
 
 
 @pytest.mark.parametrize("env", ["InvertedPendulum-v5", "helpers.torchrl_toys:torchrl_pendulum"])
+@pytest.mark.slow
 def test_a_policy_returning_a_mapping_with_the_action_just_works(tmp_path, env):
     """A policy that returns a mapping holding the action works on gymnasium and torchrl envs alike."""
     result = render_policy(RenderConfig(policy="helpers.engine_toys:dict_policy", env=env, num_trajs=2, max_steps=3,

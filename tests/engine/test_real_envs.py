@@ -16,6 +16,7 @@ from helpers.paths import ROOT
 CHEETAH = ROOT / "examples" / "half_cheetah"
 
 
+@pytest.mark.slow
 def test_shipped_example_through_the_cli(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "cheetah.mp4"
@@ -49,6 +50,7 @@ def test_gymnasium_env_backend_with_rgb_array(tmp_path):
     assert result.artifacts[0].num_frames == result.metrics["per_episode"][0]["length"] + 1
 
 
+@pytest.mark.slow
 def test_dm_control_shortcut_with_mujoco_cameras(tmp_path):
     result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="dm_control/cartpole-balance",
                                         max_steps=10, num_trajs=2, width=64, height=64, out=tmp_path / "c.mp4",
@@ -59,6 +61,7 @@ def test_dm_control_shortcut_with_mujoco_cameras(tmp_path):
 
 
 @pytest.mark.parametrize("layout,files", [("separate", ["c_traj_000_0.mp4", "c_traj_000_1.mp4"])])  # torchrl.render's
+@pytest.mark.slow
 def test_separate_cameras_write_one_video_each(tmp_path, layout, files):
     result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="dm_control/cartpole-balance",
                                         max_steps=4, width=32, height=32, out=tmp_path / "c.mp4", camera="0,1",

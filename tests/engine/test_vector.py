@@ -25,6 +25,7 @@ def per_episode(result):
 
 
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
+@pytest.mark.slow
 def test_k1_and_k3_report_identical_episodes(tmp_path, mode):
     one = run(tmp_path, "one.mp4")
     many = run(tmp_path, f"many_{mode}.mp4", num_envs=3, env_batch_mode=mode)
@@ -41,6 +42,7 @@ def test_k1_and_k3_report_identical_episodes(tmp_path, mode):
         assert (ta["next", "observation"] == tb["next", "observation"]).all()
 
 
+@pytest.mark.slow
 def test_only_the_first_episodes_are_rendered(tmp_path):
     result = run(tmp_path, "sub.mp4", num_envs=2, env_batch_mode="serial", max_episodes_rendered=3)
     frames = [e["num_frames"] for e in result.metrics["per_episode"]]
@@ -82,6 +84,7 @@ class Counting:
         return torch.tanh(obs[:1] * 0.1 * self.t)
 
 
+@pytest.mark.slow
 def test_stateful_policy_is_reset_per_episode_and_per_worker(tmp_path):
     one = Counting()
     a = run(tmp_path, "a.gif", policy=lambda: one, format="gif")
@@ -90,6 +93,7 @@ def test_stateful_policy_is_reset_per_episode_and_per_worker(tmp_path):
     assert per_episode(a) == per_episode(b)
 
 
+@pytest.mark.slow
 def test_recurrent_torchrl_policy_state_is_reset_per_episode(tmp_path):
     a = run(tmp_path, "a.mp4", policy=make_lstm_policy)
     b = run(tmp_path, "b.mp4", policy=make_lstm_policy, num_envs=2, env_batch_mode="serial")
@@ -105,6 +109,7 @@ def _same_frames(one, two):
     assert a[0].std() > 5                        # real pictures, not blank frames
 
 
+@pytest.mark.slow
 def test_gymnasium_path_renders_in_process_and_steps_the_rest_in_workers(tmp_path):
     common = dict(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", num_trajs=5, max_steps=6, width=48,
                   height=48, render_quality="fast", seed=5, max_episodes_rendered=2, policy_batch="per-env")
@@ -116,6 +121,7 @@ def test_gymnasium_path_renders_in_process_and_steps_the_rest_in_workers(tmp_pat
     _same_frames(one, two)
 
 
+@pytest.mark.slow
 def test_torchrl_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
     common = dict(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=3, max_steps=6,
                   width=48, height=48, render_quality="fast", seed=5)
@@ -129,6 +135,7 @@ def test_torchrl_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
     _same_frames(one, two)
 
 
+@pytest.mark.slow
 def test_stochastic_policy_same_samples_for_any_k(tmp_path):
     from helpers.policies import make_probabilistic_policy
     a = run(tmp_path, "a.jsonl", policy=make_probabilistic_policy, deterministic=False, format="jsonl")

@@ -289,6 +289,7 @@ def test_more_envs_than_episodes_runs_one_env_per_episode(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
+@pytest.mark.slow
 def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, capsys, mode):
     out = tmp_path / "run.jsonl"
     code = exit_code(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.eval_envs:exploding_env", "--num-trajs", "8",

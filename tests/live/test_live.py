@@ -46,6 +46,7 @@ def _open(context, url):
 
 
 @needs_browser
+@pytest.mark.slow
 def test_live_page_follows_a_mujoco_run(tmp_path):
     with browser() as context, run_in_thread(_cfg(tmp_path / "live.mp4", live=0)) as (url, box, thread):
         assert url.startswith("http://127.0.0.1:") and "token=" in url
@@ -75,6 +76,7 @@ def test_live_page_follows_a_mujoco_run(tmp_path):
 
 
 @needs_browser
+@pytest.mark.slow
 def test_live_page_shows_frames_of_other_envs(tmp_path):
     cfg = _cfg(tmp_path / "tiny.mp4", live=0, env="helpers.tinyenv:make_env", policy="helpers.live:slow_tiny_policy",
                env_kwargs={"pixels": True, "size": 32, "base_len": 150}, render_backend="pixels", num_trajs=2,
@@ -112,6 +114,7 @@ def _get(origin, path, headers=None, method="GET") -> int:
         conn.close()
 
 
+@pytest.mark.slow
 def test_live_server_refuses_bad_requests_and_the_run_goes_on(tmp_path):
     with run_in_thread(_cfg(tmp_path / "live.jsonl", live=0, num_trajs=2, max_steps=150)) as (url, box, thread):
         parts = urlsplit(url)
@@ -136,6 +139,7 @@ def test_live_server_refuses_bad_requests_and_the_run_goes_on(tmp_path):
         urllib.request.urlopen(f"{origin}/state?token={token}", timeout=5)
 
 
+@pytest.mark.slow
 def test_live_port_taken_falls_back_to_a_free_port_and_keep_waits(tmp_path):
     from torchrl_render.replay.server import LiveHub, LiveServer
 
@@ -148,6 +152,7 @@ def test_live_port_taken_falls_back_to_a_free_port_and_keep_waits(tmp_path):
         assert time.monotonic() - started >= 0.5 and "error" not in box
 
 
+@pytest.mark.slow
 def test_live_keep_serves_the_ended_page_once_every_artifact_is_written(tmp_path):
     """--live-keep: the page stays up after the run, and by then the artifact and its sidecar are complete."""
     from torchrl_render.replay.server import wait_until
@@ -166,6 +171,7 @@ def test_live_keep_serves_the_ended_page_once_every_artifact_is_written(tmp_path
     assert "error" not in box and box["result"].metrics["aggregated"]["n_episodes"] == 2
 
 
+@pytest.mark.slow
 def test_a_client_that_stops_reading_loses_events_and_never_blocks_the_publisher():
     """A real socket on the event stream that never reads: once the socket buffers are full its server thread
     blocks on the write, its bounded queue drops the oldest events, and publishing never waits."""

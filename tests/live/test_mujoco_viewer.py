@@ -63,6 +63,7 @@ def test_viewer_folder_holds_the_compiled_model_and_its_scene(viewer_dir):
 
 
 @needs_browser
+@pytest.mark.slow
 def test_send_qpos_drives_the_page_to_the_state(viewer_dir):
     rng = np.random.default_rng(0)
     with display_mujoco_wasm_viewer(viewer_dir, port=0) as viewer, browser() as context:
@@ -92,6 +93,7 @@ def test_send_qpos_drives_the_page_to_the_state(viewer_dir):
 
 
 @needs_browser
+@pytest.mark.slow
 def test_play_trajectory_moves_through_the_waypoints_and_ends_on_the_last(viewer_dir):
     waypoints = [np.r_[0.0, 0.0, a, np.zeros(6)] for a in np.linspace(0.0, 1.0, 12)]
     with display_mujoco_wasm_viewer(viewer_dir, port=0) as viewer, browser() as context:
@@ -171,6 +173,7 @@ def _free_port():
 
 
 @needs_browser
+@pytest.mark.slow
 def test_torchrl_renders_own_notebook_cells_run_on_ours_with_the_import_changed(tmp_path):
     """torchrl.render's generated MuJoCo-viewer cells, with ``torchrl.render.mujoco_wasm`` replaced by
     ``torchrl_render.mujoco_wasm``, run in a real kernel: the viewer shows in the cell, and its

@@ -30,6 +30,7 @@ def _episode_html(out, episode):
     return cell.outputs[0]["data"]["text/html"]
 
 
+@pytest.mark.slow
 def test_executed_report_holds_the_viewer_beside_each_video(report):
     out, result = report
     assert result.artifacts[0].info["executed"] is True
@@ -41,6 +42,7 @@ def test_executed_report_holds_the_viewer_beside_each_video(report):
 
 
 @needs_browser
+@pytest.mark.slow
 def test_notebook_viewer_plays_in_a_sandboxed_iframe(report):
     out, result = report
     text = _episode_html(out, 1)
@@ -51,6 +53,7 @@ def test_notebook_viewer_plays_in_a_sandboxed_iframe(report):
         assert page.errors == [] and page.blocked == []
 
 
+@pytest.mark.slow
 def test_auto_shows_the_viewer_for_mujoco_envs_only(tmp_path):
     common = {"max_steps": 3, "width": 32, "height": 32, "execute_notebook": False, "notebook_preview": False}
     render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", out=str(tmp_path / "a.ipynb"),
@@ -76,6 +79,7 @@ def test_result_display_shows_an_html_replay(tmp_path):
     assert len(IFRAME.findall(shown)) == 1 and "mean return" in shown
 
 
+@pytest.mark.slow
 def test_mujoco_wasm_with_a_video_format_writes_the_replay_beside_it(tmp_path):
     result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", max_steps=4, width=32,
                                         height=32, out=str(tmp_path / "run.mp4"), notebook_render_backend="mujoco_wasm"))
@@ -87,6 +91,7 @@ def test_mujoco_wasm_with_a_video_format_writes_the_replay_beside_it(tmp_path):
 
 
 @needs_browser
+@pytest.mark.slow
 def test_a_viewer_below_the_fold_starts_when_scrolled_into_view(report):
     from helpers.browser import browser
 

@@ -157,6 +157,7 @@ def test_build_report_cells(mode, ids):
         assert "| 2 | 2 | 2 | 7 |" in nb.cells[ids.index("metrics")].source
 
 
+@pytest.mark.slow
 def test_display_path_in_a_real_kernel(tmp_path):
     """show(), an Artifact and a RenderResult as a cell's last line, in an ipykernel via nbclient."""
     from helpers.kernels import notebook_client
@@ -182,6 +183,7 @@ def test_display_path_in_a_real_kernel(tmp_path):
     assert light[0]["text"].strip() == "[]"                                       # display stays light
 
 
+@pytest.mark.slow
 def test_a_kernel_that_loses_a_cells_outputs_is_replaced(tmp_path):
     """The first kernel drops every IOPub message (as a loaded machine's kernel now and then does for a cell):
     nbclient would keep the cell empty; execute_notebook raises that and runs the notebook again, once."""

@@ -266,6 +266,7 @@ def _same_as_cartpole_loop(result, ref):
 
 
 @pytest.mark.parametrize("form", list(INDEX_FORMS))
+@pytest.mark.slow
 def test_cartpole_with_an_index_equals_a_plain_loop_to_the_bit(tmp_path, form):
     _, result = evaluate(tmp_path, INDEX_FORMS[form], env="CartPole-v1", max_steps=60)
     assert result.metadata["engine"]["path"] == "gymnasium"
@@ -273,6 +274,7 @@ def test_cartpole_with_an_index_equals_a_plain_loop_to_the_bit(tmp_path, form):
 
 
 @pytest.mark.parametrize("mode,batch", [("serial", "batched"), ("serial", "per-env"), ("parallel", "per-env")])
+@pytest.mark.slow
 def test_cartpole_indices_for_k_envs(tmp_path, mode, batch):
     policy = INDEX_FORMS["0-d tensor"]  # a [K] tensor of indices for a batch
     _, result = evaluate(tmp_path, policy, env="CartPole-v1", max_steps=60, num_trajs=4, num_envs=4,
@@ -398,6 +400,7 @@ def lstm_gym_loop(policy, env_id="Pendulum-v1", seeds=SEEDS, max_steps=STEPS, hi
 
 
 @pytest.mark.parametrize("num_envs", [1, 2])
+@pytest.mark.slow
 def test_custom_keys_on_the_torchrl_path_sum_float64_rewards_to_the_bit(tmp_path, num_envs):
     ours, result = evaluate(tmp_path, torque, done_key="terminated", num_envs=num_envs)
     assert result.metadata["engine"]["path"] == "torchrl"
@@ -406,6 +409,7 @@ def test_custom_keys_on_the_torchrl_path_sum_float64_rewards_to_the_bit(tmp_path
 
 
 @pytest.mark.parametrize("num_envs", [1, 2])
+@pytest.mark.slow
 def test_a_recurrent_policy_on_the_torchrl_path_equals_a_plain_loop_to_the_bit(tmp_path, num_envs):
     ours, result = evaluate(tmp_path, lstm_policy(), num_envs=num_envs, env_batch_mode="serial")
     assert result.metadata["engine"]["path"] == "torchrl"

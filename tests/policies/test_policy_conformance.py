@@ -73,6 +73,7 @@ def run(tmp_path, env: EnvCase, policy: PolicyCase, k: str, obj, env_object=None
 
 
 @pytest.mark.parametrize("env,policy,k", PARAMS)
+@pytest.mark.slow
 def test_matrix(tmp_path, env, policy, k):
     obj = policy.build(env)
     result = run(tmp_path, env, policy, k, obj)
@@ -108,6 +109,7 @@ def _case(name):
     return next(p for p in POLICIES if p.name == name)
 
 
+@pytest.mark.slow
 def test_a_tensor_policy_on_dm_control_names_its_keys_and_the_fix_works(tmp_path):
     env, policy = _dm(), _case("ordinary-module")
     with pytest.raises(PolicyError, match=r"no observation key 'observation'.*'position', 'velocity'.*--obs-key"):

@@ -45,6 +45,7 @@ def ours(tmp_path, name, **kw):
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("k", [1, 4])
+@pytest.mark.slow
 def test_an_sb3_model_equals_a_plain_predict_loop(tmp_path, name, k):
     extra = dict(num_envs=k, policy_batch="per-env", env_batch_mode="serial") if k > 1 else {}
     assert ours(tmp_path, name, **extra) == plain_loop(name)

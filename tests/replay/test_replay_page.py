@@ -50,6 +50,7 @@ def _non_blank(png: bytes) -> float:
     return float(pixels.std())
 
 
+@pytest.mark.slow
 def test_cheetah_page_is_offline_and_matches_mujoco(cheetah):
     out, result = cheetah
     model = _model(result)
@@ -69,6 +70,7 @@ def test_cheetah_page_is_offline_and_matches_mujoco(cheetah):
         assert page.errors == []
 
 
+@pytest.mark.slow
 def test_scrub_speed_follow_and_compare_change_what_the_page_reports(cheetah):
     out, _ = cheetah
     with open_page(out) as (page, top):
@@ -102,6 +104,7 @@ def test_scrub_speed_follow_and_compare_change_what_the_page_reports(cheetah):
         assert page.errors == [] and page.blocked == []
 
 
+@pytest.mark.slow
 def test_sandboxed_srcdoc_iframe(cheetah):
     out, result = cheetah
     model = _model(result)
@@ -112,6 +115,7 @@ def test_sandboxed_srcdoc_iframe(cheetah):
         assert _non_blank(top.screenshot()) > 5.0
 
 
+@pytest.mark.slow
 def test_dm_control_page(tmp_path):
     from dm_control import suite
 
@@ -128,6 +132,7 @@ def test_dm_control_page(tmp_path):
         assert page.errors == [] and page.blocked == []
 
 
+@pytest.mark.slow
 def test_mesh_model_page(tmp_path):
     model = mesh_model()
     states = random_states(model, 12)
@@ -148,6 +153,7 @@ def test_mesh_model_page(tmp_path):
         assert page.errors == [] and page.blocked == []
 
 
+@pytest.mark.slow
 def test_replay_from_saved_rollouts_draws_what_the_live_run_drew(cheetah, tmp_path):
     import os
 

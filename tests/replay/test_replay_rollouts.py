@@ -44,6 +44,7 @@ def test_html_replay_equals_the_live_run(run, capsys):
             np.testing.assert_array_equal(live[ep][key], replay[ep][key])
 
 
+@pytest.mark.slow
 def test_video_and_frames_replays(run, tmp_path):
     folder, _ = run
     arts = replay_rollouts(folder / "live_rollouts", cheetah_xml(), tmp_path / "r.mp4", width=96, height=64)

@@ -124,6 +124,7 @@ def test_torn_last_line_is_ignored_and_cut_before_appending(tmp_path):
     assert [r["metrics"]["sum_reward"] for r in read_records(tmp_path)] == [0.0, 1.0, 2.0, 3.0]
 
 
+@pytest.mark.slow
 def test_cells_equal_single_runs_with_two_workers_and_blocks(tmp_path):
     ckpts = sweepenv.write_checkpoints(tmp_path, steps=(10, 30))
     result = sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=helpers.tinyenv:make_env"], out=tmp_path / "sw",
@@ -147,6 +148,7 @@ def test_cells_equal_single_runs_with_two_workers_and_blocks(tmp_path):
     assert (again.episodes, again.episodes_run) == (10, 0)
 
 
+@pytest.mark.slow
 def test_report_and_a_failing_cell(tmp_path, capsys):
     """3 checkpoints x (2 tasks + a broken one): the broken cells fail, the others finish; the report's
     curves (eval_info and the executed notebook) equal an independent computation from episodes.jsonl."""

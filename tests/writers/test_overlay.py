@@ -15,6 +15,7 @@ METRICS = {"step": 123, "reward": -0.42, "return": 1234.5, "success": True}
 
 
 @pytest.mark.parametrize("size,scale", [(64, 1), (480, 4)])
+@pytest.mark.slow
 def test_overlay_on_real_frames(size, scale):
     env = R.gym_env("HalfCheetah-v5", size=size)
     backend = MujocoBackend.from_config(env, R.cfg(width=size, height=size, render_quality="fast"))

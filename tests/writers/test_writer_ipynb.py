@@ -59,6 +59,7 @@ def _feed(writer, traj, n, noise=False, size=64):
     writer.on_episode(_episode(traj, n))
 
 
+@pytest.mark.slow
 def test_saved_report_executed(tmp_path):
     result = _run(tmp_path, seed=3)
     _, cells = _cells(tmp_path / "rep.ipynb")
@@ -123,6 +124,7 @@ def test_abort_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_live_mode_rolls_out_nothing_and_its_cells_do(tmp_path):
     """As torchrl.render: a live notebook is written at once (no checkpoint read, no env, no kernel); its cells
     roll the policy out when run (here in a kernel), shown live on notebook_viewer_port."""
@@ -153,6 +155,7 @@ def test_live_mode_rolls_out_nothing_and_its_cells_do(tmp_path):
                                                           "rep_live.mp4", "rep_live.mp4.metadata.json"]
 
 
+@pytest.mark.slow
 def test_both_mode_executed(tmp_path):
     result = _run(tmp_path, notebook_rollout_mode="both", max_steps=4, seed=7)
     _, cells = _cells(tmp_path / "rep.ipynb")
@@ -192,6 +195,7 @@ def test_existing_side_file_is_refused_before_writing(tmp_path):
     assert (tmp_path / "rep_ep1.mp4").read_bytes() == b"old"
 
 
+@pytest.mark.slow
 def test_execution_failure_names_the_cell_and_leaves_nothing(tmp_path):
     config = {"policy": "p:m", "env": "e:m", "fps": -1.0}                 # the rebuilt config is invalid
     writer = IpynbWriter(tmp_path / "rep.ipynb", config=config, mode="both", search_path=[])

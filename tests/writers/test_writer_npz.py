@@ -63,6 +63,7 @@ def test_keys_shapes_and_values_match_the_rollouts(tmp_path):
     assert result.artifacts[0].info["trajectories"] == 3 and result.artifacts[0].num_frames == 0
 
 
+@pytest.mark.slow
 def test_numpy_alone_reads_it(tmp_path):
     _run(tmp_path, max_steps=2)
     code = ("import sys, numpy; d = numpy.load(sys.argv[1]); "

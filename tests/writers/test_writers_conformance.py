@@ -77,6 +77,7 @@ def _is_old(path: Path, directory: bool) -> bool:
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_writes_and_returns_artifact(tmp_path, name):
     writer = _writer(tmp_path, name)
     assert isinstance(writer, Writer)
@@ -92,6 +93,7 @@ def test_writes_and_returns_artifact(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_close_twice_returns_the_same_artifact(tmp_path, name):
     writer = _writer(tmp_path, name)
     _feed(writer)
@@ -128,6 +130,7 @@ def test_exception_inside_with_leaves_nothing(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_existing_target_is_replaced_only_on_success(tmp_path, name):
     directory = WRITERS.entry(name).directory
     writer = _writer(tmp_path, name)
