@@ -90,7 +90,7 @@ class _Run:
         self.rollout_dir = folder / f"{stem}_rollouts" if saved else None
 
     def execute(self) -> RenderResult:
-        from .gl import ensure_headless_gl
+        from .envs.gl import ensure_headless_gl
 
         started = time.perf_counter()
         self._check_outputs()
@@ -103,14 +103,14 @@ class _Run:
             prepare_viewer(self.cfg, self.notes)
         unset = not os.environ.get("MUJOCO_GL")
         gl = ensure_headless_gl()  # before anything imports mujoco, also for data-only runs
-        from .gl import gl_notes
+        from .envs.gl import gl_notes
 
         if unset and gl:
             self.notes.append(f"MUJOCO_GL was unset and there is no display: chose MUJOCO_GL={gl}")
         self.notes.extend(gl_notes())
         payload, digest = self._checkpoint()
         with ExitStack() as stack:
-            from .mjlog import captured_mujoco_warnings
+            from .envs.mjlog import captured_mujoco_warnings
 
             stack.enter_context(captured_mujoco_warnings(self.notes))  # not stderr, no log file
             env = self._env(payload, stack)
@@ -231,7 +231,7 @@ class _Run:
         env = build_env(self.cfg, payload, render_mode=self._render_mode())
         stack.callback(_close_quietly, env)
         if getattr(env, "_torchrl_render_batched", False):  # Isaac Lab's copies are the env slots
-            from .isaaclab import slots_config
+            from .envs.isaaclab import slots_config
 
             self.cfg = slots_config(self.cfg, env, self.needs_frames, self.notes)
         return env

@@ -20,16 +20,12 @@ from typing import Any
 from .actions import ActionChecker, gym_action_spec, non_finite_action
 from .checkpoint import infer_state_dict, load_into_policy
 from .config import RenderConfig, RenderPolicySpec, key_to_string
-from .errors import PolicyError, RenderError
+from .errors import PolicyError, RenderError, UserPolicyError
 from .policy_kinds import both_failed, policy_kind
 from .resolve import call_factory, resolve
 
 __all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type", "non_finite_action",
            "policy_kind"]
-
-
-class UserPolicyError(Exception):
-    """The user's policy raised (as opposed to a bug in our adaptation code); ``__cause__`` holds it."""
 
 
 def exploration_type(cfg: RenderConfig) -> Any:

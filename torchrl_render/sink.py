@@ -121,7 +121,7 @@ class Sink:
         if not self.run.needs_state:
             return
         if self._live is None:
-            from .replay.live import LiveStates
+            from .envs.mujoco_state import LiveStates
 
             self._live = LiveStates(self.cfg, True)
         bundle = self._live.step(record, None, metrics["return"], True)

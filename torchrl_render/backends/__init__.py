@@ -26,7 +26,7 @@ __all__ = ["AUTO_ORDER", "BACKENDS", "EnvRenderBackend", "MujocoStateReader", "N
 #: torchrl.render.backends' names -> where the class lives (imported when the name is first used).
 _TORCHRL_NAMES = {
     "EnvRenderBackend": "torchrl_render.backends.env:EnvRenderBackend",
-    "MujocoStateReader": "torchrl_render.replay.state:MujocoStateReader",
+    "MujocoStateReader": "torchrl_render.envs.mujoco_state:MujocoStateReader",
     "NullRenderBackend": "torchrl_render.backends.null:NullBackend",
     "RenderBackend": "torchrl_render.backends.base:RenderBackend",
     "TensorDictPixelsBackend": "torchrl_render.backends.pixels:PixelsBackend",

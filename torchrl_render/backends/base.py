@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import BackendUnavailable
 
-__all__ = ["AutoBackend", "RenderBackend", "underlying_env"]
+__all__ = ["AutoBackend", "RenderBackend"]
 
 log = logging.getLogger("torchrl_render")
 
@@ -102,23 +102,3 @@ class AutoBackend:
             fix=("make the env render: pass render_mode='rgb_array' to gymnasium (--render-mode rgb_array), "
                  "ask for pixel observations (--from-pixels), or render MuJoCo cameras directly "
                  "(--render-backend mujoco); or pick a data-only format (npz, jsonl)"))
-
-
-def underlying_env(env: Any) -> Any:
-    """The raw simulator env behind a torchrl env (gymnasium ``Env``, dm_control ``Environment``).
-
-    Unwraps ``TransformedEnv`` (``base_env``) and torchrl's library wrappers
-    (``_env``); returns ``env`` itself when there is nothing to unwrap.
-    """
-    seen = 0
-    while seen < 16:
-        seen += 1
-        # look in the instance's own storage, never through getattr: torchrl envs forward unknown
-        # attributes (TransformedEnv to its base env, batched envs to their workers)
-        own = getattr(env, "__dict__", {})
-        modules = own.get("_modules") or {}
-        inner = modules.get("base_env") or own.get("base_env") or own.get("_env") or modules.get("_env")
-        if inner is None or inner is env:
-            break
-        env = inner
-    return env

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import BackendUnavailable
-from .base import RenderBackend, underlying_env
+from ..envs.unwrap import underlying_env
+from .base import RenderBackend
 
 __all__ = ["EnvRenderBackend"]
 

@@ -3,7 +3,7 @@
 Serves gymnasium MuJoCo envs (``env.unwrapped.model`` / ``.data``, no ``render_mode``
 needed) and dm_control envs (``physics.model.ptr`` / ``physics.data.ptr``) with
 :class:`mujoco.Renderer`. Importing this module does not import ``mujoco``:
-:func:`torchrl_render.gl.ensure_headless_gl` runs first, in :meth:`MujocoBackend.from_config`.
+:func:`torchrl_render.envs.gl.ensure_headless_gl` runs first, in :meth:`MujocoBackend.from_config`.
 
 Cameras (``cfg.camera``):
 
@@ -32,7 +32,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import BackendUnavailable, ConfigError
-from .base import RenderBackend, log, underlying_env
+from ..envs.unwrap import underlying_env
+from .base import RenderBackend, log
 
 __all__ = ["QUALITY", "MujocoBackend", "camera_names", "free_gymnasium_gl", "grow_offscreen_buffer",
            "resolve_camera_id"]
@@ -314,7 +315,7 @@ def free_gymnasium_gl(env: Any) -> None:
 
 
 def _ensure_gl(notes: list[str]) -> str | None:
-    from ..gl import ensure_headless_gl, gl_notes
+    from ..envs.gl import ensure_headless_gl, gl_notes
 
     gl = ensure_headless_gl()
     notes.extend(n for n in gl_notes() if n not in notes)
@@ -331,7 +332,7 @@ def _no_context(mujoco: Any, exc: Exception) -> BackendUnavailable:
         what, expected="a working headless OpenGL (MUJOCO_GL=egl or osmesa) or a display",
         got=f"MUJOCO_GL={wanted!r}, mujoco's GL context {context!r}",
         fix="set MUJOCO_GL=egl (or osmesa) before importing mujoco, gymnasium or dm_control, e.g. call "
-            "torchrl_render.gl.ensure_headless_gl() first (apt-get install libegl1 or libosmesa6 if missing)")
+            "torchrl_render.envs.gl.ensure_headless_gl() first (apt-get install libegl1 or libosmesa6 if missing)")
 
 
 def _context_name(mujoco: Any) -> str:

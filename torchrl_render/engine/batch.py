@@ -103,7 +103,7 @@ class SlotLoop:
 
     def _act(self, rows: np.ndarray) -> np.ndarray:
         from ..errors import PolicyError
-        from ..policies import UserPolicyError
+        from ..errors import UserPolicyError
 
         try:
             return self.act(rows)

@@ -78,7 +78,7 @@ def release(engine: Any) -> None:
 
 def read_qpos(env: Any) -> np.ndarray:
     """MuJoCo's ``qpos`` of a gymnasium MuJoCo env (a copy), for ``mujoco_qpos_key``."""
-    from ..replay.state import find_simulation
+    from ..envs.unwrap import find_simulation
 
     return np.array(find_simulation(env)[1].qpos, dtype=np.float64)
 
@@ -90,7 +90,7 @@ def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
     if key is None:
         return {}
     from ..errors import ConfigError
-    from ..replay.state import find_simulation
+    from ..envs.unwrap import find_simulation
 
     if find_simulation(raw) is None:
         raise ConfigError("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "

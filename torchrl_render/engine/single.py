@@ -34,7 +34,7 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
     """Rolls ``policy`` out in ``env`` for each trajectory index, one step at a time."""
     from torchrl.envs.utils import step_mdp
 
-    from ..backends.base import underlying_env
+    from ..envs.unwrap import underlying_env
 
     raw = underlying_env(env)
     seed_once(env, seed_mode, seed)
@@ -123,7 +123,7 @@ class _StepCounterMarks:
 
 
 def _act(policy: Any, td: Any, traj: int, step: int) -> Any:
-    from ..policies import UserPolicyError
+    from ..errors import UserPolicyError
 
     try:
         out = policy(td)

@@ -156,7 +156,7 @@ def _worker(conn: Any, make: Callable[[], Any], count: int, extras: dict[Any, Ca
     envs: list[Any] = []
     try:
         try:
-            from ..mjlog import quiet_mujoco_log
+            from ..envs.mjlog import quiet_mujoco_log
 
             quiet_mujoco_log()  # MuJoCo's warnings: debug log lines, not stderr nor a MUJOCO_LOG.TXT
             envs.extend(make() for _ in range(count))

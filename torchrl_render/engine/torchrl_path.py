@@ -64,7 +64,7 @@ def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[S
     current: dict[int, _Gathered] = {}
     qpos = None
     if getattr(engine.cfg, "mujoco_qpos_key", None) is not None:  # qpos with every step
-        from ..replay.live import LiveStates
+        from ..envs.mujoco_state import LiveStates
 
         qpos = LiveStates(engine.cfg, False)
     for record in records:

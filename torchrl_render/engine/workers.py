@@ -48,14 +48,14 @@ def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, needs_fram
     from ..envs import build_env
 
     if needs_frames:
-        from ..gl import ensure_headless_gl
+        from ..envs.gl import ensure_headless_gl
         ensure_headless_gl()
     import multiprocessing  # a worker process keeps MuJoCo's warnings off stderr and the cwd
 
     if multiprocessing.parent_process() is not None:
         import signal
 
-        from ..mjlog import quiet_mujoco_log
+        from ..envs.mjlog import quiet_mujoco_log
         quiet_mujoco_log()
         # Ctrl-C reaches the whole process group: the parent stops the run and closes the workers, which
         # would otherwise each print a KeyboardInterrupt (and then broken pipe) traceback
@@ -117,7 +117,7 @@ def _episode_control_cls() -> type:
             if tensordict is not None:
                 seed = tensordict.get(SEED_KEY, None)
                 if seed is not None and int(seed) >= 0:
-                    from ..backends.base import underlying_env
+                    from ..envs.unwrap import underlying_env
 
                     base = self.parent.base_env
                     reseed_for_reset(base, underlying_env(base), int(seed))
