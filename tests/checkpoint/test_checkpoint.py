@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.paths import ROOT
 
 from torchrl_render import (
     CheckpointError,
@@ -340,7 +341,7 @@ def test_a_payload_of_the_wrong_type_is_refused(tmp_path, given):
     with pytest.raises(CheckpointError, match="takes the loaded checkpoint payload") as exc:
         make_render_env(cfg, checkpoint=wrong)
     if given == "tuple":  # pinned: docs/troubleshooting.md quotes it
-        doc = (Path(__file__).parent.parent / "docs" / "troubleshooting.md").read_text()
+        doc = (ROOT / "docs" / "troubleshooting.md").read_text()
         assert " ".join(str(exc.value).split()) in doc
     with pytest.raises(CheckpointError, match="takes the loaded checkpoint payload"):
         load_render_policy(cfg, None, checkpoint=wrong)
