@@ -27,25 +27,45 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from .engine.seeding import SEED_MODES
 from .errors import ConfigError, did_you_mean
+from .keys import NestedKey, key_to_string, parse_nested_key
 from .metrics import SUCCESS_RULES
 
-__all__ = ["RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "key_to_string",
+__all__ = ["CameraLayout", "EnvBackendName", "ExplorationMode", "NotebookRenderBackendName", "NotebookRolloutMode",
+           "RenderBackendName", "RenderConfig", "RenderEnvSpec", "RenderFormat", "RenderPolicySpec", "key_to_string",
            "load_mapping", "parse_nested_key"]
 
-NestedKey = str | tuple[str, ...]
-ENV_BACKENDS = ("auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control", "isaaclab")
-EXPLORATION_MODES = ("deterministic", "mode", "mean", "random")
+# torchrl.render's Literal types, with our choices (a superset of theirs): a type checker accepts code
+# written against torchrl.render and ours. The choice tuples below are read from them (one list each).
+#: Artifact formats (``torchrl_render.writers.WRITERS``): torchrl.render's six plus ``json`` and ``html``.
+RenderFormat = Literal["ipynb", "mp4", "gif", "frames", "npz", "jsonl", "json", "html"]
+#: How several cameras are combined.
+CameraLayout = Literal["single", "grid", "horizontal", "vertical", "separate"]
+#: Where frames come from (``torchrl_render.backends.BACKENDS``): torchrl.render's four plus ``mujoco``.
+RenderBackendName = Literal["auto", "pixels", "env", "mujoco", "null"]
+#: The notebook's viewer (``mujoco-wasm`` is torchrl.render's spelling of ``mujoco_wasm``).
+NotebookRenderBackendName = Literal["auto", "static", "mujoco_wasm", "mujoco-wasm"]
+#: When a notebook's rollouts are collected.
+NotebookRolloutMode = Literal["saved", "live", "both"]
+#: How the env factory's result is wrapped.
+EnvBackendName = Literal["auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control", "isaaclab"]
+#: torchrl's exploration types.
+ExplorationMode = Literal["deterministic", "mode", "mean", "random"]
+
+ENV_BACKENDS = get_args(EnvBackendName)
+EXPLORATION_MODES = get_args(ExplorationMode)
+CAMERA_LAYOUTS = get_args(CameraLayout)
 RENDER_QUALITIES = ("default", "balanced", "fast")
 #: x264/x265 speed presets, fastest (largest file at the same quality) first.
 VIDEO_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 ENV_BATCH_MODES = ("auto", "serial", "parallel")
 POLICY_BATCHES = ("batched", "per-env")
-NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
-NOTEBOOK_RENDER_BACKENDS = ("auto", "static", "mujoco_wasm", "mujoco-wasm")  # mujoco-wasm: torchrl.render's spelling
+NOTEBOOK_ROLLOUT_MODES = get_args(NotebookRolloutMode)
+NOTEBOOK_RENDER_BACKENDS = get_args(NotebookRenderBackendName)
+#: How each episode is seeded (``torchrl_render.engine.seeding`` implements them).
+SEED_MODES = ("per-episode", "torchrl")
 VIEWER_KINDS = ("auto", "mujoco", "window")  # --viewer
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
@@ -108,7 +128,7 @@ class RenderConfig:
     fps: float = _f(30.0, help="Frames per second of videos.")
     camera: list[str] = _f(["default"], help="Comma-separated camera names ('default' = the env's own view).")
     camera_layout: str = _f("single", help="How several cameras are combined (single with several cameras: grid, with a note).",
-                            choices=("single", "grid", "horizontal", "vertical", "separate"))
+                            choices=CAMERA_LAYOUTS)
     deterministic: bool = _f(True, help="Act deterministically (--stochastic samples actions).", negative="stochastic")
     exploration_mode: str | None = _f(None, help="TorchRL exploration type; overrides --deterministic.",
                                       choices=EXPLORATION_MODES)
@@ -514,35 +534,6 @@ def _validate_device(name: str, value: Any) -> None:
     if not _DEVICE_RE.match(value):
         raise ConfigError(f"{name} is not a device", expected="cpu, cuda, cuda:N or mps", got=value,
                           fix=f"pass e.g. --{name.replace('_', '-')} cpu")
-
-
-def parse_nested_key(value: Any, name: str = "key") -> NestedKey:
-    """``"a.b"`` -> ``("a", "b")``; strings without a dot and tuples pass through.
-
-    Example:
-        >>> parse_nested_key("next.reward"), parse_nested_key("reward"), parse_nested_key(["a", "b"])
-        (('next', 'reward'), 'reward', ('a', 'b'))
-    """
-    if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
-        return value if len(value) > 1 else value[0]
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return parse_nested_key(tuple(value), name)
-    if isinstance(value, str):
-        parts = tuple(p.strip() for p in value.split(".") if p.strip())
-        if parts:
-            return parts if len(parts) > 1 else parts[0]
-    raise ConfigError(f"{name} is not a TensorDict key", expected="a name, 'a.b' for nested, or a tuple of names",
-                      got=repr(value), fix=f"pass e.g. {name}='observation'")
-
-
-def key_to_string(key: NestedKey) -> str:
-    """The dotted form of a nested key.
-
-    Example:
-        >>> key_to_string(("next", "reward"))
-        'next.reward'
-    """
-    return ".".join(key) if isinstance(key, tuple) else str(key)
 
 
 def callable_name(obj: Any) -> str:

@@ -19,8 +19,9 @@ from typing import Any
 
 from .actions import ActionChecker, gym_action_spec, non_finite_action
 from .checkpoint import infer_state_dict, load_into_policy
-from .config import RenderConfig, RenderPolicySpec, key_to_string
+from .config import RenderConfig, RenderPolicySpec
 from .errors import PolicyError, RenderError, UserPolicyError
+from .keys import key_to_string
 from .policy_kinds import both_failed, policy_kind
 from .resolve import call_factory, resolve
 

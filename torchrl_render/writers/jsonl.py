@@ -48,8 +48,10 @@ from typing import IO, Any
 
 import numpy as np
 
+from .._version import __version__
 from ..data import FrameBundle
 from ..errors import WriterError
+from ..keys import key_to_string
 from ..metrics import aggregate, json_ready
 from .base import Writer
 
@@ -137,11 +139,10 @@ class JsonlWriter(Writer):
             except OSError as exc:
                 raise WriterError(f"cannot create the log file {str(self.path)!r}", got=str(exc),
                                   fix="check that the folder exists and is writable") from exc
-            from .. import __version__
-
             self._line({"type": "metadata", "format": "torchrl_render.jsonl", "version": VERSION,
                         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                        "torchrl_render": __version__, "action_key": _key(self.action_key), "config": self.config})
+                        "torchrl_render": __version__, "action_key": key_to_string(self.action_key),
+                        "config": self.config})
         return self._file
 
     def _line(self, data: dict[str, Any]) -> None:
@@ -182,7 +183,3 @@ def _action_summaries(actions: np.ndarray | None, n: int) -> list[dict[str, Any]
         for row, listed in zip(out, values.tolist()):
             row["action"] = listed
     return out
-
-
-def _key(key: Any) -> str:
-    return ".".join(key) if isinstance(key, tuple) else str(key)

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..data import FrameBundle
 from ..errors import WriterError
+from ..keys import key_to_string
 from .base import Writer, frame_size_error
 
 __all__ = ["NpzWriter"]
@@ -95,7 +96,7 @@ class NpzWriter(Writer):
         if trajectory is not None:
             for key, value in trajectory.items(True, True):
                 if hasattr(value, "detach"):  # tensors (non-tensor leaves have no array form)
-                    self._put(f"traj_{episode.index:03d}/{_key(key)}", value.detach().cpu().numpy())
+                    self._put(f"traj_{episode.index:03d}/{key_to_string(key)}", value.detach().cpu().numpy())
         prefix = f"traj{episode.index}/"
         if episode.observations is None:
             self._missing.add("observations")
@@ -154,7 +155,8 @@ class NpzWriter(Writer):
         self._put("seeds", np.asarray(columns[1], dtype=np.int64))
         self._put("lengths", np.asarray(columns[2], dtype=np.int64))
         self._put("returns", np.asarray(columns[3], dtype=np.float64))
-        meta = {"torchrl_render_npz": VERSION, "obs_key": _key(self.obs_key), "action_key": _key(self.action_key),
+        meta = {"torchrl_render_npz": VERSION, "obs_key": key_to_string(self.obs_key),
+                "action_key": key_to_string(self.action_key),
                 "frames": self.frames, "missing": sorted(self._missing), "config": self.config}
         self._put("metadata_json", np.asarray(json.dumps(meta, default=str)))
         self._put("config", np.asarray(json.dumps(self.config, sort_keys=True, default=str)))  # torchrl.render's
@@ -218,7 +220,3 @@ class _FrameSpool:
         file, self.file = self.file, None
         if file is not None:
             file.close()
-
-
-def _key(key: Any) -> str:
-    return ".".join(key) if isinstance(key, tuple) else str(key)
