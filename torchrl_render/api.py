@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -257,9 +258,11 @@ class _Run:
         if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # batched already
             engine.batched = env
         elif engine.frames_in_workers:
+            from .backends.factory import make_backend
             from .engine.workers import make_batched_env
 
-            batched = make_batched_env(cfg, payload, self._render_mode(), self.needs_frames, self.notes)
+            frames = partial(make_backend, cfg) if self.needs_frames else None  # built inside each worker
+            batched = make_batched_env(cfg, payload, self._render_mode(), frames, self.notes)
             stack.callback(_close_quietly, batched)
             engine.batched = policy.adapt_env(batched)
         return engine

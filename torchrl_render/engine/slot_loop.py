@@ -18,7 +18,7 @@ import numpy as np
 
 from .plan import EpisodePlan
 from .records import Episode, StepRecord
-from .slots import SlotError
+from .env_slots import SlotError
 
 __all__ = ["SlotLoop"]
 
@@ -29,7 +29,7 @@ class SlotLoop:
     """Runs the plan's episodes on ``slots``.
 
     Args:
-        slots: :class:`~torchrl_render.engine.slots.InProcessSlots` or ``ProcessSlots``.
+        slots: :class:`~torchrl_render.engine.env_slots.InProcessSlots` or ``ProcessSlots``.
         act: ``act(rows) -> actions [K, ...]`` (one batched policy call, or one per row).
         begin: ``begin(slot, seed)`` at every episode start (stateful policies, RNG streams).
         plan: The :class:`EpisodePlan` (shared between phases).
