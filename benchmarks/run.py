@@ -306,7 +306,7 @@ class _Profile:
         from torchrl_render.sink import Sink
         from torchrl_render.backends.mjgl import Canvas
         from torchrl_render.backends.mujoco import MujocoBackend
-        from torchrl_render.writers.base import BackgroundWriters
+        from torchrl_render.writers.group import BackgroundWriters
         from torchrl_render.writers.mp4 import Mp4Writer
 
         self._wrap(rollout_mod, "_act", "policy (main thread)")

@@ -8,7 +8,6 @@ Nothing holds the frames of a run: each one goes to the writers as it is made.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import time
@@ -22,9 +21,11 @@ from .config import RenderConfig
 from .data import Artifact, RenderResult, frame_paths
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
 from .metrics import aggregate, json_ready, nonfinite_note
-from .sink import InlineWriters, KeptFrames, Progress, Sink
-from .writers import WRITERS
-from .writers.base import BackgroundWriters, WriterGroup, remove
+from .sink import Progress, Sink
+from .storage import write_json_atomic
+from .writers import WRITERS, needs_frames
+from .writers.base import remove
+from .writers.group import BackgroundWriters, InlineWriters, KeptFrames, WriterGroup
 
 __all__ = ["render_policy"]
 
@@ -71,7 +72,7 @@ class _Run:
         self.notes: list[str] = _Notes()
         cfg = _one_layout_per_camera_set(cfg, self.notes)
         self.cfg = cfg = _envs_for_the_episodes(cfg, self.notes)
-        self.format_frames = _wants_frames(cfg) or cfg.save_frames
+        self.format_frames = needs_frames(cfg)
         self.needs_frames = self.format_frames or cfg.result_frames  # result_frames: torchrl.render's frames
         self.groups = [WriterGroup(cfg, cfg.out)]
         if cfg.save_frames:
@@ -188,9 +189,8 @@ class _Run:
     def _check_outputs(self) -> None:
         paths = self.planned_paths()
         for group in self.groups:
-            check = getattr(group.cls, "check", None)  # writer-specific preconditions, before any rollout
-            for path in group.planned_paths() if check is not None else []:
-                check(path, group.cfg)
+            for path in group.planned_paths():  # writer-specific preconditions, before any rollout
+                group.cls.check(path, group.cfg)
         for path in paths:
             parent = path.parent if str(path.parent) else Path(".")
             if not parent.is_dir():
@@ -388,12 +388,6 @@ def _remove_artifacts(artifacts: list[Artifact]) -> None:
         remove(Path(artifact.path))
 
 
-def _wants_frames(cfg: RenderConfig) -> bool:
-    """Whether the format needs frames for this config (a writer may decide per config)."""
-    hook = getattr(WRITERS.load(cfg.format), "wants_frames", None)
-    return bool(hook(cfg)) if hook is not None else WRITERS.entry(cfg.format).needs_frames
-
-
 def _check_devices(cfg: RenderConfig) -> None:
     """Refuses a device this machine does not have, before anything is built."""
     wanted = {d for d in (cfg.device, cfg.policy_device, cfg.env_device) if d is not None and d != "cpu"}
@@ -431,9 +425,4 @@ def _close_quietly(env: Any) -> None:
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(json_ready(data), indent=2, default=str, allow_nan=False), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_json_atomic(path, json_ready(data), default=str, allow_nan=False)

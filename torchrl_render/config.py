@@ -32,6 +32,7 @@ from typing import Any, Literal, get_args
 from .errors import ConfigError, did_you_mean
 from .keys import NestedKey, key_to_string, parse_nested_key
 from .metrics import SUCCESS_RULES
+from .registry import BACKENDS, WRITERS, needs_frames
 
 __all__ = ["CameraLayout", "EnvBackendName", "ExplorationMode", "NotebookRenderBackendName", "NotebookRolloutMode",
            "RenderBackendName", "RenderConfig", "RenderEnvSpec", "RenderFormat", "RenderPolicySpec", "key_to_string",
@@ -335,8 +336,6 @@ def _normalise_replay(cfg: RenderConfig) -> None:
 
 
 def _infer_format(cfg: RenderConfig) -> None:
-    from .writers import WRITERS
-
     inferred = WRITERS.for_suffix(cfg.out) if cfg.out is not None else None
     if cfg.format is not None:
         WRITERS.entry(cfg.format)
@@ -362,8 +361,6 @@ def _infer_format(cfg: RenderConfig) -> None:
 
 
 def _validate(cfg: RenderConfig) -> None:
-    from .backends import BACKENDS
-
     for name, flag in (("policy", "--policy mypkg.policy:make_policy"), ("env", "--env HalfCheetah-v5")):
         if getattr(cfg, name) is None:  # the first words are torchrl.render's message, which scripts match
             raise ConfigError(f"Missing required rlrender option --{name}: no {name} was given",
@@ -399,7 +396,7 @@ def _validate(cfg: RenderConfig) -> None:
         if cfg.max_episodes_rendered < 0:
             raise ConfigError("max_episodes_rendered must not be negative", expected="0 or more",
                               got=cfg.max_episodes_rendered, fix="pass e.g. --max-episodes-rendered 5")
-    if cfg.max_episodes_rendered == 0 and _format_needs_frames(cfg):
+    if cfg.max_episodes_rendered == 0 and needs_frames(cfg):
         raise ConfigError(f"max_episodes_rendered=0 renders no episode, and format {cfg.format!r} needs frames",
                           expected="--max-episodes-rendered 1 or more (or none: all) for this format", got=0,
                           fix="pass --max-episodes-rendered 1 or more, or a format that needs no frames "
@@ -451,13 +448,6 @@ def _episode_count(cfg: RenderConfig) -> None:
                           got=f"num_trajs={cfg.num_trajs}, eval_n_timesteps={cfg.eval_n_timesteps}",
                           fix="drop --num-trajs (episodes run until --eval-n-timesteps steps) or drop "
                               "--eval-n-timesteps")
-
-
-def _format_needs_frames(cfg: RenderConfig) -> bool:
-    from .writers import WRITERS
-
-    hook = getattr(WRITERS.load(cfg.format), "wants_frames", None)
-    return bool(hook(cfg)) if hook is not None else WRITERS.entry(cfg.format).needs_frames or cfg.save_frames
 
 
 def _validate_live(cfg: RenderConfig) -> None:

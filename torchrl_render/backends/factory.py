@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..frames import to_uint8_hwc
-from . import BACKENDS
+from ..registry import BACKENDS
 from .base import RenderBackend
 
 __all__ = ["Uint8Frames", "make_backend"]

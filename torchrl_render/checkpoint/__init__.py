@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError
+from ..storage import atomic_path
 from .safeload import CORRUPT_FIX as _CORRUPT_FIX
 from .safeload import torch_load as _torch_load
 from .torchrl_format import MANIFEST, TorchRLCheckpoint, is_torchrl_archive, save_unified
@@ -294,12 +295,8 @@ def save_render_checkpoint(path: str | Path | None, model: Any, *, env_metadata:
         return save_unified(path, format, state, env_metadata, frames, metrics, config, extra)
     payload = _legacy_payload(state, env_metadata, frames, metrics, config, extra)
     _check_safe(payload, "payload")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    with atomic_path(path) as tmp:
         torch.save(payload, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 

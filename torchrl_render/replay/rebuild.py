@@ -101,7 +101,7 @@ def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, a
         The artifacts written.
     """
     from ..config import parse_nested_key
-    from ..writers.base import WriterGroup
+    from ..writers.group import WriterGroup
 
     model_path = Path(model_path)
     model = load_model(model_path, asset_paths)

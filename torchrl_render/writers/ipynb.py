@@ -42,8 +42,9 @@ from ..data import FrameBundle
 from ..errors import ConfigError, OutputExistsError, WriterError
 from ..notebook import EMBED_LIMIT_BYTES, display_width
 from ..report import ReportVideo, build_report, equivalent_command
+from ..storage import atomic_path
 from .base import Writer, no_frames_error, remove
-from .base import _commit as commit
+from .base import commit
 from .mp4 import PRESET, Mp4Writer
 from .notebook_paths import asset_folder, portable_config, relative, search_path
 from .preview import Preview
@@ -127,7 +128,7 @@ class IpynbWriter(Writer):
         return writer
 
     @classmethod
-    def wants_state(cls, cfg: Any) -> bool:
+    def wants_state(cls, cfg: Any, default: bool = False) -> bool:
         """MuJoCo states for the 3-D viewer (``mujoco_wasm``; ``auto``: when the env has a model)."""
         backend = getattr(cfg, "notebook_render_backend", "static")
         return backend in ("auto", "mujoco_wasm") and cfg.notebook_rollout_mode != "live"
@@ -151,7 +152,7 @@ class IpynbWriter(Writer):
                                         fix="pass --overwrite (overwrite=True) or choose another --out")
 
     @classmethod
-    def wants_frames(cls, cfg: Any) -> bool:
+    def wants_frames(cls, cfg: Any, default: bool = True) -> bool:
         """Frames are needed unless the notebook rolls out by itself (``live``) or none were asked for
         (``--render-backend null``: the notebook shows the metrics, and the 3-D replay of MuJoCo envs)."""
         return cfg.notebook_rollout_mode != "live" and cfg.render_backend != "null"
@@ -212,9 +213,8 @@ class IpynbWriter(Writer):
 
         folder = asset_folder(path, cfg)
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".metadata.json.tmp-{os.getpid()}"
-        tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-        os.replace(tmp, folder / "metadata.json")
+        with atomic_path(folder / "metadata.json") as tmp:
+            tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         """Keeps the metrics and finishes the episode's mp4."""

@@ -52,6 +52,7 @@ from .._version import __version__
 from ..data import FrameBundle
 from ..errors import WriterError
 from ..keys import key_to_string
+from ..storage import atomic_path
 from ..metrics import aggregate, json_ready
 from .base import Writer
 
@@ -122,15 +123,11 @@ class JsonlWriter(Writer):
     @classmethod
     def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
         """Puts the run's ``metadata`` into the first line (torchrl.render's layout), rewriting the file once."""
-        from .base import _commit, temp_path
-
-        tmp = temp_path(path)
-        with open(path, "rb") as source, open(tmp, "wb") as target:
+        with atomic_path(path) as tmp, open(path, "rb") as source, open(tmp, "wb") as target:
             first = json.loads(source.readline())
             first["metadata"] = metadata
             target.write((json.dumps(json_ready(first), default=str, allow_nan=False) + "\n").encode())
             shutil.copyfileobj(source, target, 1 << 20)
-        _commit(tmp, path)
 
     def _open(self) -> IO[bytes]:
         if self._file is None:

@@ -48,7 +48,8 @@ import numpy as np
 from ..data import FrameBundle
 from ..errors import WriterError
 from ..keys import key_to_string
-from .base import Writer, frame_size_error
+from ..storage import atomic_path
+from .base import Writer, close_quietly, frame_size_error
 
 __all__ = ["NpzWriter"]
 
@@ -85,7 +86,7 @@ class NpzWriter(Writer):
                    frames=cls.wants_frames(cfg), config=cfg.to_dict())
 
     @classmethod
-    def wants_frames(cls, cfg: Any) -> bool:
+    def wants_frames(cls, cfg: Any, default: bool = False) -> bool:
         """Frames only when ``npz_frames`` is set."""
         return bool(getattr(cfg, "npz_frames", False))
 
@@ -170,10 +171,8 @@ class NpzWriter(Writer):
     def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
         """Adds the run's metadata as ``metadata`` (a JSON string, torchrl.render's key), through a copy of the
         file renamed into place (a crash never leaves it half-written); an older ``metadata`` is replaced."""
-        from .base import _commit, temp_path
-
-        tmp = temp_path(path)
-        with zipfile.ZipFile(path) as source, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as out:
+        with atomic_path(path) as tmp, zipfile.ZipFile(path) as source, \
+                zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as out:
             for info in source.infolist():
                 if info.filename != "metadata.npy":
                     with source.open(info) as member, out.open(info.filename, "w", force_zip64=True) as copy:
@@ -181,18 +180,13 @@ class NpzWriter(Writer):
             with out.open("metadata.npy", "w", force_zip64=True) as member:
                 text = np.asarray(json.dumps(metadata, sort_keys=True, default=str))
                 np.lib.format.write_array(member, text, allow_pickle=False)
-        _commit(tmp, path)
 
     def _release(self) -> None:
         for spool in self._spools.values():
             spool.close()
         self._spools.clear()
         zf, self._zip = self._zip, None
-        if zf is not None:
-            try:
-                zf.close()
-            except Exception:  # the partial file is deleted next
-                log.debug("closing an aborted npz failed", exc_info=True)
+        close_quietly(zf, "npz")
 
 
 class _FrameSpool:
