@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..actions import check_actions, gym_bounds
+from ..policies.actions import check_actions, gym_bounds
 from ..envs import make_raw_env
 from ..envs.unwrap import find_simulation, plain_gymnasium
 from ..errors import ConfigError

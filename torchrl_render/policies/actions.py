@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PolicyError
+from ..errors import PolicyError
 
 __all__ = ["ActionChecker", "check_actions", "gym_action_spec", "gym_bounds", "non_finite_action"]
 
