@@ -31,9 +31,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import BackendUnavailable, ConfigError
+from ..envs.gl import ensure_headless_gl, gl_notes
 from ..envs.unwrap import underlying_env
+from ..errors import BackendUnavailable, ConfigError
 from .base import RenderBackend, log
+from .mjgl import Canvas, make_drawer
 
 __all__ = ["QUALITY", "MujocoBackend", "camera_names", "free_gymnasium_gl", "grow_offscreen_buffer",
            "resolve_camera_id"]
@@ -177,8 +179,6 @@ class MujocoBackend(RenderBackend):
         return scene
 
     def _make_drawer(self, threaded: bool | None) -> Any:
-        from .mjgl import Canvas, make_drawer
-
         mujoco, model = self._mujoco, self.model
         glob, quality = model.vis.global_, model.vis.quality
         settings = QUALITY[self.render_quality][1]
@@ -315,8 +315,6 @@ def free_gymnasium_gl(env: Any) -> None:
 
 
 def _ensure_gl(notes: list[str]) -> str | None:
-    from ..envs.gl import ensure_headless_gl, gl_notes
-
     gl = ensure_headless_gl()
     notes.extend(n for n in gl_notes() if n not in notes)
     return gl or os.environ.get("MUJOCO_GL") or "glfw"

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import PolicyError, RenderError, RolloutError, UserPolicyError
+from .env_slots import SlotError
 from .plan import EpisodePlan
 from .records import Episode, StepRecord
-from .env_slots import SlotError
 
 __all__ = ["SlotLoop"]
 
@@ -102,9 +103,6 @@ class SlotLoop:
         return f"at a step of episodes {episodes}"
 
     def _act(self, rows: np.ndarray) -> np.ndarray:
-        from ..errors import PolicyError
-        from ..errors import UserPolicyError
-
         try:
             return self.act(rows)
         except UserPolicyError as exc:  # the user's code raised; a bug of ours keeps its traceback
@@ -113,8 +111,6 @@ class SlotLoop:
                 from exc.__cause__
 
     def _step(self, rows: np.ndarray, actions: np.ndarray) -> None:
-        from ..errors import RenderError, RolloutError
-
         fix = "check the env's step(), or the action the policy produced"
         try:
             self.slots.step(rows.tolist(), actions)
@@ -127,8 +123,6 @@ class SlotLoop:
             raise RolloutError(f"the env raised {self._where(rows, 1)}: {type(exc).__name__}: {exc}", fix=fix) from exc
 
     def _reset(self, rows: list[int], seeds: list[int | None]) -> None:
-        from ..errors import RenderError, RolloutError
-
         fix = "check the env factory and its reset()"
         try:
             self.slots.reset(rows, seeds)
