@@ -73,6 +73,49 @@ _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
 _PATH_FIELDS = ("ckpt", "out", "frame_dir", "artifact_dir", "metadata")
 
 
+@dataclass(frozen=True)
+class _Number:
+    """A field rule: a finite number above ``low`` (or at it, with ``inclusive``); an int is taken as a float."""
+
+    message: str
+    expected: str
+    fix: str
+    low: float = 0.0
+    inclusive: bool = False
+    kind: str = "a number"
+
+    def __call__(self, cfg: Any, name: str) -> None:
+        value = getattr(cfg, name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+            setattr(cfg, name, value)
+        _check_type(name, value, float, self.kind)
+        if not (math.isfinite(value) and (value >= self.low if self.inclusive else value > self.low)):
+            raise ConfigError(f"{name} {self.message}", expected=self.expected, got=value, fix=self.fix)
+
+
+@dataclass(frozen=True)
+class _Int:
+    """A field rule: an integer; from 1 up to ``most`` (``low=None``: from ``low`` to ``most``, in range)."""
+
+    example: str
+    most: int | None = None
+    low: int | None = None
+
+    def __call__(self, cfg: Any, name: str) -> None:
+        value = getattr(cfg, name)
+        if self.low is not None:  # a range (video_crf): its own wording
+            _check_type(name, value, int, f"an integer {self.low}-{self.most}")
+            if not self.low <= value <= self.most:
+                raise ConfigError(f"{name} is out of range", expected=f"{self.low} to {self.most}", got=value,
+                                  fix=f"pass e.g. {self.example}")
+            return
+        _positive_int(cfg, name, self.example)
+        if self.most is not None and value > self.most:
+            raise ConfigError(f"{name} is too large", expected=f"at most {self.most} pixels", got=value,
+                              fix=f"pass a smaller --{name}")
+
+
 def _f(default: Any = dataclasses.MISSING, help: str = "", **meta: Any) -> Any:
     """A dataclass field whose metadata carries the CLI help and options."""
     kwargs: dict[str, Any] = {"metadata": {"help": help, **meta}}
@@ -126,7 +169,8 @@ class RenderConfig:
     max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all).")
     overlay: bool = _f(False, help="Draw step, reward and return (and success) onto the frames.")
     progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
-    fps: float = _f(30.0, help="Frames per second of videos.")
+    fps: float = _f(30.0, help="Frames per second of videos.",
+                    check=_Number("must be a positive number", "a number > 0", "pass e.g. fps=30 (--fps 30)"))
     camera: list[str] = _f(["default"], help="Comma-separated camera names ('default' = the env's own view).")
     camera_layout: str = _f("single", help="How several cameras are combined (single with several cameras: grid, with a note).",
                             choices=CAMERA_LAYOUTS)
@@ -161,8 +205,9 @@ class RenderConfig:
     from_pixels: bool = _f(False, help="Ask the env factory for pixel observations.")
     pixels_only: bool = _f(False, help="Ask the env factory for pixels only.")
     render_mode: str | None = _f(None, help="gymnasium render_mode (e.g. rgb_array).")
-    width: int = _f(480, help="Frame width for backends that render themselves (mujoco, dm_control).")
-    height: int = _f(480, help="Frame height for backends that render themselves.")
+    width: int = _f(480, help="Frame width for backends that render themselves (mujoco, dm_control).",
+                    check=_Int("width=480", most=8192))
+    height: int = _f(480, help="Frame height for backends that render themselves.", check=_Int("height=480", most=8192))
     render_quality: str = _f("default", help="MuJoCo look: default; balanced (same lighting, shadows and "
                              "reflections; small shadow map, no MSAA: ~3x faster on software GL); fast (no "
                              "shadows/reflections/MSAA: ~10x).", choices=RENDER_QUALITIES)
@@ -171,7 +216,7 @@ class RenderConfig:
     split_trajectories: bool = _f(False, help="Write one file per trajectory instead of one after another.")
     keep_pixels: bool = _f(False, help="Keep pixel entries in the returned trajectories.")
     video_codec: str | None = _f(None, help="Video codec for mp4 (default libx264).")
-    video_crf: int = _f(23, help="H.264 quality (lower is better, 0-51).")
+    video_crf: int = _f(23, help="H.264 quality (lower is better, 0-51).", check=_Int("23", most=51, low=0))
     video_preset: str = _f("veryfast", help="x264 speed preset: faster ones use less CPU and make larger files.",
                            choices=VIDEO_PRESETS)
     save_rollout: bool = _f(False, help="Save the trajectories next to the artifact.")
@@ -184,7 +229,10 @@ class RenderConfig:
     npz_frames: bool = _f(False, help="npz only: also store the rendered frames.")
     execute_notebook: bool = _f(True, help="ipynb only: execute the report so it opens with outputs.",
                                 negative="no-execute")
-    notebook_embed_limit_mb: float = _f(20.0, help="ipynb only: embed videos up to this many MB, link the rest.")
+    notebook_embed_limit_mb: float = _f(20.0, help="ipynb only: embed videos up to this many MB, link the rest.",
+                                        check=_Number("must be 0 or more", "a number of MB >= 0",
+                                                      "pass e.g. --notebook-embed-limit-mb 20", inclusive=True,
+                                                      kind="a number of MB >= 0"))
     notebook_preview: bool = _f(True, help="ipynb only: add an animated PNG preview (GitHub blocks <video>).")
     overwrite: bool = _f(False, help="Replace an existing --out.")
     dry_run: bool = _f(False, help="Print the validated config and the paths it would write, then stop: nothing "
@@ -205,7 +253,8 @@ class RenderConfig:
                                            "(the state before each action; next.<key> after it).")
     # -- drop-in for torchrl.render (its remaining fields) --
     notebook_viewer_port: int = _f(5178, help="Localhost port of the notebook's live MuJoCo viewer (stored now; "
-                                   "the notebook's live viewer serves on it).")
+                                   "the notebook's live viewer serves on it).",
+                                   check=_Int("notebook_viewer_port=5178"))
     result_frames: bool = _f(False, help="Also keep every frame in RenderResult.frames, as torchrl.render does "
                              "(memory grows with the run; by default frames only stream to the writers).")
     # -- watching a run live (--live: a page in the browser, for machines without a display) --
@@ -407,25 +456,7 @@ def _validate(cfg: RenderConfig) -> None:
         _check_type("seed", cfg.seed, int, "an integer or None")
     _validate_live(cfg)
     _validate_viewer(cfg)  # --viewer
-    _check_type("fps", cfg.fps, float, "a number")
-    if not (math.isfinite(cfg.fps) and cfg.fps > 0):
-        raise ConfigError("fps must be a positive number", expected="a number > 0", got=cfg.fps,
-                          fix="pass e.g. fps=30 (--fps 30)")
-    for name in ("width", "height"):
-        _positive_int(cfg, name, f"{name}=480")
-        if getattr(cfg, name) > 8192:
-            raise ConfigError(f"{name} is too large", expected="at most 8192 pixels", got=getattr(cfg, name),
-                              fix=f"pass a smaller --{name}")
-    if isinstance(cfg.notebook_embed_limit_mb, int) and not isinstance(cfg.notebook_embed_limit_mb, bool):
-        cfg.notebook_embed_limit_mb = float(cfg.notebook_embed_limit_mb)
-    _check_type("notebook_embed_limit_mb", cfg.notebook_embed_limit_mb, float, "a number of MB >= 0")
-    if not (math.isfinite(cfg.notebook_embed_limit_mb) and cfg.notebook_embed_limit_mb >= 0):
-        raise ConfigError("notebook_embed_limit_mb must be 0 or more", expected="a number of MB >= 0",
-                          got=cfg.notebook_embed_limit_mb, fix="pass e.g. --notebook-embed-limit-mb 20")
-    _check_type("video_crf", cfg.video_crf, int, "an integer 0-51")
-    if not 0 <= cfg.video_crf <= 51:
-        raise ConfigError("video_crf is out of range", expected="0 to 51", got=cfg.video_crf, fix="pass e.g. 23")
-    for f in dataclasses.fields(cfg):
+    for f in dataclasses.fields(cfg):  # per-field rules (choices, types, the check= metadata)
         _validate_field(cfg, f)
     for name in ("device", "policy_device", "env_device"):
         _validate_device(name, getattr(cfg, name))
@@ -433,7 +464,6 @@ def _validate(cfg: RenderConfig) -> None:
         raise ConfigError("notebook_rollout_mode other than 'saved' needs format='ipynb'",
                           got=f"format={cfg.format!r}", fix="drop --notebook-rollout-mode or write an .ipynb")
     BACKENDS.entry(cfg.render_backend)
-    _positive_int(cfg, "notebook_viewer_port", "notebook_viewer_port=5178")
 
 
 def _episode_count(cfg: RenderConfig) -> None:
@@ -499,6 +529,9 @@ def _validate_field(cfg: RenderConfig, f: dataclasses.Field) -> None:
         _check_type(f.name, value, bool, "True or False")
     if f.name in ("env_kwargs", "policy_kwargs"):
         _check_type(f.name, value, dict, "a mapping of keyword arguments")
+    check = f.metadata.get("check")
+    if check is not None:
+        check(cfg, f.name)
 
 
 def _positive_int(cfg: RenderConfig, name: str, example: str) -> None:
