@@ -275,9 +275,9 @@ def profile(steps: int) -> str:
 
     from torchrl_render import RenderConfig
     from torchrl_render.engine import EpisodePlan
-    from torchrl_render.engine.batch import SlotLoop
-    from torchrl_render.engine.gym_path import actor
-    from torchrl_render.engine.slots import InProcessSlots
+    from torchrl_render.engine.slot_loop import SlotLoop
+    from torchrl_render.engine.gym_loop import actor
+    from torchrl_render.engine.env_slots import InProcessSlots
     from torchrl_render.envs import build_env
     from torchrl_render.policies import PolicyRunner
 

@@ -215,12 +215,12 @@ def _job_stages(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     from torchrl.envs.utils import step_mdp
 
     from torchrl_render import RenderConfig
-    from torchrl_render.backends.base import underlying_env
+    from torchrl_render.envs.unwrap import underlying_env
     from torchrl_render.backends.mujoco import MujocoBackend, _find_simulation
     from torchrl_render.checkpoint import read_checkpoint
     from torchrl_render.data import FrameBundle
     from torchrl_render.envs import build_env
-    from torchrl_render.gl import ensure_headless_gl
+    from torchrl_render.envs.gl import ensure_headless_gl
     from torchrl_render.policies import build_policy
     from torchrl_render.writers.mp4 import Mp4Writer
 
@@ -306,7 +306,7 @@ class _Profile:
         from torchrl_render.sink import Sink
         from torchrl_render.backends.mjgl import Canvas
         from torchrl_render.backends.mujoco import MujocoBackend
-        from torchrl_render.writers.base import BackgroundWriters
+        from torchrl_render.writers.group import BackgroundWriters
         from torchrl_render.writers.mp4 import Mp4Writer
 
         self._wrap(rollout_mod, "_act", "policy (main thread)")

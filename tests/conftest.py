@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchrl_render.gl import ensure_headless_gl  # noqa: E402 - must run before anything imports mujoco
+from torchrl_render.envs.gl import ensure_headless_gl  # noqa: E402 - must run before anything imports mujoco
 
 ensure_headless_gl()
 

@@ -235,7 +235,7 @@ def test_mujoco_warning_callback_notes_instead_of_writing_a_log(tmp_path, monkey
     """Item 17: a mju_warning raised by MuJoCo itself reaches our notes, and MUJOCO_LOG.TXT is not written."""
     import mujoco
 
-    from torchrl_render.mjlog import captured_mujoco_warnings
+    from torchrl_render.envs.mjlog import captured_mujoco_warnings
 
     monkeypatch.chdir(tmp_path)
     model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><body><joint/><geom size='.1'/></body></worldbody>"

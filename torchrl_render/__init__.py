@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from .api import render_policy
 from .checkpoint import load_checkpoint, save_render_checkpoint
-from .config import RenderConfig, RenderEnvSpec, RenderPolicySpec
+from ._version import __version__
+from .config import (CameraLayout, EnvBackendName, ExplorationMode, NotebookRenderBackendName, NotebookRolloutMode,
+                     RenderBackendName, RenderConfig, RenderEnvSpec, RenderFormat, RenderPolicySpec)
 from .data import Artifact, FrameBundle, RenderResult
 from .errors import (BackendUnavailable, CheckpointError, ConfigError, EnvError, NoFramesError, OutputExistsError,
                      PolicyError, RenderError, ResolveError, RolloutError, UnsafeCheckpointError, WriterError)
@@ -26,13 +28,9 @@ from .notebook import show
 from .compat import (TensorDictPolicyAdapter, add_step_counter, call_with_supported_kwargs, checkpoint_hash,
                      import_from_string, infer_state_dict, key_to_string, load_render_policy, make_render_env,
                      normalize_env, normalize_policy, parse_nested_key, seed_env)
-from .literals import (CameraLayout, EnvBackendName, ExplorationMode, NotebookRenderBackendName,
-                       NotebookRolloutMode, RenderBackendName, RenderFormat)
 from .spool import collect_render_rollouts, write_render_artifact
 from .storage import load_rollouts
 from .sweep import SweepConfig, SweepResult, sweep
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Artifact",

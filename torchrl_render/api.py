@@ -8,12 +8,12 @@ Nothing holds the frames of a run: each one goes to the writers as it is made.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,11 @@ from .config import RenderConfig
 from .data import Artifact, RenderResult, frame_paths
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
 from .metrics import aggregate, json_ready, nonfinite_note
-from .sink import InlineWriters, KeptFrames, Progress, Sink
-from .writers import WRITERS
-from .writers.base import BackgroundWriters, WriterGroup, remove
+from .sink import Progress, Sink
+from .storage import write_json_atomic
+from .writers import WRITERS, needs_frames
+from .writers.base import remove
+from .writers.group import BackgroundWriters, InlineWriters, KeptFrames, WriterGroup
 
 __all__ = ["render_policy"]
 
@@ -70,7 +72,7 @@ class _Run:
         self.notes: list[str] = _Notes()
         cfg = _one_layout_per_camera_set(cfg, self.notes)
         self.cfg = cfg = _envs_for_the_episodes(cfg, self.notes)
-        self.format_frames = _wants_frames(cfg) or cfg.save_frames
+        self.format_frames = needs_frames(cfg)
         self.needs_frames = self.format_frames or cfg.result_frames  # result_frames: torchrl.render's frames
         self.groups = [WriterGroup(cfg, cfg.out)]
         if cfg.save_frames:
@@ -90,7 +92,7 @@ class _Run:
         self.rollout_dir = folder / f"{stem}_rollouts" if saved else None
 
     def execute(self) -> RenderResult:
-        from .gl import ensure_headless_gl
+        from .envs.gl import ensure_headless_gl
 
         started = time.perf_counter()
         self._check_outputs()
@@ -103,14 +105,14 @@ class _Run:
             prepare_viewer(self.cfg, self.notes)
         unset = not os.environ.get("MUJOCO_GL")
         gl = ensure_headless_gl()  # before anything imports mujoco, also for data-only runs
-        from .gl import gl_notes
+        from .envs.gl import gl_notes
 
         if unset and gl:
             self.notes.append(f"MUJOCO_GL was unset and there is no display: chose MUJOCO_GL={gl}")
         self.notes.extend(gl_notes())
         payload, digest = self._checkpoint()
         with ExitStack() as stack:
-            from .mjlog import captured_mujoco_warnings
+            from .envs.mjlog import captured_mujoco_warnings
 
             stack.enter_context(captured_mujoco_warnings(self.notes))  # not stderr, no log file
             env = self._env(payload, stack)
@@ -187,9 +189,8 @@ class _Run:
     def _check_outputs(self) -> None:
         paths = self.planned_paths()
         for group in self.groups:
-            check = getattr(group.cls, "check", None)  # writer-specific preconditions, before any rollout
-            for path in group.planned_paths() if check is not None else []:
-                check(path, group.cfg)
+            for path in group.planned_paths():  # writer-specific preconditions, before any rollout
+                group.cls.check(path, group.cfg)
         for path in paths:
             parent = path.parent if str(path.parent) else Path(".")
             if not parent.is_dir():
@@ -231,7 +232,7 @@ class _Run:
         env = build_env(self.cfg, payload, render_mode=self._render_mode())
         stack.callback(_close_quietly, env)
         if getattr(env, "_torchrl_render_batched", False):  # Isaac Lab's copies are the env slots
-            from .isaaclab import slots_config
+            from .envs.isaaclab import slots_config
 
             self.cfg = slots_config(self.cfg, env, self.needs_frames, self.notes)
         return env
@@ -257,9 +258,11 @@ class _Run:
         if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # batched already
             engine.batched = env
         elif engine.frames_in_workers:
+            from .backends.factory import make_backend
             from .engine.workers import make_batched_env
 
-            batched = make_batched_env(cfg, payload, self._render_mode(), self.needs_frames, self.notes)
+            frames = partial(make_backend, cfg) if self.needs_frames else None  # built inside each worker
+            batched = make_batched_env(cfg, payload, self._render_mode(), frames, self.notes)
             stack.callback(_close_quietly, batched)
             engine.batched = policy.adapt_env(batched)
         return engine
@@ -385,12 +388,6 @@ def _remove_artifacts(artifacts: list[Artifact]) -> None:
         remove(Path(artifact.path))
 
 
-def _wants_frames(cfg: RenderConfig) -> bool:
-    """Whether the format needs frames for this config (a writer may decide per config)."""
-    hook = getattr(WRITERS.load(cfg.format), "wants_frames", None)
-    return bool(hook(cfg)) if hook is not None else WRITERS.entry(cfg.format).needs_frames
-
-
 def _check_devices(cfg: RenderConfig) -> None:
     """Refuses a device this machine does not have, before anything is built."""
     wanted = {d for d in (cfg.device, cfg.policy_device, cfg.env_device) if d is not None and d != "cpu"}
@@ -428,9 +425,4 @@ def _close_quietly(env: Any) -> None:
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(json_ready(data), indent=2, default=str, allow_nan=False), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_json_atomic(path, json_ready(data), default=str, allow_nan=False)

@@ -151,7 +151,7 @@ def make_render_env(config: Any, checkpoint: Any | None = None) -> Any:
     from .api import _Run
     from .checkpoint import check_payload
     from .envs import build_env
-    from .gl import ensure_headless_gl
+    from .envs.gl import ensure_headless_gl
 
     check_payload(checkpoint, "make_render_env")
     ensure_headless_gl()

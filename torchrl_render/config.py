@@ -27,29 +27,93 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from .engine.seeding import SEED_MODES
 from .errors import ConfigError, did_you_mean
+from .keys import NestedKey, key_to_string, parse_nested_key
 from .metrics import SUCCESS_RULES
+from .registry import BACKENDS, WRITERS, needs_frames
 
-__all__ = ["RenderConfig", "RenderEnvSpec", "RenderPolicySpec", "key_to_string",
+__all__ = ["CameraLayout", "EnvBackendName", "ExplorationMode", "NotebookRenderBackendName", "NotebookRolloutMode",
+           "RenderBackendName", "RenderConfig", "RenderEnvSpec", "RenderFormat", "RenderPolicySpec", "key_to_string",
            "load_mapping", "parse_nested_key"]
 
-NestedKey = str | tuple[str, ...]
-ENV_BACKENDS = ("auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control", "isaaclab")
-EXPLORATION_MODES = ("deterministic", "mode", "mean", "random")
+# torchrl.render's Literal types, with our choices (a superset of theirs): a type checker accepts code
+# written against torchrl.render and ours. The choice tuples below are read from them (one list each).
+#: Artifact formats (``torchrl_render.writers.WRITERS``): torchrl.render's six plus ``json`` and ``html``.
+RenderFormat = Literal["ipynb", "mp4", "gif", "frames", "npz", "jsonl", "json", "html"]
+#: How several cameras are combined.
+CameraLayout = Literal["single", "grid", "horizontal", "vertical", "separate"]
+#: Where frames come from (``torchrl_render.backends.BACKENDS``): torchrl.render's four plus ``mujoco``.
+RenderBackendName = Literal["auto", "pixels", "env", "mujoco", "null"]
+#: The notebook's viewer (``mujoco-wasm`` is torchrl.render's spelling of ``mujoco_wasm``).
+NotebookRenderBackendName = Literal["auto", "static", "mujoco_wasm", "mujoco-wasm"]
+#: When a notebook's rollouts are collected.
+NotebookRolloutMode = Literal["saved", "live", "both"]
+#: How the env factory's result is wrapped.
+EnvBackendName = Literal["auto", "torchrl", "gym", "gymnasium", "mujoco", "dm_control", "isaaclab"]
+#: torchrl's exploration types.
+ExplorationMode = Literal["deterministic", "mode", "mean", "random"]
+
+ENV_BACKENDS = get_args(EnvBackendName)
+EXPLORATION_MODES = get_args(ExplorationMode)
+CAMERA_LAYOUTS = get_args(CameraLayout)
 RENDER_QUALITIES = ("default", "balanced", "fast")
 #: x264/x265 speed presets, fastest (largest file at the same quality) first.
 VIDEO_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 ENV_BATCH_MODES = ("auto", "serial", "parallel")
 POLICY_BATCHES = ("batched", "per-env")
-NOTEBOOK_ROLLOUT_MODES = ("saved", "live", "both")
-NOTEBOOK_RENDER_BACKENDS = ("auto", "static", "mujoco_wasm", "mujoco-wasm")  # mujoco-wasm: torchrl.render's spelling
+NOTEBOOK_ROLLOUT_MODES = get_args(NotebookRolloutMode)
+NOTEBOOK_RENDER_BACKENDS = get_args(NotebookRenderBackendName)
+#: How each episode is seeded (``torchrl_render.engine.seeding`` implements them).
+SEED_MODES = ("per-episode", "torchrl")
 VIEWER_KINDS = ("auto", "mujoco", "window")  # --viewer
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
 _PATH_FIELDS = ("ckpt", "out", "frame_dir", "artifact_dir", "metadata")
+
+
+@dataclass(frozen=True)
+class _Number:
+    """A field rule: a finite number above ``low`` (or at it, with ``inclusive``); an int is taken as a float."""
+
+    message: str
+    expected: str
+    fix: str
+    low: float = 0.0
+    inclusive: bool = False
+    kind: str = "a number"
+
+    def __call__(self, cfg: Any, name: str) -> None:
+        value = getattr(cfg, name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+            setattr(cfg, name, value)
+        _check_type(name, value, float, self.kind)
+        if not (math.isfinite(value) and (value >= self.low if self.inclusive else value > self.low)):
+            raise ConfigError(f"{name} {self.message}", expected=self.expected, got=value, fix=self.fix)
+
+
+@dataclass(frozen=True)
+class _Int:
+    """A field rule: an integer; from 1 up to ``most`` (``low=None``: from ``low`` to ``most``, in range)."""
+
+    example: str
+    most: int | None = None
+    low: int | None = None
+
+    def __call__(self, cfg: Any, name: str) -> None:
+        value = getattr(cfg, name)
+        if self.low is not None:  # a range (video_crf): its own wording
+            _check_type(name, value, int, f"an integer {self.low}-{self.most}")
+            if not self.low <= value <= self.most:
+                raise ConfigError(f"{name} is out of range", expected=f"{self.low} to {self.most}", got=value,
+                                  fix=f"pass e.g. {self.example}")
+            return
+        _positive_int(cfg, name, self.example)
+        if self.most is not None and value > self.most:
+            raise ConfigError(f"{name} is too large", expected=f"at most {self.most} pixels", got=value,
+                              fix=f"pass a smaller --{name}")
 
 
 def _f(default: Any = dataclasses.MISSING, help: str = "", **meta: Any) -> Any:
@@ -105,10 +169,11 @@ class RenderConfig:
     max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all).")
     overlay: bool = _f(False, help="Draw step, reward and return (and success) onto the frames.")
     progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
-    fps: float = _f(30.0, help="Frames per second of videos.")
+    fps: float = _f(30.0, help="Frames per second of videos.",
+                    check=_Number("must be a positive number", "a number > 0", "pass e.g. fps=30 (--fps 30)"))
     camera: list[str] = _f(["default"], help="Comma-separated camera names ('default' = the env's own view).")
     camera_layout: str = _f("single", help="How several cameras are combined (single with several cameras: grid, with a note).",
-                            choices=("single", "grid", "horizontal", "vertical", "separate"))
+                            choices=CAMERA_LAYOUTS)
     deterministic: bool = _f(True, help="Act deterministically (--stochastic samples actions).", negative="stochastic")
     exploration_mode: str | None = _f(None, help="TorchRL exploration type; overrides --deterministic.",
                                       choices=EXPLORATION_MODES)
@@ -140,8 +205,9 @@ class RenderConfig:
     from_pixels: bool = _f(False, help="Ask the env factory for pixel observations.")
     pixels_only: bool = _f(False, help="Ask the env factory for pixels only.")
     render_mode: str | None = _f(None, help="gymnasium render_mode (e.g. rgb_array).")
-    width: int = _f(480, help="Frame width for backends that render themselves (mujoco, dm_control).")
-    height: int = _f(480, help="Frame height for backends that render themselves.")
+    width: int = _f(480, help="Frame width for backends that render themselves (mujoco, dm_control).",
+                    check=_Int("width=480", most=8192))
+    height: int = _f(480, help="Frame height for backends that render themselves.", check=_Int("height=480", most=8192))
     render_quality: str = _f("default", help="MuJoCo look: default; balanced (same lighting, shadows and "
                              "reflections; small shadow map, no MSAA: ~3x faster on software GL); fast (no "
                              "shadows/reflections/MSAA: ~10x).", choices=RENDER_QUALITIES)
@@ -150,7 +216,7 @@ class RenderConfig:
     split_trajectories: bool = _f(False, help="Write one file per trajectory instead of one after another.")
     keep_pixels: bool = _f(False, help="Keep pixel entries in the returned trajectories.")
     video_codec: str | None = _f(None, help="Video codec for mp4 (default libx264).")
-    video_crf: int = _f(23, help="H.264 quality (lower is better, 0-51).")
+    video_crf: int = _f(23, help="H.264 quality (lower is better, 0-51).", check=_Int("23", most=51, low=0))
     video_preset: str = _f("veryfast", help="x264 speed preset: faster ones use less CPU and make larger files.",
                            choices=VIDEO_PRESETS)
     save_rollout: bool = _f(False, help="Save the trajectories next to the artifact.")
@@ -163,7 +229,10 @@ class RenderConfig:
     npz_frames: bool = _f(False, help="npz only: also store the rendered frames.")
     execute_notebook: bool = _f(True, help="ipynb only: execute the report so it opens with outputs.",
                                 negative="no-execute")
-    notebook_embed_limit_mb: float = _f(20.0, help="ipynb only: embed videos up to this many MB, link the rest.")
+    notebook_embed_limit_mb: float = _f(20.0, help="ipynb only: embed videos up to this many MB, link the rest.",
+                                        check=_Number("must be 0 or more", "a number of MB >= 0",
+                                                      "pass e.g. --notebook-embed-limit-mb 20", inclusive=True,
+                                                      kind="a number of MB >= 0"))
     notebook_preview: bool = _f(True, help="ipynb only: add an animated PNG preview (GitHub blocks <video>).")
     overwrite: bool = _f(False, help="Replace an existing --out.")
     dry_run: bool = _f(False, help="Print the validated config and the paths it would write, then stop: nothing "
@@ -184,7 +253,8 @@ class RenderConfig:
                                            "(the state before each action; next.<key> after it).")
     # -- drop-in for torchrl.render (its remaining fields) --
     notebook_viewer_port: int = _f(5178, help="Localhost port of the notebook's live MuJoCo viewer (stored now; "
-                                   "the notebook's live viewer serves on it).")
+                                   "the notebook's live viewer serves on it).",
+                                   check=_Int("notebook_viewer_port=5178"))
     result_frames: bool = _f(False, help="Also keep every frame in RenderResult.frames, as torchrl.render does "
                              "(memory grows with the run; by default frames only stream to the writers).")
     # -- watching a run live (--live: a page in the browser, for machines without a display) --
@@ -315,8 +385,6 @@ def _normalise_replay(cfg: RenderConfig) -> None:
 
 
 def _infer_format(cfg: RenderConfig) -> None:
-    from .writers import WRITERS
-
     inferred = WRITERS.for_suffix(cfg.out) if cfg.out is not None else None
     if cfg.format is not None:
         WRITERS.entry(cfg.format)
@@ -342,8 +410,6 @@ def _infer_format(cfg: RenderConfig) -> None:
 
 
 def _validate(cfg: RenderConfig) -> None:
-    from .backends import BACKENDS
-
     for name, flag in (("policy", "--policy mypkg.policy:make_policy"), ("env", "--env HalfCheetah-v5")):
         if getattr(cfg, name) is None:  # the first words are torchrl.render's message, which scripts match
             raise ConfigError(f"Missing required rlrender option --{name}: no {name} was given",
@@ -379,7 +445,7 @@ def _validate(cfg: RenderConfig) -> None:
         if cfg.max_episodes_rendered < 0:
             raise ConfigError("max_episodes_rendered must not be negative", expected="0 or more",
                               got=cfg.max_episodes_rendered, fix="pass e.g. --max-episodes-rendered 5")
-    if cfg.max_episodes_rendered == 0 and _format_needs_frames(cfg):
+    if cfg.max_episodes_rendered == 0 and needs_frames(cfg):
         raise ConfigError(f"max_episodes_rendered=0 renders no episode, and format {cfg.format!r} needs frames",
                           expected="--max-episodes-rendered 1 or more (or none: all) for this format", got=0,
                           fix="pass --max-episodes-rendered 1 or more, or a format that needs no frames "
@@ -390,25 +456,7 @@ def _validate(cfg: RenderConfig) -> None:
         _check_type("seed", cfg.seed, int, "an integer or None")
     _validate_live(cfg)
     _validate_viewer(cfg)  # --viewer
-    _check_type("fps", cfg.fps, float, "a number")
-    if not (math.isfinite(cfg.fps) and cfg.fps > 0):
-        raise ConfigError("fps must be a positive number", expected="a number > 0", got=cfg.fps,
-                          fix="pass e.g. fps=30 (--fps 30)")
-    for name in ("width", "height"):
-        _positive_int(cfg, name, f"{name}=480")
-        if getattr(cfg, name) > 8192:
-            raise ConfigError(f"{name} is too large", expected="at most 8192 pixels", got=getattr(cfg, name),
-                              fix=f"pass a smaller --{name}")
-    if isinstance(cfg.notebook_embed_limit_mb, int) and not isinstance(cfg.notebook_embed_limit_mb, bool):
-        cfg.notebook_embed_limit_mb = float(cfg.notebook_embed_limit_mb)
-    _check_type("notebook_embed_limit_mb", cfg.notebook_embed_limit_mb, float, "a number of MB >= 0")
-    if not (math.isfinite(cfg.notebook_embed_limit_mb) and cfg.notebook_embed_limit_mb >= 0):
-        raise ConfigError("notebook_embed_limit_mb must be 0 or more", expected="a number of MB >= 0",
-                          got=cfg.notebook_embed_limit_mb, fix="pass e.g. --notebook-embed-limit-mb 20")
-    _check_type("video_crf", cfg.video_crf, int, "an integer 0-51")
-    if not 0 <= cfg.video_crf <= 51:
-        raise ConfigError("video_crf is out of range", expected="0 to 51", got=cfg.video_crf, fix="pass e.g. 23")
-    for f in dataclasses.fields(cfg):
+    for f in dataclasses.fields(cfg):  # per-field rules (choices, types, the check= metadata)
         _validate_field(cfg, f)
     for name in ("device", "policy_device", "env_device"):
         _validate_device(name, getattr(cfg, name))
@@ -416,7 +464,6 @@ def _validate(cfg: RenderConfig) -> None:
         raise ConfigError("notebook_rollout_mode other than 'saved' needs format='ipynb'",
                           got=f"format={cfg.format!r}", fix="drop --notebook-rollout-mode or write an .ipynb")
     BACKENDS.entry(cfg.render_backend)
-    _positive_int(cfg, "notebook_viewer_port", "notebook_viewer_port=5178")
 
 
 def _episode_count(cfg: RenderConfig) -> None:
@@ -431,13 +478,6 @@ def _episode_count(cfg: RenderConfig) -> None:
                           got=f"num_trajs={cfg.num_trajs}, eval_n_timesteps={cfg.eval_n_timesteps}",
                           fix="drop --num-trajs (episodes run until --eval-n-timesteps steps) or drop "
                               "--eval-n-timesteps")
-
-
-def _format_needs_frames(cfg: RenderConfig) -> bool:
-    from .writers import WRITERS
-
-    hook = getattr(WRITERS.load(cfg.format), "wants_frames", None)
-    return bool(hook(cfg)) if hook is not None else WRITERS.entry(cfg.format).needs_frames or cfg.save_frames
 
 
 def _validate_live(cfg: RenderConfig) -> None:
@@ -489,6 +529,9 @@ def _validate_field(cfg: RenderConfig, f: dataclasses.Field) -> None:
         _check_type(f.name, value, bool, "True or False")
     if f.name in ("env_kwargs", "policy_kwargs"):
         _check_type(f.name, value, dict, "a mapping of keyword arguments")
+    check = f.metadata.get("check")
+    if check is not None:
+        check(cfg, f.name)
 
 
 def _positive_int(cfg: RenderConfig, name: str, example: str) -> None:
@@ -514,35 +557,6 @@ def _validate_device(name: str, value: Any) -> None:
     if not _DEVICE_RE.match(value):
         raise ConfigError(f"{name} is not a device", expected="cpu, cuda, cuda:N or mps", got=value,
                           fix=f"pass e.g. --{name.replace('_', '-')} cpu")
-
-
-def parse_nested_key(value: Any, name: str = "key") -> NestedKey:
-    """``"a.b"`` -> ``("a", "b")``; strings without a dot and tuples pass through.
-
-    Example:
-        >>> parse_nested_key("next.reward"), parse_nested_key("reward"), parse_nested_key(["a", "b"])
-        (('next', 'reward'), 'reward', ('a', 'b'))
-    """
-    if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
-        return value if len(value) > 1 else value[0]
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return parse_nested_key(tuple(value), name)
-    if isinstance(value, str):
-        parts = tuple(p.strip() for p in value.split(".") if p.strip())
-        if parts:
-            return parts if len(parts) > 1 else parts[0]
-    raise ConfigError(f"{name} is not a TensorDict key", expected="a name, 'a.b' for nested, or a tuple of names",
-                      got=repr(value), fix=f"pass e.g. {name}='observation'")
-
-
-def key_to_string(key: NestedKey) -> str:
-    """The dotted form of a nested key.
-
-    Example:
-        >>> key_to_string(("next", "reward"))
-        'next.reward'
-    """
-    return ".".join(key) if isinstance(key, tuple) else str(key)
 
 
 def callable_name(obj: Any) -> str:

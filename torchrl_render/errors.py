@@ -31,6 +31,7 @@ __all__ = [
     "ResolveError",
     "RolloutError",
     "UnsafeCheckpointError",
+    "UserPolicyError",
     "ViewerError",
     "ViewerTimeout",
     "WriterError",
@@ -122,6 +123,13 @@ class WriterError(RenderError):
 
 class OutputExistsError(WriterError):
     """The output path exists and ``overwrite`` is off."""
+
+
+class UserPolicyError(Exception):
+    """The user's policy raised (as opposed to a bug in our adaptation code); ``__cause__`` holds it.
+
+    Not a :class:`RenderError`: the engine turns it into a :class:`PolicyError` that names the step.
+    """
 
 
 class ViewerError(RenderError, RuntimeError):

@@ -49,7 +49,7 @@ import numpy as np
 
 from .errors import ConfigError, ViewerError, ViewerTimeout
 from .replay.playback import TrajectoryPlayer, full_qpos, qpos_vector, waypoints
-from .replay.state import MujocoStateReader, extract_qpos_trajectory
+from .envs.mujoco_state import MujocoStateReader, extract_qpos_trajectory
 
 __all__ = ["MujocoViewer", "MujocoStateReader", "display_mujoco_wasm_viewer", "extract_qpos_trajectory",
            "play_mujoco_wasm_trajectory", "send_mujoco_wasm_qpos", "write_mujoco_wasm_viewer"]

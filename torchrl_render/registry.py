@@ -1,9 +1,14 @@
-"""Registries: tables of lazy ``"module:Class"`` strings.
+"""Registries: tables of lazy ``"module:Class"`` strings, and the two plugin tables.
 
 A plugin module is imported only when its name is used, so ``import
 torchrl_render`` stays light (no av, PIL or mujoco). Third parties add entries
 through the entry-point groups ``torchrl_render.writers`` and
 ``torchrl_render.backends`` (``name = "pkg.module:Class"``).
+
+:data:`WRITERS` (formats) and :data:`BACKENDS` (render backends) are pure data, kept here so that
+the config can read them without importing the writers or the backends (``torchrl_render.writers``
+and ``torchrl_render.backends`` re-export them). :func:`needs_frames` is the one rule for "does
+this run's format need frames".
 
 Example:
     >>> reg = Registry("thing", {"json": Entry("json:JSONDecoder", suffixes=(".json",))})
@@ -25,7 +30,7 @@ from typing import Any
 
 from .errors import ConfigError, did_you_mean
 
-__all__ = ["Entry", "Registry"]
+__all__ = ["AUTO_ORDER", "BACKENDS", "Entry", "Registry", "WRITERS", "needs_frames"]
 
 
 @dataclass(frozen=True)
@@ -105,3 +110,54 @@ class Registry:
             if suffix and suffix in entry.suffixes:
                 return name
         return None
+
+
+#: The writer table: format name -> lazy writer class. One line per format. Tests, CLI choices,
+#: ``--list-formats`` and the docs' format table all read it.
+WRITERS = Registry("format", {
+    "mp4": Entry("torchrl_render.writers.mp4:Mp4Writer", suffixes=(".mp4",), extra="av==18.1.0",
+                 description="H.264 video (yuv420p, faststart): plays in every browser"),
+    "gif": Entry("torchrl_render.writers.gif:GifWriter", suffixes=(".gif",), extra="pillow",
+                 description="animated GIF, streamed frame by frame"),
+    "frames": Entry("torchrl_render.writers.png:PngWriter", directory=True, extra="pillow",
+                    description="a folder of PNG files, one per frame"),
+    "npz": Entry("torchrl_render.writers.npz:NpzWriter", suffixes=(".npz",), needs_frames=False,
+                 description="numpy arrays per trajectory: observations, actions, rewards, dones (+ frames)"),
+    "jsonl": Entry("torchrl_render.writers.jsonl:JsonlWriter", suffixes=(".jsonl",), needs_frames=False,
+                   description="streamed event log: metadata, step, episode and summary lines"),
+    "json": Entry("torchrl_render.writers.json:JsonWriter", suffixes=(".json",), needs_frames=False,
+                  needs_steps=False, description="metrics only (lerobot-eval's eval_info.json layout): per "
+                                                 "episode and aggregated"),
+    "ipynb": Entry("torchrl_render.writers.ipynb:IpynbWriter", suffixes=(".ipynb",), extra="av==18.1.0 pillow",
+                   description="report notebook: config, metrics, return plot, embedded videos, re-run cell"),
+    "html": Entry("torchrl_render.writers.html:HtmlWriter", suffixes=(".html", ".htm"), needs_frames=False,
+                  needs_state=True, extra="mujoco==3.17.0",
+                  description="offline 3-D replay page (three.js): MuJoCo body poses, timeline, follow camera, charts"),
+}, group="torchrl_render.writers")
+
+
+#: The render-backend table: name -> lazy backend class, in ``auto``'s order.
+BACKENDS = Registry("render backend", {
+    "auto": Entry("torchrl_render.backends.auto:AutoBackend",
+                  description="try pixels, then mujoco, then env, and use the first that serves the env"),
+    "pixels": Entry("torchrl_render.backends.pixels:PixelsBackend",
+                    description="the pixel key of each step's TensorDict (--from-pixels)"),
+    "env": Entry("torchrl_render.backends.env:EnvRenderBackend",
+                 description="env.render() of the wrapped env (render_mode='rgb_array')"),
+    "mujoco": Entry("torchrl_render.backends.mujoco:MujocoBackend", extra="mujoco==3.17.0",
+                    description="renders named MuJoCo cameras itself (gymnasium MuJoCo, dm_control) at width x height"),
+    "null": Entry("torchrl_render.backends.null:NullBackend", needs_frames=False,
+                  description="no frames (data-only formats)"),
+}, group="torchrl_render.backends")
+
+# pixels are free when the env already makes them; a MuJoCo model is rendered by us (size, cameras,
+# --render-quality); env.render() serves everything else.
+AUTO_ORDER = ("pixels", "mujoco", "env")
+
+
+def needs_frames(cfg: Any) -> bool:
+    """Whether the run of ``cfg`` renders frames for its files: the format's writer decides for the config
+    (:meth:`~torchrl_render.writers.base.Writer.wants_frames`, the table's ``needs_frames`` by default),
+    and ``save_frames`` always wants them. Loads the writer class by name (no static import upwards)."""
+    fmt = cfg.format
+    return bool(WRITERS.load(fmt).wants_frames(cfg, WRITERS.entry(fmt).needs_frames)) or bool(cfg.save_frames)

@@ -135,7 +135,7 @@ def _rollout_cells(mode: str, config: dict[str, Any], live_out: str, search_path
 
 def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, command: str | None,
                   title: str | None) -> str:
-    from . import __version__
+    from ._version import __version__
 
     n = (metrics.get("aggregated") or {}).get("n_episodes", len(metrics.get("per_episode") or []))
     heading = title or f"Policy report: {_short_spec(config.get('policy'))} in {_short_spec(config.get('env'))}"

@@ -27,7 +27,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from .config import key_to_string
+from .keys import key_to_string
 
 __all__ = ["VERSIONED", "asset_dir", "command_text", "run_metadata", "torchrl_fields", "trajectory_entries",
            "versions"]

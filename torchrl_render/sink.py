@@ -3,13 +3,11 @@
 :class:`Sink` takes what the engine (:mod:`torchrl_render.engine`) yields, in episode
 order: it submits the frames of rendered steps to the render backend and hands them,
 overlaid and laid out, to the writers; it keeps each finished episode's metrics and
-TensorDict and hands the episode to the data writers. :class:`InlineWriters` is the writers' interface without a thread
-(``background_encode=False``); :class:`Progress` is the episode bar.
+TensorDict and hands the episode to the data writers. :class:`Progress` is the episode bar.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from typing import Any, Self
 
@@ -19,9 +17,8 @@ from .errors import NoFramesError
 from .frames import apply_layout, to_uint8_hwc
 from .engine.records import Episode
 from .metrics import read_success, step_success
-from .writers.base import BackgroundWriters, WriterGroup
 
-__all__ = ["InlineWriters", "KeptFrames", "Progress", "Sink", "rendered_range"]
+__all__ = ["Progress", "Sink", "rendered_range"]
 
 
 class Sink:
@@ -121,7 +118,7 @@ class Sink:
         if not self.run.needs_state:
             return
         if self._live is None:
-            from .replay.live import LiveStates
+            from .envs.mujoco_state import LiveStates
 
             self._live = LiveStates(self.cfg, True)
         bundle = self._live.step(record, None, metrics["return"], True)
@@ -171,25 +168,6 @@ class Sink:
             self._feed.frame(next(iter(bundle.frames.values())), record, metrics)
         if self._viewer is not None:  # --viewer (the window kind shows the video's frames)
             self._viewer.frame(next(iter(bundle.frames.values())))
-
-
-class InlineWriters(BackgroundWriters):
-    """The same interface, writing on the calling thread (``background_encode=False``)."""
-
-    def __init__(self, groups: list[WriterGroup]) -> None:  # no thread, no queue
-        self.groups = groups
-        self.error = None
-
-    def _put(self, method: str, arg: Any) -> None:
-        for group in self.groups:
-            getattr(group, method)(arg)
-
-    def _join(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        for group in self.groups:
-            group.abort()
 
 
 class Progress:
@@ -245,26 +223,3 @@ def rendered_range(cfg: RenderConfig) -> range:
     total = cfg.num_trajs if cfg.num_trajs is not None else sys.maxsize
     limit = cfg.max_episodes_rendered
     return range(total if limit is None else min(limit, total))
-
-
-class KeptFrames:
-    """The writers, also keeping every frame bundle, per trajectory, for ``RenderResult.frames``.
-
-    Only with ``result_frames=True``: torchrl.render code that reads ``result.frames`` gets them, and
-    memory grows with the run (the writers still stream; state bundles are not kept).
-    """
-
-    def __init__(self, writers: Any) -> None:
-        self.writers = writers
-        self.kept: list[list[FrameBundle]] = []
-
-    def write(self, bundle: FrameBundle) -> None:
-        if bundle.frames:
-            while len(self.kept) <= bundle.trajectory_index:
-                self.kept.append([])
-            frames = {name: frame.copy() for name, frame in bundle.frames.items()}  # backends may reuse buffers
-            self.kept[bundle.trajectory_index].append(dataclasses.replace(bundle, frames=frames))
-        self.writers.write(bundle)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.writers, name)

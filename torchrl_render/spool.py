@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from .api import _Run, _write_json_atomic
 from .data import frame_paths
 from .data import RenderResult
 from .errors import NoFramesError, OutputExistsError
+from .storage import commit
 
 __all__ = ["collect_render_rollouts", "write_render_artifact"]
 
@@ -134,9 +134,7 @@ def write_render_artifact(result: RenderResult, config: Any) -> RenderResult:
 
 
 def _replace(source: Path, target: Path) -> None:
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    os.replace(source, target)
+    commit(source, target)  # the spooled file or folder replaces the target (storage's one atomic move)
 
 
 def _rewrite_paths(result: RenderResult, moved: dict[str, str], config: Any) -> None:
@@ -157,7 +155,7 @@ def _rewrite_paths(result: RenderResult, moved: dict[str, str], config: Any) -> 
 
 def _encode_frames(result: RenderResult, config: Any) -> RenderResult:
     """A hand-built result: its frame bundles through our writers (the formats that take frames)."""
-    from .writers.base import WriterGroup
+    from .writers.group import WriterGroup
 
     bundles = [bundle for trajectory in result.frames for bundle in trajectory if bundle.frames]
     if not bundles:

@@ -1,4 +1,10 @@
-"""Rollouts on disk as TensorDict memmaps: ``save_rollouts`` and ``load_rollouts``.
+"""Files on disk: saved rollouts (``save_rollouts``, ``load_rollouts``) and the one atomic-write helper.
+
+Every artifact, sidecar and checkpoint is written through :func:`atomic_path` (or its parts,
+:func:`temp_path` and :func:`commit`, for writers whose output stays open for a whole run): a hidden
+temporary name beside the target, flushed to disk and renamed into place.
+
+Rollouts are TensorDict memmaps.
 
 Layout of a rollout folder (``<out stem>_rollouts/`` beside the artifact)::
 
@@ -28,17 +34,89 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .data import Artifact
 from .errors import OutputExistsError, RenderError, WriterError
 
-__all__ = ["load_rollouts", "save_rollouts"]
+__all__ = ["atomic_path", "commit", "load_rollouts", "remove", "save_rollouts", "temp_path", "write_json_atomic"]
 
 INDEX = "index.json"
 VERSION = 1
+
+
+def temp_path(path: Path) -> Path:
+    """A hidden name beside ``path`` (same folder, same suffix) for atomic writes."""
+    return path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
+
+
+def remove(path: Path) -> None:
+    """Removes a file or a folder if it exists."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def commit(tmp: Path, path: Path) -> None:
+    """Moves ``tmp`` into place: one atomic rename for files; folders swap via a side name.
+
+    A file's bytes are flushed to disk (fsync) before the rename, every time: after a crash or a power
+    loss, ``path`` holds the old content or the new, never a file that is empty or cut short.
+    """
+    if not tmp.is_dir():
+        _sync(tmp)
+    if not tmp.is_dir() or not path.exists():
+        os.replace(tmp, path)
+        return
+    old = path.with_name(f".{path.name}.old-{os.getpid()}")
+    os.replace(path, old)
+    os.replace(tmp, path)
+    remove(old)
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDWR if os.name == "nt" else os.O_RDONLY)  # Windows flushes write handles only
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """The one way files are written atomically: yields a hidden name beside ``path`` to write (a file
+    or a folder); on success it replaces ``path`` (:func:`commit`), on an error it is removed and
+    ``path`` is left as it was.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> target = pathlib.Path(tempfile.mkdtemp()) / "a.json"
+        >>> with atomic_path(target) as tmp:
+        ...     _ = tmp.write_text("{}")
+        >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
+        ('{}', ['a.json'])
+    """
+    path = Path(path)
+    tmp = temp_path(path)
+    remove(tmp)
+    try:
+        yield tmp
+        commit(tmp, path)
+    finally:
+        remove(tmp)
+
+
+def write_json_atomic(path: str | Path, data: Any, **dump: Any) -> None:
+    """``json.dump(data, **dump)`` to ``path`` through :func:`atomic_path` (``indent=2`` unless given)."""
+    dump.setdefault("indent", 2)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, **dump), encoding="utf-8")
 
 
 def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool = False) -> Artifact:
@@ -52,8 +130,6 @@ def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool
     Returns:
         An :class:`Artifact` of format ``"tensordict"`` (info: ``count``, ``steps``, ``bytes``).
     """
-    from .writers.base import _commit, remove, temp_path
-
     path = Path(path)
     if path.exists() and not overwrite:
         raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
@@ -66,7 +142,7 @@ def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool
         index = {"torchrl_render_rollouts": VERSION, "count": len(entries), "trajectories": entries}
         (tmp / INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
         size = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
-        _commit(tmp, path)
+        commit(tmp, path)
     except OSError as exc:
         raise WriterError(f"cannot write the rollouts to {str(path)!r}", got=str(exc),
                           fix="check that the folder is writable and has free space") from exc

@@ -83,7 +83,7 @@ def prepare_viewer(cfg: Any, notes: list[str]) -> None:
     check_display()
     if os.environ.get("MUJOCO_GL") or "mujoco" in sys.modules:
         return
-    from .gl import _loads
+    from .envs.gl import _loads
 
     if _loads("egl"):
         os.environ["MUJOCO_GL"] = "egl"
@@ -165,7 +165,7 @@ class Viewer:
             window.close()
 
     def _open(self, record: Any) -> Any:
-        from .replay.state import find_simulation
+        from .envs.unwrap import find_simulation
 
         sim = find_simulation(record.env) if record.env is not None else None
         kind = self.cfg.viewer
@@ -239,7 +239,7 @@ def stopped_note(cfg: Any, finished: int) -> str:
 
 def _env_camera(env: Any) -> dict[str, Any] | None:
     """A gymnasium MuJoCo env's ``mujoco_renderer.default_cam_config`` (how its videos are framed), else None."""
-    from .backends.base import underlying_env
+    from .envs.unwrap import underlying_env
 
     renderer = getattr(getattr(underlying_env(env), "unwrapped", None), "mujoco_renderer", None)
     config = getattr(renderer, "default_cam_config", None)
@@ -248,7 +248,7 @@ def _env_camera(env: Any) -> dict[str, Any] | None:
 
 def _env_fps(env: Any) -> float | None:
     """The env's ``metadata["render_fps"]`` (gymnasium), looked up behind torchrl's wrappers; else None."""
-    from .backends.base import underlying_env
+    from .envs.unwrap import underlying_env
 
     for candidate in (env, underlying_env(env)):
         try:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from helpers import real_envs as R  # first: headless GL before mujoco is imported
+from helpers.paths import ROOT
 import numpy as np
 import pytest
 

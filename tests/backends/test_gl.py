@@ -1,4 +1,4 @@
-"""torchrl_render.gl: choosing MUJOCO_GL for headless machines (no real GL needed)."""
+"""torchrl_render.envs.gl: choosing MUJOCO_GL for headless machines (no real GL needed)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 import torch
+from helpers.paths import ROOT
 
 from helpers.paths import ROOT
 from torchrl_render import (

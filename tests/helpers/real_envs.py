@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import types
 
-from torchrl_render.gl import ensure_headless_gl
+from torchrl_render.envs.gl import ensure_headless_gl
 
 ensure_headless_gl()
 

@@ -22,7 +22,7 @@ ATOL = 1e-5  # float32 positions of bodies within a few metres of the origin
 
 
 def _states(trajectory, key="qpos"):
-    from torchrl_render.replay.state import episode_states
+    from torchrl_render.envs.mujoco_state import episode_states
 
     return episode_states(trajectory, key)
 

@@ -13,7 +13,7 @@ from helpers.mediaprobe import gif_frames, probe_mp4
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.cli import main
 from torchrl_render.replay.rebuild import replay_rollouts
-from torchrl_render.replay.state import MujocoStateReader, extract_qpos_trajectory
+from torchrl_render.envs.mujoco_state import MujocoStateReader, extract_qpos_trajectory
 
 
 def cheetah_xml() -> Path:

@@ -1,4 +1,4 @@
-"""The render-backend contract and ``auto``.
+"""The render-backend contract.
 
 A backend is built from the env and the config (``from_config`` picks only the
 options it needs); ``capture(td)`` returns ``{camera: frame}`` for the state the
@@ -6,7 +6,7 @@ step TensorDict describes, or ``None`` when it has nothing for this step;
 ``submit(td)`` is the same as a future, for backends that draw in the background.
 ``close()`` is safe twice and after a failed ``__init__``. A backend that cannot
 serve an env raises :class:`BackendUnavailable` (from ``__init__``), whose
-message says what to change; only that error lets ``auto`` try the next one.
+message says what to change; only that error lets ``auto`` (:mod:`.auto`) try the next one.
 
 Example:
     >>> from torchrl_render.backends.null import NullBackend
@@ -21,9 +21,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ..errors import BackendUnavailable
-
-__all__ = ["AutoBackend", "RenderBackend", "underlying_env"]
+__all__ = ["RenderBackend"]
 
 log = logging.getLogger("torchrl_render")
 
@@ -76,49 +74,3 @@ class RenderBackend(ABC):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-class AutoBackend:
-    """``auto``: the first backend of ``AUTO_ORDER`` that can serve the env."""
-
-    @classmethod
-    def from_config(cls, env: Any, cfg: Any) -> RenderBackend:
-        from . import AUTO_ORDER, BACKENDS
-
-        reasons = []
-        for name in AUTO_ORDER:
-            try:
-                backend = BACKENDS.load(name).from_config(env, cfg)
-            except BackendUnavailable as exc:
-                reasons.append((name, exc))
-                continue
-            for skipped, exc in reasons:
-                backend.notes.append(f"render backend auto skipped {skipped}: {exc.what}")
-            log.info("render backend auto chose %r", name)
-            return backend
-        raise BackendUnavailable(
-            "no render backend can produce frames for this env",
-            got=" | ".join(f"{name}: {exc}" for name, exc in reasons),
-            fix=("make the env render: pass render_mode='rgb_array' to gymnasium (--render-mode rgb_array), "
-                 "ask for pixel observations (--from-pixels), or render MuJoCo cameras directly "
-                 "(--render-backend mujoco); or pick a data-only format (npz, jsonl)"))
-
-
-def underlying_env(env: Any) -> Any:
-    """The raw simulator env behind a torchrl env (gymnasium ``Env``, dm_control ``Environment``).
-
-    Unwraps ``TransformedEnv`` (``base_env``) and torchrl's library wrappers
-    (``_env``); returns ``env`` itself when there is nothing to unwrap.
-    """
-    seen = 0
-    while seen < 16:
-        seen += 1
-        # look in the instance's own storage, never through getattr: torchrl envs forward unknown
-        # attributes (TransformedEnv to its base env, batched envs to their workers)
-        own = getattr(env, "__dict__", {})
-        modules = own.get("_modules") or {}
-        inner = modules.get("base_env") or own.get("base_env") or own.get("_env") or modules.get("_env")
-        if inner is None or inner is env:
-            break
-        env = inner
-    return env

@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import BackendUnavailable
-from .base import RenderBackend, underlying_env
+from ..envs.unwrap import underlying_env
+from .base import RenderBackend
+from .mujoco import grow_offscreen_buffer, resolve_camera_id
 
 __all__ = ["EnvRenderBackend"]
 
@@ -69,8 +71,6 @@ class EnvRenderBackend(RenderBackend):
 
     @classmethod
     def _for_dm_control(cls, physics: Any, cameras: list[str], cfg: Any) -> EnvRenderBackend:
-        from .mujoco import grow_offscreen_buffer
-
         width, height = int(getattr(cfg, "width", 480)), int(getattr(cfg, "height", 480))
         model = getattr(physics.model, "ptr", physics.model)
         ids = {name: _dm_camera(model, name) for name in cameras}
@@ -130,8 +130,6 @@ class EnvRenderBackend(RenderBackend):
 
 def _dm_camera(model: Any, name: str) -> int:
     """dm_control's camera id for ``name`` (``"default"``: camera 0 if any, else the free camera -1)."""
-    from .mujoco import resolve_camera_id
-
     if name == "default":
         return 0 if model.ncam > 0 else -1
     return resolve_camera_id(model, name)

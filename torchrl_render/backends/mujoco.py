@@ -3,7 +3,7 @@
 Serves gymnasium MuJoCo envs (``env.unwrapped.model`` / ``.data``, no ``render_mode``
 needed) and dm_control envs (``physics.model.ptr`` / ``physics.data.ptr``) with
 :class:`mujoco.Renderer`. Importing this module does not import ``mujoco``:
-:func:`torchrl_render.gl.ensure_headless_gl` runs first, in :meth:`MujocoBackend.from_config`.
+:func:`torchrl_render.envs.gl.ensure_headless_gl` runs first, in :meth:`MujocoBackend.from_config`.
 
 Cameras (``cfg.camera``):
 
@@ -31,8 +31,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from ..envs.gl import ensure_headless_gl, gl_notes
+from ..envs.unwrap import underlying_env
 from ..errors import BackendUnavailable, ConfigError
-from .base import RenderBackend, log, underlying_env
+from .base import RenderBackend, log
+from .mjgl import Canvas, make_drawer
 
 __all__ = ["QUALITY", "MujocoBackend", "camera_names", "free_gymnasium_gl", "grow_offscreen_buffer",
            "resolve_camera_id"]
@@ -176,8 +179,6 @@ class MujocoBackend(RenderBackend):
         return scene
 
     def _make_drawer(self, threaded: bool | None) -> Any:
-        from .mjgl import Canvas, make_drawer
-
         mujoco, model = self._mujoco, self.model
         glob, quality = model.vis.global_, model.vis.quality
         settings = QUALITY[self.render_quality][1]
@@ -314,8 +315,6 @@ def free_gymnasium_gl(env: Any) -> None:
 
 
 def _ensure_gl(notes: list[str]) -> str | None:
-    from ..gl import ensure_headless_gl, gl_notes
-
     gl = ensure_headless_gl()
     notes.extend(n for n in gl_notes() if n not in notes)
     return gl or os.environ.get("MUJOCO_GL") or "glfw"
@@ -331,7 +330,7 @@ def _no_context(mujoco: Any, exc: Exception) -> BackendUnavailable:
         what, expected="a working headless OpenGL (MUJOCO_GL=egl or osmesa) or a display",
         got=f"MUJOCO_GL={wanted!r}, mujoco's GL context {context!r}",
         fix="set MUJOCO_GL=egl (or osmesa) before importing mujoco, gymnasium or dm_control, e.g. call "
-            "torchrl_render.gl.ensure_headless_gl() first (apt-get install libegl1 or libosmesa6 if missing)")
+            "torchrl_render.envs.gl.ensure_headless_gl() first (apt-get install libegl1 or libosmesa6 if missing)")
 
 
 def _context_name(mujoco: Any) -> str:

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SEED_MODES", "episode_seed", "reseed_for_reset", "seed_kind", "seed_once"]
+from ..config import SEED_MODES  # per-episode: as its ecosystem seeds seed + i; torchrl: torchrl.render's
 
-#: ``per-episode``: episode ``i`` is reset as its ecosystem seeds ``seed + i``; ``torchrl``: torchrl.render's.
-SEED_MODES = ("per-episode", "torchrl")
+__all__ = ["SEED_MODES", "episode_seed", "reseed_for_reset", "seed_kind", "seed_once"]
 
 
 def episode_seed(mode: str, seed: int | None, index: int) -> int | None:

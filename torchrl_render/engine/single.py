@@ -1,7 +1,7 @@
 """One torchrl env stepped with the policy, a step record per step; knows nothing of frames.
 
 The engine's path for envs that are torchrl envs of the user's, dm_control tasks and
-recurrent TensorDict policies (gymnasium envs take the batched numpy path, ``batch.py``).
+recurrent TensorDict policies (gymnasium envs take the batched numpy path, ``slot_loop.py``).
 Trajectory ``i`` is seeded ``seed + i``, or the env once as torchrl.render does (see :mod:`.seeding`).
 Step 0 is the state after reset;
 step ``t > 0`` is the state after the ``t``-th action, so a trajectory of ``n`` steps yields
@@ -16,14 +16,16 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import PolicyError, RenderError, RolloutError
+from ..envs.unwrap import underlying_env
+from ..errors import PolicyError, RenderError, RolloutError, UserPolicyError
 from .records import StepRecord
 from .seeding import episode_seed, reseed_for_reset, seed_once
 
-__all__ = ["rollout"]
+__all__ = ["act", "flag", "rollout"]
 
 
-def _flag(td: Any, key: Any) -> bool:
+def flag(td: Any, key: Any) -> bool:
+    """Whether any entry of ``td[key]`` is set (False when the key is absent)."""
     value = td.get(key, None)
     return bool(value.any()) if value is not None else False
 
@@ -33,8 +35,6 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
             seed_mode: str = "per-episode") -> Iterator[StepRecord]:
     """Rolls ``policy`` out in ``env`` for each trajectory index, one step at a time."""
     from torchrl.envs.utils import step_mdp
-
-    from ..backends.base import underlying_env
 
     raw = underlying_env(env)
     seed_once(env, seed_mode, seed)
@@ -49,16 +49,16 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
         step = 0
         while max_steps is None or step < max_steps:
             step += 1
-            td = _step(env, _act(policy, td, traj, step), traj, step)
+            td = _step(env, act(policy, td, traj, step), traj, step)
             nxt = td.get("next")
             reward = nxt.get(reward_key, None)
-            done, cut = _flag(nxt, done_key), step == max_steps
+            done, cut = flag(nxt, done_key), step == max_steps
             marks.step(nxt, step, cut and not done)
             record = StepRecord(
                 traj, step, nxt, td, traj_seed,
                 reward=float(reward.sum()) if reward is not None else 0.0,
-                done=done or cut, terminated=_flag(nxt, "terminated"),
-                truncated=_flag(nxt, "truncated") or (cut and not done), wall=time.perf_counter(), env=env)
+                done=done or cut, terminated=flag(nxt, "terminated"),
+                truncated=flag(nxt, "truncated") or (cut and not done), wall=time.perf_counter(), env=env)
             yield record
             if record.done:
                 break
@@ -122,9 +122,8 @@ class _StepCounterMarks:
         td.set(key, torch.full(shape, value, dtype=dtype, device=td.device))
 
 
-def _act(policy: Any, td: Any, traj: int, step: int) -> Any:
-    from ..policies import UserPolicyError
-
+def act(policy: Any, td: Any, traj: int, step: int) -> Any:
+    """``policy(td)``; an exception of the user's policy becomes a :class:`PolicyError` naming the step."""
     try:
         out = policy(td)
     except UserPolicyError as exc:  # the user's code raised; a bug of ours keeps its traceback

@@ -17,45 +17,41 @@ episodes that are ahead to disk so memory stays flat.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
+import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+import torch
+from tensordict import TensorDict
+from torchrl.envs import ParallelEnv, SerialEnv, TransformedEnv
+from torchrl.envs.utils import step_mdp
+
+from ..envs import build_env
+from ..envs.gl import ensure_headless_gl
+from ..envs.mjlog import quiet_mujoco_log
 from ..errors import RenderError, RolloutError
+from .episode_control import CONTROL_KEYS, FRAMES_KEY, RENDER_KEY, SEED_KEY, EpisodeControl
 from .records import StepRecord
-from .seeding import reseed_for_reset
-from .single import _act, _flag
+from .single import act, flag
 
 __all__ = ["EpisodeOrderer", "vector_rollout"]
 
-SEED_KEY = "_episode_seed"
-RENDER_KEY = "_episode_render"
-FRAMES_KEY = "_frames"
-CONTROL_KEYS = (SEED_KEY, RENDER_KEY, FRAMES_KEY)
 
 
-def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, needs_frames: bool,
+def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, make_backend: Callable[[Any], Any] | None,
                      slot: int | None = None) -> Any:
     """Runs in each worker: the user's env plus the episode-control transform."""
-    from torchrl.envs import TransformedEnv
-
-    from ..envs import build_env
-
-    if needs_frames:
-        from ..gl import ensure_headless_gl
+    if make_backend is not None:
         ensure_headless_gl()
-    import multiprocessing  # a worker process keeps MuJoCo's warnings off stderr and the cwd
-
-    if multiprocessing.parent_process() is not None:
-        import signal
-
-        from ..mjlog import quiet_mujoco_log
+    if multiprocessing.parent_process() is not None:  # a worker process keeps MuJoCo's warnings off stderr
         quiet_mujoco_log()
         # Ctrl-C reaches the whole process group: the parent stops the run and closes the workers, which
         # would otherwise each print a KeyboardInterrupt (and then broken pipe) traceback
@@ -63,7 +59,7 @@ def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, needs_fram
     env = build_env(cfg, payload, render_mode=render_mode)
     if slot is not None:
         _name_the_slot(env, slot)
-    return TransformedEnv(env, EpisodeControl(cfg, needs_frames))
+    return TransformedEnv(env, EpisodeControl(make_backend))
 
 
 def _name_the_slot(env: Any, slot: int) -> None:
@@ -80,105 +76,14 @@ def _name_the_slot(env: Any, slot: int) -> None:
     env._step = named_step
 
 
-def _episode_control_cls() -> type:
-    from torchrl.data import Bounded, Unbounded
-    from torchrl.envs import Transform
+def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, make_backend: Callable[[Any], Any] | None,
+                     notes: list[str]) -> Any:
+    """``ParallelEnv`` (spawned workers) or ``SerialEnv`` of ``cfg.num_envs`` worker envs.
 
-    class _EpisodeControl(Transform):
-        """Reseeds at reset from ``_episode_seed``; renders when ``_episode_render`` is set."""
-
-        def __init__(self, cfg: Any, needs_frames: bool) -> None:
-            super().__init__(in_keys=[], out_keys=[])
-            self.cfg, self.needs_frames = cfg, needs_frames
-            self.backend = None
-            self.probed = False
-            self.shapes: dict[str, tuple[int, ...]] = {}
-            self.render_now = False
-
-        def _probe_shapes(self) -> None:
-            """Frame shapes for the spec, from one frame of a throwaway backend (also in the parent's
-            metadata env, which never renders an episode)."""
-            if self.probed or not self.needs_frames:
-                return
-            self.probed = True
-            probe_backend = self._make_backend()
-            try:
-                probe = probe_backend.capture(self.parent.base_env.reset()) or {}
-            finally:
-                probe_backend.close()
-            from ..frames import to_uint8_hwc
-            self.shapes = {name: to_uint8_hwc(f).shape for name, f in probe.items()}
-
-        def _make_backend(self) -> Any:
-            from ..backends import BACKENDS
-            return BACKENDS.load(self.cfg.render_backend).from_config(self.parent.base_env, self.cfg)
-
-        def _reset_env_preprocess(self, tensordict: Any) -> Any:
-            if tensordict is not None:
-                seed = tensordict.get(SEED_KEY, None)
-                if seed is not None and int(seed) >= 0:
-                    from ..backends.base import underlying_env
-
-                    base = self.parent.base_env
-                    reseed_for_reset(base, underlying_env(base), int(seed))
-                flag = tensordict.get(RENDER_KEY, None)
-                self.render_now = bool(flag) if flag is not None else False
-            return tensordict
-
-        def _frames(self, td: Any) -> Any:
-            import torch
-            from ..frames import to_uint8_hwc
-            captured = self.backend.capture(td) if self.render_now else None
-            for name, shape in self.shapes.items():
-                frame = to_uint8_hwc(captured[name]) if captured else np.zeros(shape, np.uint8)
-                td.set((FRAMES_KEY, name), torch.from_numpy(np.ascontiguousarray(frame)))
-            return td
-
-        def _reset(self, tensordict: Any, tensordict_reset: Any) -> Any:
-            if self.render_now and self.shapes:
-                # made at the first rendered episode: a camera set up at its first frame (as gymnasium's
-                # default view is) sees that episode's state, as it does with one env
-                if self.backend is None:
-                    self.backend = self._make_backend()
-                self.backend.begin_episode()
-            return self._frames(tensordict_reset) if self.shapes else tensordict_reset
-
-        def _step(self, tensordict: Any, next_tensordict: Any) -> Any:
-            return self._frames(next_tensordict) if self.shapes else next_tensordict
-
-        def transform_observation_spec(self, observation_spec: Any) -> Any:
-            import torch
-
-            self._probe_shapes()
-            for name, shape in self.shapes.items():
-                observation_spec[(FRAMES_KEY, name)] = Bounded(0, 255, shape=shape, dtype=torch.uint8,
-                                                               device=observation_spec.device)
-            return observation_spec
-
-        def transform_state_spec(self, state_spec: Any) -> Any:
-            import torch
-            state_spec[SEED_KEY] = Unbounded(shape=(), dtype=torch.int64, device=state_spec.device)
-            state_spec[RENDER_KEY] = Unbounded(shape=(), dtype=torch.bool, device=state_spec.device)
-            return state_spec
-
-        def close(self) -> None:
-            if self.backend is not None:
-                self.backend.close()
-                self.backend = None
-
-    return _EpisodeControl
-
-
-def EpisodeControl(cfg: Any, needs_frames: bool) -> Any:  # noqa: N802 - a class factory (torchrl is imported lazily)
-    """The episode-control transform (see the module docstring)."""
-    return _episode_control_cls()(cfg, needs_frames)
-
-
-def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, needs_frames: bool, notes: list[str]) -> Any:
-    """``ParallelEnv`` (spawned workers) or ``SerialEnv`` of ``cfg.num_envs`` worker envs."""
-    from torchrl.envs import ParallelEnv, SerialEnv
-
-    make = partial(_make_worker_env, cfg, payload, render_mode, needs_frames)
+    ``make_backend`` (picklable, e.g. ``partial(backends.factory.make_backend, cfg)``) builds the render
+    backend inside each worker; ``None`` when the run needs no frames.
+    """
+    make = partial(_make_worker_env, cfg, payload, render_mode, make_backend)
     if cfg.env_batch_mode == "serial":
         return SerialEnv(cfg.num_envs, [partial(make, slot=i) for i in range(cfg.num_envs)])
     try:
@@ -193,8 +98,6 @@ def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, needs_fram
 def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps: int | None, seed: int | None,
                    rendered: range, done_key: Any = "done", reward_key: Any = "reward") -> Iterator[StepRecord]:
     """Dispatches the ``episodes`` (indices, in order) over the batched env; yields records as they happen."""
-    import torch
-
     k = env.batch_size[0]
     queue = episodes
     episode = [-1] * k
@@ -208,11 +111,11 @@ def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps:
         if per_env:
             for i in range(k):
                 if episode[i] >= 0:
-                    _merge_row(td, i, _act(policy.for_worker(i), td[i].clone(), episode[i], steps[i] + 1))
+                    _merge_row(td, i, act(policy.for_worker(i), td[i].clone(), episode[i], steps[i] + 1))
                 else:
                     _merge_row(td, i, td[i].clone().set(policy.cfg.action_key, policy.action_spec.zero()))
         else:  # one call for the batch; rows without an episode get a zero action (they are not stepped on)
-            td = _act(policy, td, min(e for e in episode if e >= 0), max(steps) + 1)
+            td = act(policy, td, min(e for e in episode if e >= 0), max(steps) + 1)
         td.set("_step", torch.tensor([e >= 0 for e in episode]))  # a slot without an episode is not stepped
         try:
             td = env.step(td)
@@ -245,8 +148,6 @@ def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps:
 
 def _merge_row(td: Any, i: int, row: Any) -> None:
     """Writes what the policy produced for env ``i`` (action, recurrent state...) into the batch."""
-    import torch
-
     for key in row.keys(True, True):
         value = row.get(key)
         if key not in td.keys(True, True):
@@ -263,9 +164,6 @@ def _begin(policy: Any, mask: Any, episode: list[int], seed: int | None) -> None
 def _control(env: Any, mask: Any, episode: list[int], queue: Iterator[int], seed: int | None,
              rendered: range) -> Any:
     """Assigns the next episodes to the masked workers; builds the reset TensorDict."""
-    import torch
-    from tensordict import TensorDict
-
     k = len(episode)
     seeds = torch.full((k,), -1, dtype=torch.int64)
     render = torch.zeros(k, dtype=torch.bool)
@@ -293,11 +191,11 @@ def _record(td: Any, i: int, ep: int, step: int, seed: int | None, reward_key: A
     row = td[i]
     nxt = row.get("next")
     reward = nxt.get(reward_key, None)
-    done, cut = _flag(nxt, done_key), step == max_steps
+    done, cut = flag(nxt, done_key), step == max_steps
     return StepRecord(ep, step, _clean(nxt), _clean(row), _seed(seed, ep),
                       reward=float(reward.sum()) if reward is not None else 0.0,
-                      done=done or cut, terminated=_flag(nxt, "terminated"),
-                      truncated=_flag(nxt, "truncated") or (cut and not done), wall=time.perf_counter(),
+                      done=done or cut, terminated=flag(nxt, "terminated"),
+                      truncated=flag(nxt, "truncated") or (cut and not done), wall=time.perf_counter(),
                       frames=_frames_of(nxt))
 
 
@@ -318,7 +216,6 @@ def _frames_of(td: Any) -> dict[str, np.ndarray] | None:
 
 
 def _step_mdp(td: Any) -> Any:
-    from torchrl.envs.utils import step_mdp
     return step_mdp(td, keep_other=True)
 
 

@@ -110,7 +110,7 @@ class LiveFeed:
     def _simulation(self, env: Any) -> Any:
         key = id(env)
         if key not in self._sims:
-            from .state import find_simulation
+            from ..envs.unwrap import find_simulation
 
             self._sims[key] = find_simulation(env)
         return self._sims[key]

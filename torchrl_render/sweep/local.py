@@ -142,7 +142,7 @@ def worker_main(conn: Any, cwd: str, threads: int) -> None:
     """A worker's life: receive a unit, run it, send its messages; ``None`` ends it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.chdir(cwd)
-    from ..gl import ensure_headless_gl
+    from ..envs.gl import ensure_headless_gl
 
     ensure_headless_gl()
     import torch

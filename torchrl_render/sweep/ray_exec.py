@@ -115,7 +115,7 @@ def _ray_unit(unit: dict[str, Any], cwd: str) -> Any:
     """The Ray task: runs the unit on a thread of its own and yields its messages as they come."""
     if os.path.isdir(cwd):
         os.chdir(cwd)
-    from ..gl import ensure_headless_gl
+    from ..envs.gl import ensure_headless_gl
     from .work import run_unit
 
     ensure_headless_gl()

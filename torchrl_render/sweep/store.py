@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import json_ready
+from ..storage import write_json_atomic as _write_json_atomic
 
 __all__ = ["EPISODES", "MANIFEST", "Store", "done_episodes", "read_manifest", "read_records", "write_json_atomic"]
 
@@ -125,14 +126,5 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Writes JSON to a temporary name, fsyncs it and renames it into place."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, default=str)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Writes JSON through :func:`torchrl_render.storage.atomic_path` (flushed to disk, renamed into place)."""
+    _write_json_atomic(path, data, default=str)

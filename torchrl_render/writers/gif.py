@@ -31,7 +31,7 @@ from PIL import GifImagePlugin, Image
 
 from ..data import FrameBundle
 from ..errors import WriterError
-from .base import Writer, frame_size_error, no_frames_error
+from .base import Writer, close_quietly, no_frames_error
 
 __all__ = ["GifWriter"]
 
@@ -60,7 +60,6 @@ class GifWriter(Writer):
         self._file: IO[bytes] | None = None
         self.fps = float(fps)
         self.delay_cs = max(2, round(100 / self.fps))
-        self.frame_shape: tuple[int, int] | None = None  # (H, W) of the first frame
 
     @classmethod
     def from_config(cls, path: Path, cfg: Any) -> GifWriter:
@@ -69,11 +68,7 @@ class GifWriter(Writer):
 
     def write(self, bundle: FrameBundle) -> None:
         """Quantizes the bundle's frame and appends it to the file."""
-        frame = next(iter(bundle.frames.values()))
-        if self._file is None:
-            self._open(frame.shape[0], frame.shape[1])
-        elif frame.shape[:2] != self.frame_shape:
-            raise frame_size_error(self.format, self.frame_shape, frame.shape, bundle)
+        frame = self._first_frame(bundle, self._open)
         image = Image.fromarray(frame).quantize(256, method=QUANTIZE)
         blocks = GifImagePlugin.getdata(image, duration=self.delay_cs * 10, disposal=DISPOSE_NONE,
                                         include_color_table=True)
@@ -104,11 +99,7 @@ class GifWriter(Writer):
 
     def _release(self) -> None:
         file, self._file = self._file, None
-        if file is not None:
-            try:
-                file.close()
-            except OSError:  # the partial file is deleted next
-                log.debug("closing an aborted gif failed", exc_info=True)
+        close_quietly(file, "gif")
 
 
 def _header(width: int, height: int) -> bytes:

@@ -28,9 +28,11 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
+from ..checkpoint import sha256_file
 from ..data import FrameBundle
 from ..errors import WriterError
-from .base import Writer
+from ..replay.page import assemble_page
+from .base import Writer, no_frames_error
 
 __all__ = ["HtmlWriter"]
 
@@ -68,8 +70,6 @@ class HtmlWriter(Writer):
         facts: dict[str, Any] = {"checkpoint_sha256": None, "env": _describe(getattr(cfg, "env", None))}
         ckpt = getattr(cfg, "ckpt", None)
         if ckpt is not None and Path(ckpt).is_file():
-            from ..checkpoint import sha256_file
-
             facts["checkpoint_sha256"] = sha256_file(ckpt)
         return facts
 
@@ -128,13 +128,9 @@ class HtmlWriter(Writer):
 
     def _finish(self) -> dict[str, Any]:
         if self._encoder is None:
-            from .base import no_frames_error
-
             raise no_frames_error(self.format, self.path)
         self._end_episode()
         self._chunks.close()
-        from ..replay.page import assemble_page
-
         head = {"title": self.title, "fps": self.fps, "facts": self.facts, "nbody": len(self._scene["bodies"])}
         with open(self._chunks_path, encoding="ascii") as chunks, open(self.tmp, "w", encoding="utf-8") as out:
             assemble_page(out, head, self._scene, self._episodes, chunks)

@@ -38,12 +38,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..config import callable_name
 from ..data import FrameBundle
 from ..errors import ConfigError, OutputExistsError, WriterError
+from ..kernel import execute_notebook
+from ..metrics import aggregate
 from ..notebook import EMBED_LIMIT_BYTES, display_width
 from ..report import ReportVideo, build_report, equivalent_command
-from .base import Writer, no_frames_error, remove
-from .base import _commit as commit
+from ..storage import atomic_path
+from .base import Writer, commit, no_frames_error, remove
+from .html import HtmlWriter
 from .mp4 import PRESET, Mp4Writer
 from .notebook_paths import asset_folder, portable_config, relative, search_path
 from .preview import Preview
@@ -121,13 +125,11 @@ class IpynbWriter(Writer):
                      assets=asset_folder(path, cfg))
         writer.frames_wanted = cls.wants_frames(cfg)
         if cls.wants_state(cfg):  # facts for the episodes' 3-D viewers
-            from .html import HtmlWriter
-
             writer._viewer_facts = HtmlWriter.facts_from_config(cfg)
         return writer
 
     @classmethod
-    def wants_state(cls, cfg: Any) -> bool:
+    def wants_state(cls, cfg: Any, default: bool = False) -> bool:
         """MuJoCo states for the 3-D viewer (``mujoco_wasm``; ``auto``: when the env has a model)."""
         backend = getattr(cfg, "notebook_render_backend", "static")
         return backend in ("auto", "mujoco_wasm") and cfg.notebook_rollout_mode != "live"
@@ -151,7 +153,7 @@ class IpynbWriter(Writer):
                                         fix="pass --overwrite (overwrite=True) or choose another --out")
 
     @classmethod
-    def wants_frames(cls, cfg: Any) -> bool:
+    def wants_frames(cls, cfg: Any, default: bool = True) -> bool:
         """Frames are needed unless the notebook rolls out by itself (``live``) or none were asked for
         (``--render-backend null``: the notebook shows the metrics, and the 3-D replay of MuJoCo envs)."""
         return cfg.notebook_rollout_mode != "live" and cfg.render_backend != "null"
@@ -212,9 +214,8 @@ class IpynbWriter(Writer):
 
         folder = asset_folder(path, cfg)
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".metadata.json.tmp-{os.getpid()}"
-        tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-        os.replace(tmp, folder / "metadata.json")
+        with atomic_path(folder / "metadata.json") as tmp:
+            tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         """Keeps the metrics and finishes the episode's mp4."""
@@ -226,8 +227,6 @@ class IpynbWriter(Writer):
     def _viewer_state(self, bundle: FrameBundle) -> None:
         traj = bundle.trajectory_index
         if traj not in self._viewers:
-            from .html import HtmlWriter
-
             self._viewers[traj] = HtmlWriter(self._workdir() / f"{self.stem}_ep{traj}.html", fps=self.fps,
                                              title=f"{self.stem} episode {traj}", facts=self._viewer_facts)
         self._viewers[traj].write(bundle)
@@ -290,8 +289,6 @@ class IpynbWriter(Writer):
                 "bytes": self.tmp.stat().st_size}
 
     def _metrics(self) -> dict[str, Any]:
-        from ..metrics import aggregate
-
         wall = sum(float(e.get("wall_s") or 0.0) for e in self._episodes)
         return {"per_episode": self._episodes, "aggregated": aggregate(self._episodes, wall)}
 
@@ -322,8 +319,6 @@ class IpynbWriter(Writer):
     def _run(self, nb: Any) -> None:
         """Executes ``nb`` in place with nbclient, in a fresh kernel of this interpreter."""
         from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-
-        from ..kernel import execute_notebook
 
         cwd = self._workdir() / "kernel"
         cwd.mkdir(exist_ok=True)
@@ -397,8 +392,6 @@ def _check_can_execute() -> None:
 
 
 def _check_importable_factories(cfg: Any) -> None:
-    from ..config import callable_name
-
     for name in ("env", "policy"):
         spec = getattr(cfg, name)
         if not isinstance(spec, str) and "<" in callable_name(spec):

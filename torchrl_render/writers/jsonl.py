@@ -48,8 +48,11 @@ from typing import IO, Any
 
 import numpy as np
 
+from .._version import __version__
 from ..data import FrameBundle
 from ..errors import WriterError
+from ..keys import key_to_string
+from ..storage import atomic_path
 from ..metrics import aggregate, json_ready
 from .base import Writer
 
@@ -120,15 +123,11 @@ class JsonlWriter(Writer):
     @classmethod
     def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
         """Puts the run's ``metadata`` into the first line (torchrl.render's layout), rewriting the file once."""
-        from .base import _commit, temp_path
-
-        tmp = temp_path(path)
-        with open(path, "rb") as source, open(tmp, "wb") as target:
+        with atomic_path(path) as tmp, open(path, "rb") as source, open(tmp, "wb") as target:
             first = json.loads(source.readline())
             first["metadata"] = metadata
             target.write((json.dumps(json_ready(first), default=str, allow_nan=False) + "\n").encode())
             shutil.copyfileobj(source, target, 1 << 20)
-        _commit(tmp, path)
 
     def _open(self) -> IO[bytes]:
         if self._file is None:
@@ -137,11 +136,10 @@ class JsonlWriter(Writer):
             except OSError as exc:
                 raise WriterError(f"cannot create the log file {str(self.path)!r}", got=str(exc),
                                   fix="check that the folder exists and is writable") from exc
-            from .. import __version__
-
             self._line({"type": "metadata", "format": "torchrl_render.jsonl", "version": VERSION,
                         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                        "torchrl_render": __version__, "action_key": _key(self.action_key), "config": self.config})
+                        "torchrl_render": __version__, "action_key": key_to_string(self.action_key),
+                        "config": self.config})
         return self._file
 
     def _line(self, data: dict[str, Any]) -> None:
@@ -182,7 +180,3 @@ def _action_summaries(actions: np.ndarray | None, n: int) -> list[dict[str, Any]
         for row, listed in zip(out, values.tolist()):
             row["action"] = listed
     return out
-
-
-def _key(key: Any) -> str:
-    return ".".join(key) if isinstance(key, tuple) else str(key)

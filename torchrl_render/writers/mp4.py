@@ -30,7 +30,7 @@ import numpy as np
 
 from ..data import FrameBundle
 from ..errors import WriterError
-from .base import Writer, frame_size_error, no_frames_error
+from .base import Writer, no_frames_error
 
 __all__ = ["Mp4Writer"]
 
@@ -77,7 +77,6 @@ class Mp4Writer(Writer):
         self.preset = preset
         self.fps = float(fps)
         self.rate = Fraction(self.fps).limit_denominator(1001)
-        self.frame_shape: tuple[int, int] | None = None  # (H, W) of the first frame
         self._canonical = _check_codec(self.codec)
 
     @classmethod
@@ -88,11 +87,7 @@ class Mp4Writer(Writer):
 
     def write(self, bundle: FrameBundle) -> None:
         """Encodes the bundle's frame (uint8 HxWx3)."""
-        frame = next(iter(bundle.frames.values()))
-        if self._container is None:
-            self._open(frame.shape[0], frame.shape[1])
-        elif frame.shape[:2] != self.frame_shape:
-            raise frame_size_error(self.format, self.frame_shape, frame.shape, bundle)
+        frame = self._first_frame(bundle, self._open)
         if self._pad is not None:
             self._pad[: frame.shape[0], : frame.shape[1]] = frame
             frame = self._pad

@@ -47,7 +47,9 @@ import numpy as np
 
 from ..data import FrameBundle
 from ..errors import WriterError
-from .base import Writer, frame_size_error
+from ..keys import key_to_string
+from ..storage import atomic_path
+from .base import Writer, close_quietly, frame_size_error
 
 __all__ = ["NpzWriter"]
 
@@ -84,7 +86,7 @@ class NpzWriter(Writer):
                    frames=cls.wants_frames(cfg), config=cfg.to_dict())
 
     @classmethod
-    def wants_frames(cls, cfg: Any) -> bool:
+    def wants_frames(cls, cfg: Any, default: bool = False) -> bool:
         """Frames only when ``npz_frames`` is set."""
         return bool(getattr(cfg, "npz_frames", False))
 
@@ -95,7 +97,7 @@ class NpzWriter(Writer):
         if trajectory is not None:
             for key, value in trajectory.items(True, True):
                 if hasattr(value, "detach"):  # tensors (non-tensor leaves have no array form)
-                    self._put(f"traj_{episode.index:03d}/{_key(key)}", value.detach().cpu().numpy())
+                    self._put(f"traj_{episode.index:03d}/{key_to_string(key)}", value.detach().cpu().numpy())
         prefix = f"traj{episode.index}/"
         if episode.observations is None:
             self._missing.add("observations")
@@ -154,7 +156,8 @@ class NpzWriter(Writer):
         self._put("seeds", np.asarray(columns[1], dtype=np.int64))
         self._put("lengths", np.asarray(columns[2], dtype=np.int64))
         self._put("returns", np.asarray(columns[3], dtype=np.float64))
-        meta = {"torchrl_render_npz": VERSION, "obs_key": _key(self.obs_key), "action_key": _key(self.action_key),
+        meta = {"torchrl_render_npz": VERSION, "obs_key": key_to_string(self.obs_key),
+                "action_key": key_to_string(self.action_key),
                 "frames": self.frames, "missing": sorted(self._missing), "config": self.config}
         self._put("metadata_json", np.asarray(json.dumps(meta, default=str)))
         self._put("config", np.asarray(json.dumps(self.config, sort_keys=True, default=str)))  # torchrl.render's
@@ -168,10 +171,8 @@ class NpzWriter(Writer):
     def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
         """Adds the run's metadata as ``metadata`` (a JSON string, torchrl.render's key), through a copy of the
         file renamed into place (a crash never leaves it half-written); an older ``metadata`` is replaced."""
-        from .base import _commit, temp_path
-
-        tmp = temp_path(path)
-        with zipfile.ZipFile(path) as source, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as out:
+        with atomic_path(path) as tmp, zipfile.ZipFile(path) as source, \
+                zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as out:
             for info in source.infolist():
                 if info.filename != "metadata.npy":
                     with source.open(info) as member, out.open(info.filename, "w", force_zip64=True) as copy:
@@ -179,18 +180,13 @@ class NpzWriter(Writer):
             with out.open("metadata.npy", "w", force_zip64=True) as member:
                 text = np.asarray(json.dumps(metadata, sort_keys=True, default=str))
                 np.lib.format.write_array(member, text, allow_pickle=False)
-        _commit(tmp, path)
 
     def _release(self) -> None:
         for spool in self._spools.values():
             spool.close()
         self._spools.clear()
         zf, self._zip = self._zip, None
-        if zf is not None:
-            try:
-                zf.close()
-            except Exception:  # the partial file is deleted next
-                log.debug("closing an aborted npz failed", exc_info=True)
+        close_quietly(zf, "npz")
 
 
 class _FrameSpool:
@@ -218,7 +214,3 @@ class _FrameSpool:
         file, self.file = self.file, None
         if file is not None:
             file.close()
-
-
-def _key(key: Any) -> str:
-    return ".".join(key) if isinstance(key, tuple) else str(key)

@@ -4,7 +4,7 @@ Rendered episodes come first, on the run's own env (the render backends were bui
 one policy call per step exactly as a one-env run makes; the other episodes are dispatched over
 K slots. ``env_batch_mode="auto"`` times a few steps of an env built for that alone (never one of
 the run's) and uses worker processes only when a step costs more than
-:data:`~torchrl_render.engine.PARALLEL_STEP_S` and there is more than one core (the choice and the
+:data:`PARALLEL_STEP_S` and there is more than one core (the choice and the
 timing go to the metadata).
 """
 
@@ -17,11 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from .batch import SlotLoop
+from ..policies.actions import check_actions, gym_bounds
+from ..envs import make_raw_env
+from ..envs.unwrap import find_simulation, plain_gymnasium
+from ..errors import ConfigError
+from .slot_loop import SlotLoop
 from .records import Episode, StepRecord
-from .slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
+from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
 
-__all__ = ["run_gymnasium"]
+__all__ = ["PARALLEL_STEP_S", "actor", "prepare", "read_qpos", "release", "run_gymnasium"]
+
+#: Above this many seconds per env step, ``auto`` steps K envs in worker processes.
+PARALLEL_STEP_S = 5e-4
 
 
 def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
@@ -78,8 +85,6 @@ def release(engine: Any) -> None:
 
 def read_qpos(env: Any) -> np.ndarray:
     """MuJoCo's ``qpos`` of a gymnasium MuJoCo env (a copy), for ``mujoco_qpos_key``."""
-    from ..replay.state import find_simulation
-
     return np.array(find_simulation(env)[1].qpos, dtype=np.float64)
 
 
@@ -89,9 +94,6 @@ def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
     key = getattr(cfg, "mujoco_qpos_key", None)
     if key is None:
         return {}
-    from ..errors import ConfigError
-    from ..replay.state import find_simulation
-
     if find_simulation(raw) is None:
         raise ConfigError("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
                           "and this env has none", expected="a gymnasium MuJoCo env or a dm_control env",
@@ -103,8 +105,6 @@ def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
 
 def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     """K slots: this process's envs (the run's own first) or worker processes."""
-    from ..envs import make_raw_env
-
     cfg, raw = engine.cfg, engine.raw
     k, mode = cfg.num_envs, cfg.env_batch_mode
     if mode == "auto":
@@ -112,8 +112,6 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
         if k > 1 and cpu_count() > 1:  # timed on an env of its own: the run's envs are never stepped for it
             seconds = step_seconds(partial(make_raw_env, cfg, engine.payload, render_mode=engine.render_mode))
             engine.info["step_ms"] = round(seconds * 1e3, 4)
-            from . import PARALLEL_STEP_S
-
             mode = "parallel" if seconds > PARALLEL_STEP_S else "serial"
     engine.info["batch_mode"] = mode if k > 1 else "serial"
     if mode == "serial" or k == 1:
@@ -131,38 +129,9 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method, extras=extras), []
 
 
-def _checked(out: np.ndarray, rows: np.ndarray, bounds: tuple[Any, Any] | None) -> np.ndarray:
-    """Refuses a NaN or infinite action, or an integer action outside the space (one numpy check for
-    the batch each)."""
-    if out.dtype.kind == "f" and not np.isfinite(out).all():
-        bad = out[rows]
-        if not np.isfinite(bad).all():
-            from ..actions import non_finite_action
-
-            raise non_finite_action(bad[~np.isfinite(bad).all(axis=tuple(range(1, bad.ndim)))][0])
-    if bounds is not None:
-        actions = out[rows]
-        outside = (actions < bounds[0]) | (actions > bounds[1])
-        if outside.any():
-            raise _out_of_space(actions[outside.reshape(len(rows), -1).any(-1)][0], bounds)
-    return out
-
-
-def _out_of_space(actions: np.ndarray, bounds: tuple[Any, Any]) -> Exception:
-    from ..errors import PolicyError
-
-    low, high = (np.asarray(b).tolist() for b in bounds)
-    return PolicyError("the policy's action is outside the env's action space",
-                       expected=f"whole numbers from {low} to {high}", got=str(actions.tolist())[:200],
-                       fix="return a valid index (e.g. logits.argmax(-1)), or 0/1 values for a MultiBinary space")
-
-
 def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
     """``act(rows) -> actions [K, ...]`` and ``begin(slot, seed)`` for the policy over ``slots``."""
     import torch
-
-    from ..actions import gym_bounds
-    from ..envs import plain_gymnasium
 
     views = {key: torch.from_numpy(slots.obs[key]) for key in slots.layout}  # share the slots' memory
     spec = policy.gym_check.spec  # the action as the gymnasium env takes it (an index for Discrete)
@@ -175,7 +144,7 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
             for i in active.tolist():
                 runner, obs = rows[i]
                 out[i] = runner.act(obs).numpy()
-            return _checked(out, active, bounds)
+            return check_actions(out, active, bounds)
 
         def begin(i: int, seed: int | None) -> None:
             rows[i][0].begin_episode(seed)
@@ -188,6 +157,6 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
 
     def act_batch(active: np.ndarray) -> np.ndarray:
         out[:] = policy.act(views, batch).numpy()
-        return _checked(out, active, bounds)
+        return check_actions(out, active, bounds)
 
     return act_batch, (lambda i, seed: None)

@@ -16,7 +16,7 @@ recorded as a note, readable with :func:`gl_notes`, for the run's warnings.
 Pure standard library, cheap after the first call, and idempotent.
 
 Example:
-    >>> from torchrl_render.gl import GL_LIBRARIES, ensure_headless_gl, gl_notes
+    >>> from torchrl_render.envs.gl import GL_LIBRARIES, ensure_headless_gl, gl_notes
     >>> # first thing, before gymnasium, dm_control or mujoco are imported:
     >>> ensure_headless_gl()  # doctest: +SKIP
     'egl'
@@ -34,7 +34,7 @@ import functools
 import os
 import sys
 
-from .errors import BackendUnavailable
+from ..errors import BackendUnavailable
 
 __all__ = ["GL_LIBRARIES", "KNOWN_MUJOCO_GL", "ensure_headless_gl", "gl_notes", "missing_gl_library"]
 

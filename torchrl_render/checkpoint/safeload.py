@@ -1,6 +1,6 @@
 """``torch.load`` that runs no code from the file unless trusted: the one reader of pickled checkpoints.
 
-Both :mod:`torchrl_render.checkpoint` (``.pt`` files) and :mod:`torchrl_render.torchrl_checkpoint`
+Both :mod:`torchrl_render.checkpoint` (``.pt`` files) and :mod:`torchrl_render.checkpoint.torchrl_format`
 (a unified checkpoint's ``state.pt`` component) read through it, so neither imports the other back.
 
 Example:
@@ -15,7 +15,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from .errors import CheckpointError, UnsafeCheckpointError
+from ..errors import CheckpointError, UnsafeCheckpointError
 
 __all__ = ["CORRUPT_FIX", "torch_load", "weights_only_reason"]
 

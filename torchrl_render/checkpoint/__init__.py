@@ -16,6 +16,9 @@ Loading never runs code from the file unless asked to:
   ``extra`` entries at the top level, ``frames``, ``metrics``, ``config``); every
   other component is read only when named (``--checkpoint-key``).
 
+The package: this module (reading, hashing, inference, writing), :mod:`.safeload` (the one
+``torch.load`` of pickled data) and :mod:`.torchrl_format` (TorchRL's checkpoint layout).
+
 Example:
     >>> import tempfile, os, torch
     >>> path = os.path.join(tempfile.mkdtemp(), "p.pt")
@@ -37,10 +40,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import CheckpointError
+from ..errors import CheckpointError
+from ..storage import atomic_path
 from .safeload import CORRUPT_FIX as _CORRUPT_FIX
 from .safeload import torch_load as _torch_load
-from .torchrl_checkpoint import MANIFEST, TorchRLCheckpoint, is_torchrl_archive
+from .torchrl_format import MANIFEST, TorchRLCheckpoint, is_torchrl_archive, save_unified
 
 __all__ = ["TorchRLCheckpoint", "check_payload", "infer_state_dict", "load_checkpoint", "load_into_policy",
            "read_checkpoint", "save_render_checkpoint", "sha256_file"]
@@ -288,17 +292,11 @@ def save_render_checkpoint(path: str | Path | None, model: Any, *, env_metadata:
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     if format not in (None, "pt"):
-        from .torchrl_checkpoint import save_unified
-
         return save_unified(path, format, state, env_metadata, frames, metrics, config, extra)
     payload = _legacy_payload(state, env_metadata, frames, metrics, config, extra)
     _check_safe(payload, "payload")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    with atomic_path(path) as tmp:
         torch.save(payload, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 

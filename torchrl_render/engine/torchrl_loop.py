@@ -1,5 +1,7 @@
 """The torchrl path: one torchrl env (``single.py``) or K of them (``workers.py``), records per step.
 
+Imports torchrl (through ``workers.py``): loaded only when the engine takes this path.
+
 Each episode's step records are gathered into an :class:`Episode` when it ends (its
 transitions stacked into one TensorDict): this path keeps a TensorDict per step, which is what
 torchrl's own envs produce; the gymnasium path avoids them.
@@ -12,7 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from ..envs.mujoco_state import LiveStates
+from ..metrics import read_success, step_success
 from .records import Episode, StepRecord
+from .single import rollout
+from .workers import EpisodeOrderer, vector_rollout
 
 __all__ = ["run_torchrl"]
 
@@ -25,14 +31,10 @@ def run_torchrl(engine: Any) -> Iterator[StepRecord | Episode]:
     plan = engine.plan()
     episodes = iter(plan.next, None)
     if cfg.num_envs == 1:
-        from .single import rollout
-
         records = rollout(engine.env, engine.policy, trajectories=episodes, max_steps=cfg.max_steps, seed=cfg.seed,
                           done_key=cfg.done_key, reward_key=cfg.reward_key, seed_mode=cfg.seed_mode)
         yield from _gather(engine, plan, records)
         return
-    from .workers import EpisodeOrderer, vector_rollout
-
     orderer = EpisodeOrderer(cfg.max_steps)
     try:
         records = (r for record in vector_rollout(engine.batched, engine.policy, episodes=episodes,
@@ -59,13 +61,9 @@ class _Gathered:
 
 
 def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[StepRecord | Episode]:
-    from ..metrics import read_success, step_success
-
     current: dict[int, _Gathered] = {}
     qpos = None
     if getattr(engine.cfg, "mujoco_qpos_key", None) is not None:  # qpos with every step
-        from ..replay.live import LiveStates
-
         qpos = LiveStates(engine.cfg, False)
     for record in records:
         yield record

@@ -19,12 +19,13 @@ only value checks (finite, whole numbers, a valid index or one-hot) look at the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from math import prod
 from typing import Any
 
-from .errors import PolicyError
+import numpy as np
 
-__all__ = ["ActionChecker", "gym_action_spec", "gym_bounds", "non_finite_action"]
+from ..errors import PolicyError
+
+__all__ = ["ActionChecker", "check_actions", "gym_action_spec", "gym_bounds", "non_finite_action"]
 
 _UNPLANNED = object()
 
@@ -39,7 +40,6 @@ def non_finite_action(action: Any) -> PolicyError:
 def gym_action_spec(space: Any) -> tuple[Any, Any] | None:
     """A torchrl spec of a gymnasium discrete space in gymnasium's own encoding (indices, not torchrl's
     one-hot) and its index offset (``start``); None for a space whose torchrl spec is already that."""
-    import numpy as np
     import torch
     from gymnasium import spaces
     from torchrl.data import Categorical, MultiCategorical
@@ -258,3 +258,25 @@ def _to_index(one_hot: Any, sizes: list[int], multi: bool, start: Any) -> Any:
                           fix="return the chosen index (e.g. probs.argmax(-1)), not probabilities or scores")
     index = torch.stack([p.argmax(-1) for p in parts], -1) if multi else parts[0].argmax(-1)
     return index + start if not (isinstance(start, int) and start == 0) else index
+
+
+def check_actions(out: np.ndarray, rows: np.ndarray, bounds: tuple[Any, Any] | None) -> np.ndarray:
+    """``out`` (the batch's actions), after refusing a NaN or infinite action in ``rows``, or an integer
+    action outside ``bounds`` (one numpy check for the batch each)."""
+    if out.dtype.kind == "f" and not np.isfinite(out).all():
+        bad = out[rows]
+        if not np.isfinite(bad).all():
+            raise non_finite_action(bad[~np.isfinite(bad).all(axis=tuple(range(1, bad.ndim)))][0])
+    if bounds is not None:
+        actions = out[rows]
+        outside = (actions < bounds[0]) | (actions > bounds[1])
+        if outside.any():
+            raise _out_of_space(actions[outside.reshape(len(rows), -1).any(-1)][0], bounds)
+    return out
+
+
+def _out_of_space(actions: np.ndarray, bounds: tuple[Any, Any]) -> Exception:
+    low, high = (np.asarray(b).tolist() for b in bounds)
+    return PolicyError("the policy's action is outside the env's action space",
+                       expected=f"whole numbers from {low} to {high}", got=str(actions.tolist())[:200],
+                       fix="return a valid index (e.g. logits.argmax(-1)), or 0/1 values for a MultiBinary space")

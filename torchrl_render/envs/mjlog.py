@@ -86,7 +86,7 @@ def _mute_log_file(mujoco: Any) -> tuple[bool, bool]:
 def captured_mujoco_warnings(notes: list[str] | None = None) -> Iterator[list[str]]:
     """Routes MuJoCo's warnings into ``notes`` (a new list if ``None``) while the block runs.
 
-    A no-op when mujoco is not installed. Must be entered after :func:`torchrl_render.gl.ensure_headless_gl`
+    A no-op when mujoco is not installed. Must be entered after :func:`torchrl_render.envs.gl.ensure_headless_gl`
     (it imports mujoco). The previous handler is restored on exit.
     """
     messages: list[str] = [] if notes is None else notes

@@ -35,7 +35,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .errors import CheckpointError
+from ..errors import CheckpointError
+from .safeload import torch_load
 
 __all__ = ["MANIFEST", "TorchRLCheckpoint", "is_torchrl_archive", "save_unified"]
 
@@ -183,8 +184,6 @@ def _read_component(ckpt: TorchRLCheckpoint, name: str, record: Mapping[str, Any
                               expected="a state-dict or JSON component, such as 'policy'", got=adapter,
                               fix="pass --checkpoint-key with the component holding the policy's weights")
     if "state.pt" in files:
-        from .safeload import torch_load
-
         data = source.read(f"{base}/state.pt")
         return torch_load(io.BytesIO(data), f"{ckpt.path}:{name}", len(data), ckpt.trust)
     if "state.tdc" in files:

@@ -16,7 +16,7 @@ import inspect
 import re
 from typing import Any
 
-from .errors import PolicyError
+from ..errors import PolicyError
 
 __all__ = ["TENSORDICT_NAMES", "both_failed", "policy_kind"]
 

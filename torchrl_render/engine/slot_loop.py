@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import PolicyError, RenderError, RolloutError, UserPolicyError
+from .env_slots import SlotError
 from .plan import EpisodePlan
 from .records import Episode, StepRecord
-from .slots import SlotError
 
 __all__ = ["SlotLoop"]
 
@@ -29,7 +30,7 @@ class SlotLoop:
     """Runs the plan's episodes on ``slots``.
 
     Args:
-        slots: :class:`~torchrl_render.engine.slots.InProcessSlots` or ``ProcessSlots``.
+        slots: :class:`~torchrl_render.engine.env_slots.InProcessSlots` or ``ProcessSlots``.
         act: ``act(rows) -> actions [K, ...]`` (one batched policy call, or one per row).
         begin: ``begin(slot, seed)`` at every episode start (stateful policies, RNG streams).
         plan: The :class:`EpisodePlan` (shared between phases).
@@ -102,9 +103,6 @@ class SlotLoop:
         return f"at a step of episodes {episodes}"
 
     def _act(self, rows: np.ndarray) -> np.ndarray:
-        from ..errors import PolicyError
-        from ..policies import UserPolicyError
-
         try:
             return self.act(rows)
         except UserPolicyError as exc:  # the user's code raised; a bug of ours keeps its traceback
@@ -113,8 +111,6 @@ class SlotLoop:
                 from exc.__cause__
 
     def _step(self, rows: np.ndarray, actions: np.ndarray) -> None:
-        from ..errors import RenderError, RolloutError
-
         fix = "check the env's step(), or the action the policy produced"
         try:
             self.slots.step(rows.tolist(), actions)
@@ -127,8 +123,6 @@ class SlotLoop:
             raise RolloutError(f"the env raised {self._where(rows, 1)}: {type(exc).__name__}: {exc}", fix=fix) from exc
 
     def _reset(self, rows: list[int], seeds: list[int | None]) -> None:
-        from ..errors import RenderError, RolloutError
-
         fix = "check the env factory and its reset()"
         try:
             self.slots.reset(rows, seeds)

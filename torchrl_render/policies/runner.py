@@ -1,12 +1,8 @@
-"""Turning what a policy factory returns into a TensorDict -> TensorDict step function.
+"""Calling the user's policy on step TensorDicts or observations: :class:`PolicyRunner`.
 
-How a policy is called (with the step TensorDict, or with ``td[obs_key]``) is decided by one rule,
-:func:`~torchrl_render.policy_kinds.policy_kind`; a policy the rule leaves open is decided at its
-first call. A tensor policy's result is written to ``td[action_key]``.
-
-Observations are cast to the policy's floating dtype (gymnasium's float64 reaches
-a float32 network) and moved to its device; actions are cast back to the env's
-action spec dtype and device. Each adaptation is noted once in the warnings.
+The runner decides once how the policy is called (:mod:`.adapters`), casts observations to the
+policy's dtype and device and actions back to the env's (:mod:`.actions` checks them), and keeps
+one RNG stream per episode for stochastic policies.
 """
 
 from __future__ import annotations
@@ -17,19 +13,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .actions import ActionChecker, gym_action_spec, non_finite_action
-from .checkpoint import infer_state_dict, load_into_policy
-from .config import RenderConfig, RenderPolicySpec, key_to_string
-from .errors import PolicyError, RenderError
-from .policy_kinds import both_failed, policy_kind
-from .resolve import call_factory, resolve
+from ..config import RenderConfig
+from ..envs.unwrap import plain_gymnasium
+from ..errors import PolicyError, RenderError, UserPolicyError
+from ..keys import key_to_string
+from .actions import ActionChecker, gym_action_spec
+from .adapters import both_failed, policy_kind
 
-__all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type", "non_finite_action",
-           "policy_kind"]
-
-
-class UserPolicyError(Exception):
-    """The user's policy raised (as opposed to a bug in our adaptation code); ``__cause__`` holds it."""
+__all__ = ["PolicyRunner", "exploration_type", "visible_keys"]
 
 
 def exploration_type(cfg: RenderConfig) -> Any:
@@ -39,35 +30,6 @@ def exploration_type(cfg: RenderConfig) -> Any:
     mode = cfg.exploration_mode or ("deterministic" if cfg.deterministic else "random")
     return {"deterministic": ExplorationType.DETERMINISTIC, "mode": ExplorationType.MODE,
             "mean": ExplorationType.MEAN, "random": ExplorationType.RANDOM}[mode]
-
-
-def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
-                 notes: list[str]) -> PolicyRunner:
-    """Calls the policy factory, loads the checkpoint's weights, and adapts the result."""
-    import torch
-
-    device = cfg.policy_device or cfg.device
-    if isinstance(cfg.policy, torch.nn.Module):  # an instance, not a factory: calling it would run its forward
-        policy = cfg.policy
-        notes.append(f"the policy was given as an object ({type(policy).__name__}): used as it is, not called as a "
-                     "factory")
-    else:
-        spec = RenderPolicySpec(ckpt_path=cfg.ckpt, checkpoint=payload, checkpoint_hash=digest, device=device,
-                                env_specs=factory_specs(env), policy_kwargs=dict(cfg.policy_kwargs),
-                                config=cfg)
-        policy = call_factory(resolve(cfg.policy, "policy"), spec, cfg.policy_kwargs, "policy")
-    if policy is None or not callable(policy):
-        raise PolicyError(f"the policy factory {cfg.policy!r} returned {type(policy).__name__}, which cannot act",
-                          expected="a TensorDictModule, an nn.Module or a callable mapping observations to actions",
-                          got=type(policy).__name__, fix="return the policy object from the factory")
-    _load_weights(cfg, policy, payload, notes)
-    if isinstance(policy, torch.nn.Module):
-        policy.to(device)
-        if cfg.policy_eval:
-            policy.eval()
-    runner = PolicyRunner(policy, cfg, env, notes)
-    _check_exploration(runner, env, notes)
-    return runner
 
 
 def _tensordict(obs: dict[Any, Any], batch: tuple[int, ...]) -> Any:
@@ -81,97 +43,6 @@ def visible_keys(td: Any) -> list[str]:
     reported = td.get("success_reported", None)
     hidden = {"success_reported"} | ({"success"} if reported is not None and not bool(reported.any()) else set())
     return [key_to_string(k) for k in td.keys(True, True) if key_to_string(k) not in hidden]
-
-
-def factory_specs(env: Any) -> Any:
-    """The single env's specs as the user's env has them: without the success entries that our
-    gymnasium info reader adds (they are bookkeeping, not observations)."""
-    specs = getattr(env, "specs", None)
-    if specs is None or not getattr(env, "_torchrl_render_wrapped", False):
-        return specs
-    specs = specs.clone()
-    observation = specs["output_spec", "full_observation_spec"]
-    for key in ("success", "success_reported"):
-        if key in observation.keys():
-            del observation[key]
-    return specs
-
-
-def _load_weights(cfg: RenderConfig, policy: Any, payload: Any, notes: list[str]) -> None:
-    import torch
-
-    if cfg.ckpt is None and not isinstance(cfg.policy, torch.nn.Module):  # an object brings its own weights
-        notes.append("no checkpoint was given (--ckpt): the policy acts with the weights its factory gave it "
-                     "(random ones, unless the factory loads trained weights itself)")
-    if payload is None or not cfg.auto_load_policy or not hasattr(policy, "load_state_dict"):
-        return
-    state_dict, where = infer_state_dict(payload, cfg.checkpoint_key, cfg.state_dict_key)
-    if state_dict is None:
-        notes.append("no state dict found in the checkpoint; the policy keeps the weights its factory gave it "
-                     "(pass --state-dict-key to name one)")
-        return
-    outcome = load_into_policy(policy, state_dict, strict=cfg.strict_load)
-    notes.append(f"policy weights {outcome} from checkpoint entry {where!r}")
-
-
-def _samplers(policy: Any) -> list[Any]:
-    """The sub-modules that act differently under torchrl's RANDOM exploration type."""
-    import torch
-
-    if not isinstance(policy, torch.nn.Module):
-        return []
-    from tensordict.nn import ProbabilisticTensorDictModule
-    from torchrl.modules.tensordict_module.exploration import (
-        AdditiveGaussianModule,
-        EGreedyModule,
-        OrnsteinUhlenbeckProcessModule,
-    )
-
-    kinds = (ProbabilisticTensorDictModule, AdditiveGaussianModule, EGreedyModule, OrnsteinUhlenbeckProcessModule)
-    return [m for m in policy.modules() if isinstance(m, kinds)]
-
-
-def _check_exploration(runner: PolicyRunner, env: Any, notes: list[str]) -> None:
-    """Notes a --stochastic that cannot change anything; refuses a mode the policy's distribution lacks."""
-    cfg = runner.cfg
-    mode = cfg.exploration_mode or ("deterministic" if cfg.deterministic else "random")
-    samplers = _samplers(runner.policy)
-    if mode == "random" and not samplers:
-        notes.append(f"--stochastic has no effect: the {runner.kind or 'plain'} policy has no probabilistic module "
-                     "(such as torchrl's ProbabilisticActor) or exploration module, so it acts the same in every mode")
-    dists = sorted({getattr(m.distribution_class, "__name__", str(m.distribution_class)) for m in samplers
-                    if hasattr(m, "distribution_class")})
-    if mode not in ("mode", "mean") or not dists or not runner.is_td:
-        return
-    failure = _probe(runner, env, mode)
-    if failure is None:
-        return
-    working = [m for m in ("deterministic", "mode", "mean", "random") if m != mode and _probe(runner, env, m) is None]
-    if working:  # the mode is the problem, not the policy or the observation
-        raise PolicyError(f"the policy's {'/'.join(dists)} distribution has no {mode!r} (--exploration-mode {mode} "
-                          f"raised {failure})", expected=f"an exploration mode it supports: {', '.join(working)}",
-                          got=mode, fix=f"pass --exploration-mode {working[0]} (deterministic uses the "
-                                        "distribution's deterministic sample, e.g. tanh of the mean for TanhNormal)")
-
-
-def _probe(runner: PolicyRunner, env: Any, mode: str) -> str | None:
-    """Calls the policy once on the env's zero TensorDict under ``mode``; the error text, or ``None``."""
-    from torchrl.envs.utils import ExplorationType
-
-    td = env.fake_tensordict().exclude("next")
-    if env.batch_size:
-        td = td[(0,) * len(env.batch_size)]
-    saved = runner.exploration
-    runner.exploration = {"deterministic": ExplorationType.DETERMINISTIC, "mode": ExplorationType.MODE,
-                          "mean": ExplorationType.MEAN, "random": ExplorationType.RANDOM}[mode]
-    try:
-        runner(td)
-    except Exception as exc:
-        cause = exc.__cause__ if isinstance(exc, UserPolicyError) and exc.__cause__ is not None else exc
-        return f"{type(cause).__name__}: {' '.join(str(cause).split())}"
-    finally:
-        runner.exploration = saved
-    return None
 
 
 @dataclass
@@ -313,8 +184,6 @@ class PolicyRunner:
         """The checker of :meth:`act`: actions in the gymnasium env's own encoding (an index for
         ``Discrete``, where torchrl's spec is one-hot), for the engine's gymnasium path."""
         if self._gym_check is None:
-            from .envs import plain_gymnasium
-
             raw = plain_gymnasium(self.env)
             native = gym_action_spec(raw.action_space) if raw is not None else None
             self._gym_check = self._check if native is None else ActionChecker(native[0], self.note, native[1])

@@ -12,9 +12,11 @@ import inspect
 import logging
 from typing import Any
 
-from .config import RenderConfig, RenderEnvSpec
-from .errors import EnvError, did_you_mean
-from .resolve import call_factory, receives, resolve
+from ..config import RenderConfig, RenderEnvSpec
+from ..errors import EnvError, did_you_mean
+from ..resolve import call_factory, receives, resolve
+from .gl import missing_gl_library
+from .unwrap import is_dm_env, is_gymnasium, plain_gymnasium, underlying_env
 
 __all__ = ["build_env", "describe_env", "is_env_object", "make_raw_env", "plain_gymnasium", "to_torchrl_env"]
 
@@ -36,22 +38,10 @@ def make_raw_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | N
     try:
         return _raw_env(cfg, spec)
     except Exception as exc:
-        from .gl import missing_gl_library
-
         gl_error = missing_gl_library()  # MuJoCo envs fail obscurely when MUJOCO_GL's library is missing
         if gl_error is not None:
             raise gl_error from exc
         raise
-
-
-def plain_gymnasium(env: Any) -> Any:
-    """The gymnasium env behind ``env`` when ``env`` is just our ``GymWrapper`` around it (no torchrl
-    transforms of the user's), else None: such envs can be stepped without torchrl."""
-    from torchrl.envs import GymWrapper
-
-    if type(env) is not GymWrapper or not getattr(env, "_torchrl_render_wrapped", False):
-        return None
-    return env._env if _is_gymnasium(env._env) else None
 
 
 def _raw_env(cfg: RenderConfig, spec: RenderEnvSpec) -> Any:
@@ -76,7 +66,7 @@ def is_env_object(obj: Any) -> bool:
         return False
     from torchrl.envs import EnvBase
 
-    return isinstance(obj, EnvBase) or _is_gymnasium(obj) or _is_dm_env(obj)
+    return isinstance(obj, EnvBase) or is_gymnasium(obj) or is_dm_env(obj)
 
 
 def _from_shortcut(name: str, spec: RenderEnvSpec) -> Any:
@@ -145,19 +135,19 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
 
     if isinstance(obj, EnvBase):
         return obj
-    if backend in ("auto", "gym", "gymnasium") and _is_gymnasium(obj):
+    if backend in ("auto", "gym", "gymnasium") and is_gymnasium(obj):
         from torchrl.envs import GymWrapper
 
         wrapped = GymWrapper(obj, device=device).set_info_dict_reader(success_reader())
         wrapped._torchrl_render_wrapped = True  # ours: the engine may step ``obj`` directly
         _keep_float64_reward(wrapped)
         return wrapped
-    if backend in ("auto", "dm_control") and _is_dm_env(obj):
+    if backend in ("auto", "dm_control") and is_dm_env(obj):
         from torchrl.envs import DMControlWrapper
 
         return DMControlWrapper(obj, device=device)
     if backend == "isaaclab":  # an already-batched Isaac Lab env
-        from .isaaclab import wrap_isaaclab
+        from .isaaclab import wrap_isaaclab  # imports torchrl and torch: only for Isaac Lab envs
 
         return wrap_isaaclab(obj, device)
     raise EnvError(f"the env factory {source!r} returned a {type(obj).__module__}.{type(obj).__qualname__}, "
@@ -207,26 +197,8 @@ def success_reader() -> Any:
     return SuccessReader()
 
 
-def _is_gymnasium(obj: Any) -> bool:
-    try:
-        import gymnasium
-    except ImportError:
-        return False
-    return isinstance(obj, gymnasium.Env)
-
-
-def _is_dm_env(obj: Any) -> bool:
-    try:
-        import dm_env
-    except ImportError:
-        return False
-    return isinstance(obj, dm_env.Environment)
-
-
 def describe_env(env: Any) -> dict[str, Any]:
     """A JSON-ready description of the env for the metadata."""
-    from .backends.base import underlying_env
-
     from torchrl.envs.batched_envs import BatchedEnvBase
 
     raw = underlying_env(env)

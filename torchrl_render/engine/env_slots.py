@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..envs.mjlog import quiet_mujoco_log
 from ..errors import RenderError, RolloutError
 
 __all__ = ["InProcessSlots", "ProcessSlots", "SlotError", "obs_layout", "step_seconds"]
@@ -156,8 +157,6 @@ def _worker(conn: Any, make: Callable[[], Any], count: int, extras: dict[Any, Ca
     envs: list[Any] = []
     try:
         try:
-            from ..mjlog import quiet_mujoco_log
-
             quiet_mujoco_log()  # MuJoCo's warnings: debug log lines, not stderr nor a MUJOCO_LOG.TXT
             envs.extend(make() for _ in range(count))
         except BaseException as exc:  # the parent raises it with the worker's traceback

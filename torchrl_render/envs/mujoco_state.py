@@ -1,0 +1,304 @@
+"""MuJoCo state: read it from a live env, store it in rollouts, read it back from saved rollouts.
+
+:class:`MujocoStateReader` finds the simulation behind a torchrl env (a gymnasium MuJoCo
+env, a dm_control env, or an env whose ``get_state()`` returns ``qpos``) and snapshots
+``qpos`` (plus ``qvel``, ``act``, ``ctrl``, ``mocap_pos``, ``mocap_quat``, ``time``).
+:func:`extract_qpos_trajectory` reads a ``T x nq`` qpos trajectory out of a rollout
+TensorDict; :func:`episode_states` gives all ``T + 1`` states of an episode that was
+recorded with ``mujoco_qpos_key`` (the state before each action, and the last one).
+:func:`load_model` loads an ``MjModel`` from a file. :class:`LiveStates` is the live side of a
+run: the MuJoCo state behind each step record, stored into the rollouts and handed to the
+writers that draw states.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"qpos": torch.zeros(2, 3), "next": {"qpos": torch.ones(2, 3)}}, batch_size=[2])
+    >>> extract_qpos_trajectory(td, "qpos")
+    [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    >>> episode_states(td, "qpos").tolist()
+    [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data import FrameBundle
+from ..errors import ConfigError
+from .unwrap import find_simulation, underlying_env
+
+__all__ = ["LiveStates", "MujocoStateReader", "episode_states", "extract_qpos_trajectory", "find_simulation",
+           "load_model", "store_qpos"]
+
+_STATE_FIELDS = ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "time")
+
+
+class MujocoStateReader:
+    """Reads MuJoCo state from torchrl-wrapped gymnasium MuJoCo, dm_control and ``get_state()`` envs.
+
+    Same interface as ``torchrl.render.backends.MujocoStateReader``: :meth:`supports` and
+    :meth:`capture` (a TensorDict); :meth:`read` is the fast path used during a run
+    (numpy arrays, no TensorDict) and :meth:`model` the ``MjModel`` (when there is one).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> env = SimpleNamespace(data=SimpleNamespace(qpos=np.array([0.0, 1.0]), qvel=np.array([0.5, 0.0]),
+        ...                                            time=0.25))
+        >>> MujocoStateReader().capture(env)["qpos"].tolist()
+        [0.0, 1.0]
+    """
+
+    def supports(self, env: Any) -> bool:
+        """Whether ``env`` exposes a readable MuJoCo state."""
+        try:
+            self.read(env)
+        except (KeyError, NotImplementedError, TypeError):
+            return False
+        return True
+
+    def model(self, env: Any) -> Any:
+        """The ``mujoco.MjModel`` behind ``env``, or ``None``."""
+        sim = find_simulation(env)
+        return sim[0] if sim is not None else None
+
+    def read(self, env: Any) -> dict[str, np.ndarray]:
+        """Copies of the state arrays (``qpos`` always; the others when present and not empty)."""
+        sim = find_simulation(env)
+        source = sim[1] if sim is not None else None
+        if source is None:
+            source = self._provided(env)
+        if source is None:
+            source = vars(env).get("data") if hasattr(env, "__dict__") else None
+        if source is None:
+            raise TypeError(f"env of type {type(env).__name__} exposes no MuJoCo state (no get_state() or data)")
+        state = {}
+        for key in _STATE_FIELDS:
+            value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+            if value is None:
+                continue
+            array = np.array(value.detach().cpu().numpy() if hasattr(value, "detach") else value, dtype=np.float64)
+            if key == "time" or array.size:
+                state[key] = array
+        if "qpos" not in state:
+            raise KeyError("the MuJoCo state has no 'qpos' entry")
+        return state
+
+    def _provided(self, env: Any) -> Mapping[str, Any] | None:
+        for candidate in (env, underlying_env(env)):
+            get_state = getattr(type(candidate), "get_state", None)
+            if callable(get_state):
+                try:
+                    state = get_state(candidate)
+                except NotImplementedError:
+                    continue
+                if isinstance(state, Mapping) or hasattr(state, "keys"):
+                    return state
+        return None
+
+    def capture(self, env: Any) -> Any:
+        """A detached snapshot of ``env``'s MuJoCo state as a TensorDict (float64 tensors)."""
+        import torch
+        from tensordict import TensorDict
+
+        return TensorDict({k: torch.as_tensor(v) for k, v in self.read(env).items()}, batch_size=[])
+
+
+def _candidates(key: Any) -> list[Any]:
+    key = tuple(key.split(".")) if isinstance(key, str) and "." in key else key
+    if isinstance(key, tuple) and len(key) == 1:
+        key = key[0]
+    if isinstance(key, tuple) and key[0] == "next":
+        return [key, key[1] if len(key) == 2 else key[1:]]
+    return [key, ("next", *key) if isinstance(key, tuple) else ("next", key)]
+
+
+def extract_qpos_trajectory(rollout: Any, qpos_key: Any = "qpos") -> list[list[float]]:
+    """The ``T x nq`` qpos trajectory stored under ``qpos_key`` (its ``next`` twin also matches).
+
+    Args:
+        rollout: A rollout TensorDict (one episode, time first).
+        qpos_key: The key (``"qpos"``, ``("next", "qpos")`` or ``"next.qpos"``).
+
+    Returns:
+        One list of floats per step.
+    """
+    for candidate in _candidates(qpos_key):
+        value = rollout.get(candidate, None)
+        if value is not None:
+            break
+    else:
+        raise KeyError(f"qpos key {qpos_key!r} was not found in the rollout; tried {_candidates(qpos_key)}")
+    array = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value, dtype=np.float64)
+    if array.ndim == 1:
+        array = array[None]
+    return [[float(x) for x in row] for row in array.reshape(-1, array.shape[-1])]
+
+
+def episode_states(rollout: Any, qpos_key: Any = "qpos") -> np.ndarray:
+    """All ``T + 1`` qpos of an episode: the states before each action and the state after the last.
+
+    With only one of ``key`` / ``("next", key)`` stored, the ``T`` states found are returned.
+    """
+    root, nxt = _candidates(qpos_key)
+    if isinstance(root, tuple) and root[0] == "next":
+        root, nxt = nxt, root
+    before, after = rollout.get(root, None), rollout.get(nxt, None)
+    if before is None or after is None:
+        return np.asarray(extract_qpos_trajectory(rollout, qpos_key))
+    before = np.asarray(before.detach().cpu(), dtype=np.float64).reshape(-1, before.shape[-1])
+    after = np.asarray(after.detach().cpu(), dtype=np.float64).reshape(-1, after.shape[-1])
+    return np.concatenate([before[:1], after])
+
+
+def store_qpos(transition: Any, qpos_key: Any, before: np.ndarray | None, after: np.ndarray) -> None:
+    """Writes the state before the action under the root key and the state after under ``("next", key)``."""
+    import torch
+
+    root, nxt = _candidates(qpos_key)
+    if isinstance(root, tuple) and root[0] == "next":
+        root, nxt = nxt, root
+    shape = transition.batch_size
+    if before is not None:
+        transition.set(root, torch.as_tensor(before).reshape(*shape, -1))
+    transition.set(nxt, torch.as_tensor(after).reshape(*shape, -1))
+
+
+def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -> Any:
+    """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets."""
+    import mujoco
+
+    path = Path(model_path)
+    if not path.is_file():
+        raise ConfigError(f"the MuJoCo model file {str(path)!r} does not exist", expected="an .xml or .mjb file",
+                          got=str(path), fix="pass --mujoco-model-path with the model the rollouts were recorded with")
+    assets: dict[str, bytes] = {}
+    for item in map(Path, asset_paths):
+        if not item.exists():
+            raise ConfigError(f"the MuJoCo asset path {str(item)!r} does not exist", expected="a file or a folder",
+                              got=str(item), fix="correct --mujoco-asset-paths")
+        files = [item] if item.is_file() else [p for p in item.rglob("*") if p.is_file()]
+        for f in files:
+            assets[f.name] = f.read_bytes()
+            if item.is_dir():
+                assets[f.relative_to(item).as_posix()] = assets[f.name]
+    try:
+        if path.suffix.lower() == ".mjb":
+            return mujoco.MjModel.from_binary_path(str(path), assets)
+        return mujoco.MjModel.from_xml_path(str(path), assets)
+    except ValueError as exc:
+        raise ConfigError(f"MuJoCo cannot load {str(path)!r}: {exc}", expected="a valid MJCF/MJB model",
+                          fix="check the file; pass its meshes/textures with --mujoco-asset-paths") from exc
+
+
+class LiveStates:
+    """Per-record MuJoCo state for the writers and the rollouts.
+
+    The sink (or the torchrl loop) calls :meth:`step` per record: it reads the env's state with a
+    :class:`MujocoStateReader` (built once per env), stores ``qpos`` into the transition under
+    ``mujoco_qpos_key`` (the state before the action under the key, the state after under
+    ``("next", key)``), and, for rendered episodes of a format that takes states (``html``; ``ipynb``
+    with the 3-D viewer), returns a state :class:`~torchrl_render.data.FrameBundle` for the writers.
+
+    Args:
+        cfg: The run's config (``format``, ``mujoco_qpos_key``, ``notebook_render_backend``).
+        wanted: Whether the format's writer takes states for this config.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from types import SimpleNamespace
+        >>> env = gym.make("InvertedPendulum-v5")
+        >>> _ = env.reset(seed=0)
+        >>> cfg = SimpleNamespace(format="html", mujoco_qpos_key=None, notebook_render_backend="auto")
+        >>> live = LiveStates(cfg, True)
+        >>> record = SimpleNamespace(env=env, trajectory=0, step=0, reward=0.0, wall=0.0)
+        >>> bundle = live.step(record, None, 0.0, rendered=True)
+        >>> bundle.state["model"].nq, bundle.state["qpos"].shape
+        (2, (2,))
+    """
+
+    def __init__(self, cfg: Any, wanted: bool) -> None:
+        self.cfg, self.wanted = cfg, bool(wanted)
+        self.qpos_key = getattr(cfg, "mujoco_qpos_key", None)
+        # html must have a MuJoCo model; the notebook's "auto" viewer quietly stays off without one
+        self.required = cfg.format == "html" or getattr(cfg, "notebook_render_backend", None) == "mujoco_wasm"
+        self.counts_frames = int(cfg.format == "html")  # html's frames are states; other formats count pixels
+        self._readers: dict[int, tuple[MujocoStateReader, Any]] = {}
+        self._prev: Any = None
+
+    def step(self, record: Any, transition: Any, ret: float, rendered: bool) -> FrameBundle | None:
+        """Stores qpos into ``transition`` (steps > 0) and returns the state bundle, if one is wanted."""
+        to_writers = self.wanted and rendered
+        if not (to_writers or self.qpos_key is not None):
+            return None
+        found = self._read(record, needed=self.qpos_key is not None or self.required)
+        if found is None:
+            self.wanted = False
+            return None
+        model, state = found
+        if self.qpos_key is not None:
+            if transition is not None:
+                store_qpos(transition, self.qpos_key, self._prev, state["qpos"])
+            self._prev = state["qpos"]
+        if not to_writers or model is None:  # a get_state() env without a model: qpos only, nothing to draw
+            return None
+        metrics = {"step": record.step, "reward": record.reward, "return": ret}
+        return FrameBundle({}, record.step, record.trajectory, record.wall, metrics=metrics,
+                           state={**state, "model": model})
+
+    def _model_file(self, reader: MujocoStateReader, env: Any) -> Any:
+        """An env without a MuJoCo model but with a ``get_state()``, and ``--mujoco-model-path``: the model file
+        draws its qpos (as torchrl.render's viewer draws a rollout's qpos with the model it is given)."""
+        path = getattr(self.cfg, "mujoco_model_path", None)
+        if path is None or not reader.supports(env):
+            return None
+        model = load_model(path, getattr(self.cfg, "mujoco_asset_paths", ()) or ())
+        nq = reader.read(env)["qpos"].size
+        if nq != model.nq:
+            raise ConfigError(f"the env's get_state() gives {nq} qpos, and the model {str(path)!r} has nq={model.nq}",
+                              expected=f"{model.nq} qpos per state (the model's joints)", got=nq,
+                              fix="pass the model file of this env with --mujoco-model-path")
+        return model
+
+    def _state_only(self, reader: MujocoStateReader, env: Any, needed: bool) -> bool:
+        """An env without a MuJoCo model: its ``get_state()`` qpos are recorded (as torchrl.render's
+        ``MujocoStateReader`` does) when only ``mujoco_qpos_key`` needs them; drawing needs the model."""
+        if self.qpos_key is not None and not self.required and reader.supports(env):
+            return True
+        if not needed:
+            return False
+        if self.required:
+            raise ConfigError(
+                "the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
+                "and this env has none",
+                expected="a gymnasium MuJoCo env or a dm_control env (a mujoco.MjModel behind the env)",
+                got=type(env).__name__,
+                fix="use a video format (--out run.mp4), or --notebook-render-backend static for a notebook")
+        raise ConfigError("mujoco_qpos_key records the env's MuJoCo state, and this env exposes none",
+                          expected="a gymnasium MuJoCo or dm_control env, or an env whose get_state() returns "
+                                   "a mapping with 'qpos'", got=type(env).__name__,
+                          fix="drop --mujoco-qpos-key, or give the env a get_state() returning qpos")
+
+    def _read(self, record: Any, needed: bool) -> tuple[Any, dict[str, Any]] | None:
+        env = record.env
+        if env is None:
+            if not needed:
+                return None
+            raise ConfigError(
+                "the html format, the notebook's 3-D viewer and mujoco_qpos_key read the MuJoCo state of the "
+                "env, and this run's records carry no env (with --num-envs > 1 the envs live in worker processes)",
+                expected="--num-envs 1", got=f"num_envs={getattr(self.cfg, 'num_envs', '?')}",
+                fix="run with --num-envs 1 (or --notebook-render-backend static for a notebook)")
+        entry = self._readers.get(id(env))
+        if entry is None:
+            reader = MujocoStateReader()
+            model = reader.model(env) or self._model_file(reader, env)
+            if model is None and not self._state_only(reader, env, needed):
+                return None
+            entry = self._readers[id(env)] = (reader, model)
+        reader, model = entry
+        return model, reader.read(env)

@@ -1,0 +1,85 @@
+"""Looking inside the user's env: the simulator behind torchrl's wrappers and transforms.
+
+Used by the engine (qpos recording, plain gymnasium stepping), the render backends, the live
+viewer and the replay: one place that knows how torchrl nests envs.
+
+Example:
+    >>> import gymnasium as gym
+    >>> env = gym.make("InvertedPendulum-v5")
+    >>> underlying_env(env) is env, is_gymnasium(env)
+    (True, True)
+    >>> model, data = find_simulation(env)
+    >>> model.nq
+    2
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["find_simulation", "is_dm_env", "is_gymnasium", "plain_gymnasium", "underlying_env"]
+
+
+def underlying_env(env: Any) -> Any:
+    """The raw simulator env behind a torchrl env (gymnasium ``Env``, dm_control ``Environment``).
+
+    Unwraps ``TransformedEnv`` (``base_env``) and torchrl's library wrappers
+    (``_env``); returns ``env`` itself when there is nothing to unwrap.
+    """
+    seen = 0
+    while seen < 16:
+        seen += 1
+        # look in the instance's own storage, never through getattr: torchrl envs forward unknown
+        # attributes (TransformedEnv to its base env, batched envs to their workers)
+        own = getattr(env, "__dict__", {})
+        modules = own.get("_modules") or {}
+        inner = modules.get("base_env") or own.get("base_env") or own.get("_env") or modules.get("_env")
+        if inner is None or inner is env:
+            break
+        env = inner
+    return env
+
+
+def plain_gymnasium(env: Any) -> Any:
+    """The gymnasium env behind ``env`` when ``env`` is just our ``GymWrapper`` around it (no torchrl
+    transforms of the user's), else None: such envs can be stepped without torchrl."""
+    from torchrl.envs import GymWrapper
+
+    if type(env) is not GymWrapper or not getattr(env, "_torchrl_render_wrapped", False):
+        return None
+    return env._env if is_gymnasium(env._env) else None
+
+
+def _is_mj(obj: Any, name: str) -> bool:
+    return type(obj).__name__ == name and type(obj).__module__.startswith("mujoco")
+
+
+def find_simulation(env: Any) -> tuple[Any, Any] | None:
+    """``(MjModel, MjData)`` behind ``env`` (torchrl-wrapped or raw), or ``None``."""
+    for candidate in (env, underlying_env(env)):
+        physics = getattr(candidate, "physics", None)
+        if physics is not None and hasattr(getattr(physics, "model", None), "ptr"):
+            return physics.model.ptr, physics.data.ptr
+        unwrapped = getattr(candidate, "unwrapped", candidate)
+        model, data = getattr(unwrapped, "model", None), getattr(unwrapped, "data", None)
+        if _is_mj(model, "MjModel") and _is_mj(data, "MjData"):
+            return model, data
+    return None
+
+
+def is_gymnasium(obj: Any) -> bool:
+    """Whether ``obj`` is a ``gymnasium.Env`` (False when gymnasium is not installed)."""
+    try:
+        import gymnasium
+    except ImportError:
+        return False
+    return isinstance(obj, gymnasium.Env)
+
+
+def is_dm_env(obj: Any) -> bool:
+    """Whether ``obj`` is a dm_env ``Environment`` (False when dm_env is not installed)."""
+    try:
+        import dm_env
+    except ImportError:
+        return False
+    return isinstance(obj, dm_env.Environment)
