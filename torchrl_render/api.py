@@ -98,7 +98,7 @@ class _Run:
             return self._notebook_only(started)
         _check_devices(self.cfg)
         if self.cfg.viewer is not None:  # --viewer: no display -> an error now; the video stays off screen
-            from .viewer import prepare_viewer
+            from .live.viewer import prepare_viewer
 
             prepare_viewer(self.cfg, self.notes)
         unset = not os.environ.get("MUJOCO_GL")

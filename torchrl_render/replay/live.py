@@ -73,7 +73,7 @@ class LiveStates:
         path = getattr(self.cfg, "mujoco_model_path", None)
         if path is None or not reader.supports(env):
             return None
-        from .rebuild import load_model
+        from .scene import load_model
 
         model = load_model(path, getattr(self.cfg, "mujoco_asset_paths", ()) or ())
         nq = reader.read(env)["qpos"].size

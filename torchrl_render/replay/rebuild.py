@@ -28,39 +28,13 @@ import numpy as np
 
 from ..data import Artifact, FrameBundle
 from ..errors import ConfigError, RenderError
+from .scene import load_model
 from .state import episode_states
 
-__all__ = ["REPLAY_FORMATS", "load_model", "replay_rollouts"]
+__all__ = ["REPLAY_FORMATS", "replay_rollouts"]
 
 #: formats a replay can write: the states themselves (html) or frames drawn from them
 REPLAY_FORMATS = ("html", "mp4", "gif", "frames")
-
-
-def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -> Any:
-    """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets."""
-    import mujoco
-
-    path = Path(model_path)
-    if not path.is_file():
-        raise ConfigError(f"the MuJoCo model file {str(path)!r} does not exist", expected="an .xml or .mjb file",
-                          got=str(path), fix="pass --mujoco-model-path with the model the rollouts were recorded with")
-    assets: dict[str, bytes] = {}
-    for item in map(Path, asset_paths):
-        if not item.exists():
-            raise ConfigError(f"the MuJoCo asset path {str(item)!r} does not exist", expected="a file or a folder",
-                              got=str(item), fix="correct --mujoco-asset-paths")
-        files = [item] if item.is_file() else [p for p in item.rglob("*") if p.is_file()]
-        for f in files:
-            assets[f.name] = f.read_bytes()
-            if item.is_dir():
-                assets[f.relative_to(item).as_posix()] = assets[f.name]
-    try:
-        if path.suffix.lower() == ".mjb":
-            return mujoco.MjModel.from_binary_path(str(path), assets)
-        return mujoco.MjModel.from_xml_path(str(path), assets)
-    except ValueError as exc:
-        raise ConfigError(f"MuJoCo cannot load {str(path)!r}: {exc}", expected="a valid MJCF/MJB model",
-                          fix="check the file; pass its meshes/textures with --mujoco-asset-paths") from exc
 
 
 def _rewards(td: Any, frames: int) -> np.ndarray:

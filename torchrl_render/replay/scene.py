@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import base64
 import zlib
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import mujoco
 import numpy as np
 
-__all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "follow_body", "pack_array"]
+from ..errors import ConfigError
+
+__all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "follow_body", "load_model", "pack_array"]
 
 SCENE_VERSION = 1
 #: mjtGeom value -> the page's name; other types (hfield, sdf, flex) are not drawn
@@ -175,3 +179,28 @@ def follow_body(model: Any) -> int:
             return int(model.cam_targetbodyid[c]) if int(model.cam_targetbodyid[c]) > 0 else int(model.cam_bodyid[c])
     roots = [b for b in range(1, model.nbody) if int(model.body_parentid[b]) == 0]
     return roots[0] if roots else 0
+
+
+def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -> Any:
+    """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets."""
+    path = Path(model_path)
+    if not path.is_file():
+        raise ConfigError(f"the MuJoCo model file {str(path)!r} does not exist", expected="an .xml or .mjb file",
+                          got=str(path), fix="pass --mujoco-model-path with the model the rollouts were recorded with")
+    assets: dict[str, bytes] = {}
+    for item in map(Path, asset_paths):
+        if not item.exists():
+            raise ConfigError(f"the MuJoCo asset path {str(item)!r} does not exist", expected="a file or a folder",
+                              got=str(item), fix="correct --mujoco-asset-paths")
+        files = [item] if item.is_file() else [p for p in item.rglob("*") if p.is_file()]
+        for f in files:
+            assets[f.name] = f.read_bytes()
+            if item.is_dir():
+                assets[f.relative_to(item).as_posix()] = assets[f.name]
+    try:
+        if path.suffix.lower() == ".mjb":
+            return mujoco.MjModel.from_binary_path(str(path), assets)
+        return mujoco.MjModel.from_xml_path(str(path), assets)
+    except ValueError as exc:
+        raise ConfigError(f"MuJoCo cannot load {str(path)!r}: {exc}", expected="a valid MJCF/MJB model",
+                          fix="check the file; pass its meshes/textures with --mujoco-asset-paths") from exc
