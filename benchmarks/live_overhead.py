@@ -67,7 +67,7 @@ def _run(out: Path, episodes: int, live: bool, catch: _Url) -> tuple[float, list
     if live:
         catch.url, _ = None, catch.seen.clear()
         threading.Thread(target=lambda: catch.seen.wait(120) and _stall(catch.url, sockets), daemon=True).start()
-        import torchrl_render.replay.feed as feed
+        import torchrl_render.live.feed as feed
 
         original = feed.LiveFeed.close
 

@@ -22,8 +22,8 @@ from .config import (CameraLayout, EnvBackendName, ExplorationMode, NotebookRend
 from .data import Artifact, FrameBundle, RenderResult
 from .errors import (BackendUnavailable, CheckpointError, ConfigError, EnvError, NoFramesError, OutputExistsError,
                      PolicyError, RenderError, ResolveError, RolloutError, UnsafeCheckpointError, WriterError)
-from .mujoco_wasm import (MujocoStateReader, display_mujoco_wasm_viewer, extract_qpos_trajectory,
-                          play_mujoco_wasm_trajectory, send_mujoco_wasm_qpos, write_mujoco_wasm_viewer)
+from .live.notebook_viewer import (MujocoStateReader, display_mujoco_wasm_viewer, extract_qpos_trajectory,
+                                   play_mujoco_wasm_trajectory, send_mujoco_wasm_qpos, write_mujoco_wasm_viewer)
 from .notebook import show
 from .compat import (TensorDictPolicyAdapter, add_step_counter, call_with_supported_kwargs, checkpoint_hash,
                      import_from_string, infer_state_dict, key_to_string, load_render_policy, make_render_env,

@@ -49,7 +49,7 @@ def render_policy(config: RenderConfig | None = None, /, *, command: list[str] |
     cfg = _config(config, fields)
     if cfg.validate_only:
         return RenderResult(None, [], [], {"config": cfg.to_dict(), "validate_only": True}, [])
-    run = _Run(cfg, command, on_episode)
+    run = Run(cfg, command, on_episode)
     if cfg.dry_run:  # as torchrl.render: the config and the plan, no import, no checkpoint, no env
         return RenderResult(None, [], [], {"dry_run": True, "config": cfg.to_dict(),
                                            "planned_paths": [str(p) for p in run.planned_paths()]}, [])
@@ -62,8 +62,8 @@ def _config(config: RenderConfig | None, fields: dict[str, Any]) -> RenderConfig
     return dataclasses.replace(config, **fields) if fields else config
 
 
-class _Run:
-    """One run's state: what it opened, what it noted, what it measured."""
+class Run:
+    """One run's state: what it opened, what it noted, what it measured (compat and spool build on it)."""
 
     def __init__(self, cfg: RenderConfig, command: list[str] | None, on_episode: Any = None) -> None:
         self.command = command
@@ -100,7 +100,7 @@ class _Run:
             return self._notebook_only(started)
         _check_devices(self.cfg)
         if self.cfg.viewer is not None:  # --viewer: no display -> an error now; the video stays off screen
-            from .viewer import prepare_viewer
+            from .live.viewer import prepare_viewer
 
             prepare_viewer(self.cfg, self.notes)
         unset = not os.environ.get("MUJOCO_GL")

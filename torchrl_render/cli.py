@@ -49,7 +49,7 @@ def _arg_type(type_text: str) -> Any:
     return {"int": int, "float": float}.get(head, str)
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one paragraph (not the whole usage) and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -75,7 +75,7 @@ def _suggestion(message: str, flags: tuple[str, ...] | list[str] = ()) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser (every RenderConfig field plus the CLI-only actions)."""
-    parser = _Parser(prog=PROG, description="Render and evaluate a trained policy.",
+    parser = Parser(prog=PROG, description="Render and evaluate a trained policy.",
                                      epilog=_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     cli = parser.add_argument_group("actions")
     cli.add_argument("--config", metavar="FILE", help="JSON/YAML/TOML file of config fields; flags override it.")
@@ -152,7 +152,7 @@ def markdown_reference() -> str:
             if negative:
                 flags += f" / `{negative}`"
             field_ = defaults.get(a.dest)
-            default = _default_text(field_) if field_ is not None else ""
+            default = default_text(field_) if field_ is not None else ""
             choices = ", ".join(map(str, a.choices)) if a.choices else ""
             lines.append(f"| {flags} | {default} | {choices} | {a.help or ''} |")
         lines.append("")
@@ -168,7 +168,8 @@ def _negative_flag(action: argparse.Action, group: argparse._ArgumentGroup) -> s
     return None
 
 
-def _default_text(f: dataclasses.Field) -> str:
+def default_text(f: dataclasses.Field) -> str:
+    """A config field's default as the markdown reference shows it (empty when it has none)."""
     if f.default is not dataclasses.MISSING:
         return f"`{f.default}`" if f.default is not None else ""
     if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
@@ -218,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(code)
         return 0
     args = build_parser().parse_args(argv)
-    _configure_logging(args.debug, args.quiet)
+    configure_logging(args.debug, args.quiet)
     try:
         if args.list_formats or args.list_backends:
             _print_registry("formats" if args.list_formats else "backends")
@@ -258,7 +259,7 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-def _configure_logging(debug: bool, quiet: bool) -> None:
+def configure_logging(debug: bool, quiet: bool) -> None:
     """Our logger only (third-party INFO logs stay quiet); notes already reach the summary."""
     logger = logging.getLogger("torchrl_render")
     if not any(isinstance(h, _StderrHandler) for h in logger.handlers):

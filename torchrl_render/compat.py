@@ -23,6 +23,7 @@ from typing import Any
 
 from . import config as _config
 from .errors import CheckpointError, ConfigError, ResolveError
+from .resolve import import_file, import_module, is_path
 
 __all__ = ["TensorDictPolicyAdapter", "add_step_counter", "call_with_supported_kwargs", "checkpoint_hash",
            "import_from_string", "infer_state_dict", "key_to_string", "load_render_policy", "make_render_env",
@@ -51,13 +52,11 @@ def import_from_string(spec: str) -> Any:
         >>> import_from_string("os.path:sep") in ("/", "\\\\")
         True
     """
-    from .resolve import _import_file, _import_module, _is_path
-
     target, _, attr = spec.rpartition(":") if isinstance(spec, str) else ("", "", "")
     if not target or not attr:
         raise ConfigError(f"import spec {spec!r} is not 'module:object'", expected="'module.submodule:object'",
                           got=repr(spec), fix="write it as e.g. 'mypkg.policy:make_policy'")
-    obj = _import_file(target, "import") if _is_path(target) else _import_module(target, "import")
+    obj = import_file(target, "import") if is_path(target) else import_module(target, "import")
     for part in attr.split("."):
         if not hasattr(obj, part):
             from .errors import did_you_mean
@@ -148,7 +147,7 @@ def make_render_env(config: Any, checkpoint: Any | None = None) -> Any:
     It is built with ``render_mode="rgb_array"`` when the format needs frames; ``max_steps`` is
     enforced by the engine (no ``StepCounter`` is appended: :func:`add_step_counter` adds one).
     """
-    from .api import _Run
+    from .api import Run
     from .checkpoint import check_payload
     from .envs import build_env
     from .envs.gl import ensure_headless_gl
@@ -156,7 +155,7 @@ def make_render_env(config: Any, checkpoint: Any | None = None) -> Any:
     check_payload(checkpoint, "make_render_env")
     ensure_headless_gl()
     framed = dataclasses.replace(config, result_frames=True)  # collect_render_rollouts keeps frames, for any format
-    return build_env(config, checkpoint, render_mode=_Run(framed, None)._render_mode())
+    return build_env(config, checkpoint, render_mode=Run(framed, None)._render_mode())
 
 
 def normalize_env(env: Any, config: Any) -> Any:

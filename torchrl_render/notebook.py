@@ -76,7 +76,7 @@ def video_html(source: str | Path | bytes, *, mime: str | None = None, embed: bo
             src = _data_uri(path.read_bytes(), mime)
         else:
             src = link or _relative_link(path)
-            why = (f"it is {_mb(size)}, over the {_mb(limit_bytes)} embedding limit" if embed else "linking was asked")
+            why = (f"it is {fmt_size(size)}, over the {fmt_size(limit_bytes)} embedding limit" if embed else "linking was asked")
             note = (f'<p style="font-size:90%">Not embedded ({why}): it plays from '
                     f'<a href="{html.escape(src)}">{html.escape(src)}</a> while that file stays beside this '
                     "page; viewers of the notebook alone (GitHub, nbviewer) cannot play it.</p>")
@@ -110,13 +110,13 @@ def artifact_html(artifact: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES)
 def metrics_html(metrics: dict[str, Any], *, max_rows: int = MAX_TABLE_ROWS) -> str:
     """The aggregate numbers and the per-episode table as HTML tables."""
     agg = metrics.get("aggregated") or {}
-    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(label)}</th><td>{html.escape(_fmt(agg[key]))}"
+    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(label)}</th><td>{html.escape(fmt_cell(agg[key]))}"
                    "</td></tr>" for key, label in _SUMMARY if agg.get(key) is not None)
     out = f"<table class='torchrl-render-summary'>{rows}</table>" if rows else ""
     episodes = metrics.get("per_episode") or []
     if episodes:
         head = "".join(f"<th>{html.escape(label)}</th>" for _, label in _COLUMNS)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(e.get(key)))}</td>" for key, _ in _COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt_cell(e.get(key)))}</td>" for key, _ in _COLUMNS)
                        + "</tr>" for e in episodes[:max_rows])
         more = (f"<p>... and {len(episodes) - max_rows} more episodes (all of them are in the metadata "
                 "sidecar).</p>") if len(episodes) > max_rows else ""
@@ -128,12 +128,12 @@ def metrics_markdown(metrics: dict[str, Any], *, max_rows: int = MAX_TABLE_ROWS)
     """The same tables as :func:`metrics_html`, in Markdown (renders without a kernel)."""
     agg = metrics.get("aggregated") or {}
     lines = ["| metric | value |", "|:--|--:|"]
-    lines += [f"| {label} | {_fmt(agg[key])} |" for key, label in _SUMMARY if agg.get(key) is not None]
+    lines += [f"| {label} | {fmt_cell(agg[key])} |" for key, label in _SUMMARY if agg.get(key) is not None]
     episodes = metrics.get("per_episode") or []
     if episodes:
         lines += ["", "| " + " | ".join(label for _, label in _COLUMNS) + " |",
                   "|" + "--:|" * len(_COLUMNS)]
-        lines += ["| " + " | ".join(_fmt(e.get(key)) for key, _ in _COLUMNS) + " |" for e in episodes[:max_rows]]
+        lines += ["| " + " | ".join(fmt_cell(e.get(key)) for key, _ in _COLUMNS) + " |" for e in episodes[:max_rows]]
         if len(episodes) > max_rows:
             lines += ["", f"... and {len(episodes) - max_rows} more episodes (all of them are in the metadata sidecar)."]
     return "\n".join(lines)
@@ -169,8 +169,8 @@ def result_text(result: Any) -> str:
     agg = (result.metrics or {}).get("aggregated") or {}
     head = f"RenderResult({result.artifact_path}" if result.artifact_path else "RenderResult(no artifact"
     if agg.get("n_episodes"):
-        head += (f"; {agg['n_episodes']} episode(s), mean return {_fmt(agg.get('avg_sum_reward'))}"
-                 f" +- {_fmt(agg.get('std_sum_reward'))}")
+        head += (f"; {agg['n_episodes']} episode(s), mean return {fmt_cell(agg.get('avg_sum_reward'))}"
+                 f" +- {fmt_cell(agg.get('std_sum_reward'))}")
     return head + ")"
 
 
@@ -329,13 +329,15 @@ def _relative_link(path: Path) -> str:
         return path.resolve().as_uri()
 
 
-def _mb(size: int | None) -> str:
+def fmt_size(size: int | None) -> str:
+    """A file size for a table cell: ``"1.5 MiB"``, ``"12 KiB"``, ``"no"`` for None (nothing embedded)."""
     if size is None:
         return "no"
     return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{max(1, round(size / 1024))} KiB"
 
 
-def _fmt(value: Any) -> str:
+def fmt_cell(value: Any) -> str:
+    """A metric for a table cell: ``"-"`` for None, yes/no for booleans, 4 significant digits for floats."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -343,7 +345,7 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+        return "[" + ", ".join(fmt_cell(v) for v in value) + "]"
     return str(value)
 
 

@@ -28,9 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .notebook import EMBED_LIMIT_BYTES, _fmt, _mb, metrics_markdown, video_html
-from .report_cells import (ASSETS, CFG, LIVE_OVERRIDES, LIVE_SHOW, NO_METRICS, config_source, kwargs_source, literal,
-                           live_source, rerun_heading, rerun_source)
+from .notebook import EMBED_LIMIT_BYTES, fmt_cell, fmt_size, metrics_markdown, video_html
+from .report_cells import (ASSETS, CFG, LIVE_OVERRIDES, LIVE_SHOW, NO_METRICS, config_source, kwargs_source, live_source, rerun_heading, rerun_source)
 
 __all__ = ["LIVE_OVERRIDES", "ReportVideo", "build_report", "equivalent_command"]
 
@@ -233,11 +232,11 @@ def _short_spec(spec: Any) -> Any:
 def _linked_note(video: ReportVideo) -> str:
     left, limit = video.budget_left, video.limit_bytes
     if left is not None and limit is not None and video.size <= limit:  # it alone fits: the earlier ones used it
-        why = (f"this video is {_mb(video.size)}, and the videos embedded before it already use "
-               f"{_mb(limit - left)} of the {_mb(limit)} embedding limit of this report (the limit is for all "
+        why = (f"this video is {fmt_size(video.size)}, and the videos embedded before it already use "
+               f"{fmt_size(limit - left)} of the {fmt_size(limit)} embedding limit of this report (the limit is for all "
                "videos together)")
     else:
-        why = f"this video is {_mb(video.size)}, over the {_mb(limit)} embedding limit of this report"
+        why = f"this video is {fmt_size(video.size)}, over the {fmt_size(limit)} embedding limit of this report"
     return (f'<p style="font-size:90%">Not embedded: {html.escape(why)}, so it is linked: '
             f'<a href="{html.escape(video.name)}">{html.escape(video.name)}</a> beside the notebook. It plays in '
             "Jupyter while that file stays beside the notebook; GitHub and nbviewer cannot play it.</p>")
@@ -297,9 +296,9 @@ def _episode_caption(video: ReportVideo) -> str:
     if m.get("length") is not None:
         bits.append(f"{m['length']} steps")
     if m.get("sum_reward") is not None:
-        bits.append(f"return {_fmt(float(m['sum_reward']))}")
+        bits.append(f"return {fmt_cell(float(m['sum_reward']))}")
     if m.get("success") is not None:
         bits.append("success" if m["success"] else "failure")
     if video.name:
-        bits.append(f"{_mb(video.size)} mp4")
+        bits.append(f"{fmt_size(video.size)} mp4")
     return ", ".join(bits)

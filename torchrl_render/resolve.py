@@ -37,7 +37,7 @@ from typing import Any
 
 from .errors import RenderError, ResolveError, did_you_mean
 
-__all__ = ["call_factory", "receives", "resolve"]
+__all__ = ["call_factory", "import_file", "import_module", "is_path", "receives", "resolve"]
 
 
 def resolve(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
@@ -51,7 +51,7 @@ def resolve(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
     if not target or not attr:
         raise ResolveError(f"the {kind} spec {spec!r} is incomplete", expected="'module:object'", got=spec,
                            fix="name both the module and the object, e.g. 'mypkg.policy:make'")
-    module = _import_file(target, kind) if _is_path(target) else _import_module(target, kind)
+    module = import_file(target, kind) if is_path(target) else import_module(target, kind)
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -66,11 +66,13 @@ def resolve(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
     return obj
 
 
-def _is_path(target: str) -> bool:
+def is_path(target: str) -> bool:
+    """Whether a spec's module part names a file (``x.py`` or a path) rather than a dotted module."""
     return target.endswith(".py") or "/" in target or "\\" in target
 
 
-def _import_module(name: str, kind: str) -> Any:
+def import_module(name: str, kind: str) -> Any:
+    """Imports a dotted module named in a ``kind`` spec; a failure is one :class:`ResolveError` paragraph."""
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -87,7 +89,8 @@ def _import_module(name: str, kind: str) -> Any:
                            fix=f"fix the error in {name!r}") from exc
 
 
-def _import_file(target: str, kind: str) -> Any:
+def import_file(target: str, kind: str) -> Any:
+    """Imports a ``.py`` file named in a ``kind`` spec under a private module name (errors: as import_module)."""
     path = Path(target).expanduser().resolve()
     if not path.is_file():
         raise ResolveError(f"the {kind} file {target!r} does not exist", expected="an existing .py file", got=target,

@@ -64,7 +64,7 @@ class Sink:
         """Whether the viewer ended the run (escape, window closed); the finished episodes stand."""
         if self._viewer is None or not self._viewer.stopped:
             return False
-        from .viewer import stopped_note
+        from .live.viewer import stopped_note
 
         self.pending = None  # the unfinished episode's last frame is dropped
         self.run.notes.append(stopped_note(self.cfg, len(self.episodes)))
@@ -204,7 +204,7 @@ def _live_feed(cfg: RenderConfig) -> Any:
     """The live page's feed when ``--live`` is on (the server starts here)."""
     if getattr(cfg, "live", None) is None:
         return None
-    from .replay.feed import LiveFeed
+    from .live.feed import LiveFeed
 
     return LiveFeed(cfg)
 
@@ -213,7 +213,7 @@ def _viewer(run: Any) -> Any:
     """The on-screen viewer when ``--viewer`` is on (its window opens at the first step)."""
     if getattr(run.cfg, "viewer", None) is None:
         return None
-    from .viewer import Viewer
+    from .live.viewer import Viewer
 
     return Viewer(run.cfg, run.needs_frames)
 

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .api import _Run, _write_json_atomic
+from .api import Run, _write_json_atomic
 from .data import frame_paths
 from .data import RenderResult
 from .errors import NoFramesError, OutputExistsError
@@ -34,7 +34,7 @@ from .storage import commit
 __all__ = ["collect_render_rollouts", "write_render_artifact"]
 
 
-class _GivenRun(_Run):
+class _GivenRun(Run):
     """render_policy's run, with the env and the policy made by the caller (who keeps and closes the env)."""
 
     def __init__(self, cfg: Any, env: Any, policy: Any) -> None:
@@ -93,7 +93,7 @@ def collect_render_rollouts(env: Any, policy: Any, config: Any) -> RenderResult:
         A :class:`~torchrl_render.RenderResult` with trajectories, metrics and metadata; its paths
         point into the spool until :func:`write_render_artifact` moves the files.
     """
-    _Run(config, None)._check_outputs()  # the final paths: refuse an existing --out before rolling out
+    Run(config, None)._check_outputs()  # the final paths: refuse an existing --out before rolling out
     out_dir = Path(config.out).parent
     spool = tempfile.TemporaryDirectory(prefix=".torchrl_render_spool-", dir=out_dir if str(out_dir) else ".")
     result = _GivenRun(_spool_config(config, Path(spool.name)), env, policy).execute()
@@ -112,7 +112,7 @@ def write_render_artifact(result: RenderResult, config: Any) -> RenderResult:
     spool = getattr(result, "_spool", None)
     if spool is None:
         return _encode_frames(result, config)
-    real, spooled = _Run(config, None), _Run(_spool_config(config, Path(spool.name)), None)
+    real, spooled = Run(config, None), Run(_spool_config(config, Path(spool.name)), None)
     pairs = [(s, r) for gs, gr in zip(spooled.groups, real.groups) for s, r in zip(gs.planned_paths(),
                                                                                    gr.planned_paths())]
     if spooled.rollout_dir is not None:
@@ -163,7 +163,7 @@ def _encode_frames(result: RenderResult, config: Any) -> RenderResult:
                             expected="a result from collect_render_rollouts, or one whose frames hold FrameBundles",
                             got=f"{len(result.frames)} trajectories of frames",
                             fix="pass the result of collect_render_rollouts(env, policy, config)")
-    _Run(config, None)._check_outputs()
+    Run(config, None)._check_outputs()
     group = WriterGroup(config, config.out)
     try:
         for bundle in bundles:

@@ -11,7 +11,6 @@ from helpers.paths import ROOT
 import numpy as np
 import pytest
 
-from helpers.paths import ROOT
 from torchrl_render.backends.mujoco import (
     MujocoBackend,
     camera_names,

@@ -18,7 +18,7 @@ def clean(monkeypatch):
     monkeypatch.setattr(gl, "_NOTES", [])
     monkeypatch.delitem(sys.modules, "mujoco", raising=False)
     loadable = {"egl": True, "osmesa": True}
-    monkeypatch.setattr(gl, "_loads", lambda backend: loadable[backend])
+    monkeypatch.setattr(gl, "library_loads", lambda backend: loadable[backend])
     return loadable
 
 
@@ -101,5 +101,5 @@ def test_idempotent(clean, monkeypatch):
 
 
 def test_real_probe_is_cached_and_boolean():
-    assert gl._loads("egl") in (True, False)
+    assert gl.library_loads("egl") in (True, False)
     assert gl._loads.cache_info().currsize >= 1

@@ -8,7 +8,6 @@ import pytest
 import torch
 from helpers.paths import ROOT
 
-from helpers.paths import ROOT
 from torchrl_render import (
     CheckpointError,
     UnsafeCheckpointError,

@@ -141,7 +141,7 @@ def test_live_server_refuses_bad_requests_and_the_run_goes_on(tmp_path):
 
 @pytest.mark.slow
 def test_live_port_taken_falls_back_to_a_free_port_and_keep_waits(tmp_path):
-    from torchrl_render.replay.server import LiveHub, LiveServer
+    from torchrl_render.live.server import LiveHub, LiveServer
 
     with LiveServer(LiveHub(), port=0) as first:
         cfg = _cfg(tmp_path / "k.jsonl", live=first.port, live_keep=0.5, num_trajs=1, max_steps=5,
@@ -155,7 +155,7 @@ def test_live_port_taken_falls_back_to_a_free_port_and_keep_waits(tmp_path):
 @pytest.mark.slow
 def test_live_keep_serves_the_ended_page_once_every_artifact_is_written(tmp_path):
     """--live-keep: the page stays up after the run, and by then the artifact and its sidecar are complete."""
-    from torchrl_render.replay.server import wait_until
+    from torchrl_render.live.server import wait_until
 
     out = tmp_path / "kept.jsonl"
     cfg = _cfg(out, live=0, live_keep=5.0, num_trajs=2, max_steps=5, policy="helpers.policies:linear_policy")
@@ -175,7 +175,7 @@ def test_live_keep_serves_the_ended_page_once_every_artifact_is_written(tmp_path
 def test_a_client_that_stops_reading_loses_events_and_never_blocks_the_publisher():
     """A real socket on the event stream that never reads: once the socket buffers are full its server thread
     blocks on the write, its bounded queue drops the oldest events, and publishing never waits."""
-    from torchrl_render.replay.server import QUEUE_EVENTS, LiveHub, LiveServer, wait_until
+    from torchrl_render.live.server import QUEUE_EVENTS, LiveHub, LiveServer, wait_until
 
     hub = LiveHub()
     with LiveServer(hub, port=0) as server:

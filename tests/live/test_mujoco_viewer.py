@@ -160,7 +160,7 @@ def test_play_with_viewer_dir_starts_a_viewer_and_records_the_trajectory(viewer_
         assert saved["qpos"] == [[0.0] * 9, [0.1] * 9] and saved["dt"] == 0.05
         assert "?token=" in out["viewer_url"]
     finally:
-        from torchrl_render.mujoco_wasm import _VIEWERS
+        from torchrl_render.live.notebook_viewer import _VIEWERS
 
         for viewer in list(_VIEWERS.values()):
             viewer.terminate()

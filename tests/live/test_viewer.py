@@ -286,7 +286,7 @@ def test_config_viewer_and_render_fps():
 
 
 def test_keys_pause_step_and_stop():
-    from torchrl_render.viewer import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, Controls
+    from torchrl_render.live.viewer import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, Controls
 
     keys = Controls()
     keys.press(KEY_RIGHT)  # not paused: the right arrow does nothing
@@ -304,7 +304,7 @@ def test_macos_without_mjpython_is_refused_with_the_fix(monkeypatch):
     """macOS cannot be run here: the check is launch_passive's own condition (mujoco.viewer._MJPYTHON unset)."""
     import mujoco.viewer
 
-    from torchrl_render.viewer import mjpython_error
+    from torchrl_render.live.viewer import mjpython_error
 
     assert mjpython_error(mujoco.viewer) is None  # Linux: no launcher needed
     monkeypatch.setattr(sys, "platform", "darwin")
@@ -321,8 +321,8 @@ def test_mujoco_viewer_opens_on_the_model_framed_as_the_env_frames_it(env_id):
     import gymnasium as gym
     import mujoco
 
-    from torchrl_render.viewer import _env_camera
-    from torchrl_render.viewer_windows import frame_camera
+    from torchrl_render.live.viewer import _env_camera
+    from torchrl_render.live.windows import frame_camera
 
     env = gym.make(env_id)
     env.reset(seed=0)

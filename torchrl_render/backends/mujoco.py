@@ -26,7 +26,6 @@ the renderer never writes to ``data``, so it cannot change the simulation.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 from typing import Any

@@ -62,7 +62,7 @@ def _note(text: str) -> None:
 
 
 @functools.cache
-def _loads(backend: str) -> bool:
+def library_loads(backend: str) -> bool:
     """Whether a shared library for ``backend`` can be loaded (cached: the answer does not change)."""
     for name in GL_LIBRARIES[backend]:
         path = name if name.startswith("lib") else ctypes.util.find_library(name)
@@ -102,7 +102,7 @@ def ensure_headless_gl() -> str | None:
         return None
     platform = os.environ.get("PYOPENGL_PLATFORM", "").strip().lower()
     order = ([platform] if platform in GL_LIBRARIES else []) + [b for b in GL_LIBRARIES if b != platform]
-    choice = next((backend for backend in order if _loads(backend)), None)
+    choice = next((backend for backend in order if library_loads(backend)), None)
     if choice is None:
         raise BackendUnavailable(
             "no headless OpenGL library for MuJoCo rendering (no display, and neither libEGL nor libOSMesa loads)",
@@ -132,10 +132,10 @@ def missing_gl_library() -> BackendUnavailable | None:
     failure ask this first.
     """
     current = os.environ.get("MUJOCO_GL", "").strip().lower()
-    if current not in GL_LIBRARIES or _loads(current):
+    if current not in GL_LIBRARIES or library_loads(current):
         return None
     library = GL_LIBRARIES[current][0].split(".so")[0]
-    others = [b for b in GL_LIBRARIES if b != current and _loads(b)]
+    others = [b for b in GL_LIBRARIES if b != current and library_loads(b)]
     instead = f", or set MUJOCO_GL={others[0]} ({GL_LIBRARIES[others[0]][0]} loads on this machine)" if others else ""
     return BackendUnavailable(
         f"MUJOCO_GL={current}, but {library} cannot be loaded, so MuJoCo cannot start (its envs set up "

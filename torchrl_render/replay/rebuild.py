@@ -30,7 +30,7 @@ from ..data import Artifact, FrameBundle
 from ..errors import ConfigError, RenderError
 from ..envs.mujoco_state import episode_states, load_model
 
-__all__ = ["REPLAY_FORMATS", "load_model", "replay_rollouts"]
+__all__ = ["REPLAY_FORMATS", "replay_rollouts"]
 
 #: formats a replay can write: the states themselves (html) or frames drawn from them
 REPLAY_FORMATS = ("html", "mp4", "gif", "frames")

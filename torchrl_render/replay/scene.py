@@ -25,6 +25,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+
 __all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "follow_body", "pack_array"]
 
 SCENE_VERSION = 1

@@ -19,9 +19,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..cli import PROG, _configure_logging, _Parser, add_config_fields, fields_from_args
+from ..cli import PROG, Parser, add_config_fields, configure_logging, default_text, fields_from_args
 from ..config import RenderConfig, load_mapping
 from ..errors import ConfigError, RenderError
+from .driver import DRIVER, sweep
+from .grid import BASE_OWNED, SweepConfig
+from .report import derive
+from .store import MANIFEST, read_records
 
 __all__ = ["build_sweep_parser", "status_main", "sweep_main"]
 
@@ -34,9 +38,7 @@ _EXAMPLE = ("examples:\n  python -m torchrl_render sweep --ckpt 'runs/ckpt_*.pt'
 
 def build_sweep_parser() -> argparse.ArgumentParser:
     """The ``sweep`` parser: SweepConfig fields, then the RenderConfig fields every cell shares."""
-    from .grid import BASE_OWNED, SweepConfig
-
-    parser = _Parser(prog=f"{PROG} sweep", description="Evaluate many checkpoints on many tasks, resumably.",
+    parser = Parser(prog=f"{PROG} sweep", description="Evaluate many checkpoints on many tasks, resumably.",
                      epilog=_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = parser.add_argument_group("actions")
     actions.add_argument("--config", metavar="FILE", help="JSON/YAML/TOML file of sweep and RenderConfig fields; "
@@ -50,8 +52,6 @@ def build_sweep_parser() -> argparse.ArgumentParser:
 
 
 def sweep_config_from_args(args: argparse.Namespace) -> Any:
-    from .grid import BASE_OWNED, SweepConfig
-
     data: dict[str, Any] = load_mapping(args.config) if args.config else {}
     data.update(fields_from_args(args, SweepConfig, skip=("base",)))
     data.update(fields_from_args(args, RenderConfig, skip=BASE_OWNED))
@@ -60,10 +60,8 @@ def sweep_config_from_args(args: argparse.Namespace) -> Any:
 
 def sweep_main(argv: list[str]) -> int:
     """``sweep``: runs the grid; returns the exit code."""
-    from .driver import sweep
-
     args = build_sweep_parser().parse_args(argv)
-    _configure_logging(args.debug, args.quiet)
+    configure_logging(args.debug, args.quiet)
     prog = PROG
     echo = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
     cfg = None
@@ -85,21 +83,21 @@ def sweep_main(argv: list[str]) -> int:
         return 130
     overall = result.eval_info["overall"]
     echo(f"{result.cells_done}/{result.cells} cells done ({result.cells_failed} failed), {result.episodes} episodes "
-         f"({result.episodes_run} run now); mean return {_fmt(overall['avg_sum_reward'])}, success "
-         f"{_fmt(overall['pc_success'])}%")
+         f"({result.episodes_run} run now); mean return {_fmt_stat(overall['avg_sum_reward'])}, success "
+         f"{_fmt_stat(overall['pc_success'])}%")
     for path in result.report_paths:
         echo(f"report: {path}")
     print(result.out / "eval_info.json")
     return EXIT_FAILED_CELLS if result.cells_failed else 0
 
 
-def _fmt(value: Any) -> str:
+def _fmt_stat(value: Any) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
 def status_main(argv: list[str]) -> int:
     """``sweep-status FOLDER``: cells and episodes done, failures, rate, time left."""
-    parser = _Parser(prog=f"{PROG} sweep-status", description="Progress of a sweep (running or not).")
+    parser = Parser(prog=f"{PROG} sweep-status", description="Progress of a sweep (running or not).")
     parser.add_argument("folder", help="The sweep's --out folder.")
     parser.add_argument("--json", action="store_true", help="Print the status as JSON.")
     args = parser.parse_args(argv)
@@ -114,9 +112,6 @@ def status_main(argv: list[str]) -> int:
 
 def sweep_status(folder: Path) -> dict[str, Any]:
     """The progress of the sweep in ``folder``, from its files alone."""
-    from .report import derive
-    from .store import MANIFEST, read_records
-
     if not (folder / MANIFEST).is_file():
         raise ConfigError(f"{str(folder)!r} is not a sweep folder (no {MANIFEST})", got=str(folder),
                           fix="pass the --out folder of a sweep")
@@ -139,8 +134,6 @@ def sweep_status(folder: Path) -> dict[str, Any]:
 
 def _driver(folder: Path) -> dict[str, Any] | None:
     """The running driver, if ``driver.json`` names a live process on this host (or another host)."""
-    from .driver import DRIVER
-
     path = folder / DRIVER
     if not path.is_file():
         return None
@@ -167,8 +160,6 @@ def status_text(s: dict[str, Any]) -> str:
 
 def flags_markdown() -> str:
     """The table of the sweep's own flags, for docs/sweeps.md (a test keeps the doc equal to this)."""
-    from ..cli import _default_text
-    from .grid import SweepConfig
 
     fields = {f.name: f for f in __import__("dataclasses").fields(SweepConfig)}
     group = next(g for g in build_sweep_parser()._action_groups if g.title.startswith("sweep"))
@@ -182,5 +173,5 @@ def flags_markdown() -> str:
                              if o.dest == action.dest and isinstance(o, argparse._StoreFalseAction)), None)
             flags += f" / `{negative}`" if negative else ""
         choices = ", ".join(map(str, action.choices)) if action.choices else ""
-        lines.append(f"| {flags} | {_default_text(fields[action.dest])} | {choices} | {action.help or ''} |")
+        lines.append(f"| {flags} | {default_text(fields[action.dest])} | {choices} | {action.help or ''} |")
     return "\n".join(lines)

@@ -34,7 +34,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -349,7 +348,7 @@ class IpynbWriter(Writer):
                                             encoding="utf-8")
         model = self.config.get("mujoco_model_path")
         if model and self.config.get("notebook_render_backend") == "mujoco_wasm":
-            from ..mujoco_wasm import write_mujoco_wasm_viewer
+            from ..live.notebook_viewer import write_mujoco_wasm_viewer
 
             write_mujoco_wasm_viewer(folder / MUJOCO_VIEWER_DIR, model,
                                      asset_paths=self.config.get("mujoco_asset_paths") or None)

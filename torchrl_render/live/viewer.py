@@ -22,7 +22,7 @@ The viewer needs a display (``$DISPLAY`` or ``$WAYLAND_DISPLAY`` on Linux); with
 macOS MuJoCo's viewer only runs under ``mjpython`` (the launcher installed with ``mujoco``).
 
 Example:
-    >>> from torchrl_render.viewer import Controls, KEY_SPACE, KEY_RIGHT, KEY_ESCAPE
+    >>> from torchrl_render.live.viewer import Controls, KEY_SPACE, KEY_RIGHT, KEY_ESCAPE
     >>> keys = Controls()
     >>> keys.press(KEY_SPACE); keys.paused
     True
@@ -41,18 +41,17 @@ import threading
 import time
 from typing import Any
 
-from .errors import NoDisplayError, ViewerError
+from ..envs.unwrap import underlying_env
+from ..envs.gl import library_loads
+from ..errors import NoDisplayError, ViewerError
+from ..envs.unwrap import find_simulation
+from .windows import FrameWindow, MujocoWindow
+from .keys import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, LIVE_FIX, mjpython_error
 
 __all__ = ["Controls", "KEY_ESCAPE", "KEY_RIGHT", "KEY_SPACE", "NoDisplayError", "Viewer", "ViewerError",
            "check_display", "mjpython_error", "prepare_viewer", "stopped_note"]
 
 log = logging.getLogger("torchrl_render")
-
-#: GLFW's key codes (MuJoCo's viewer hands them to its key callback); pygame's keys map onto them.
-KEY_SPACE, KEY_RIGHT, KEY_ESCAPE = 32, 262, 256
-_LIVE_FIX = ("watch it in the browser instead: --live 8765 serves a live page on 127.0.0.1 (over SSH: "
-             "ssh -L 8765:127.0.0.1:8765 <host>, then open the printed URL); or drop --viewer")
-
 
 def check_display() -> None:
     """Raises :class:`NoDisplayError` when no window can be opened here (Linux and BSD: no ``$DISPLAY`` nor
@@ -63,17 +62,7 @@ def check_display() -> None:
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         raise NoDisplayError("--viewer opens a window, and this machine has no display", expected="DISPLAY or "
                              "WAYLAND_DISPLAY set (a desktop session, ssh -X, or Xvfb)",
-                             got="DISPLAY and WAYLAND_DISPLAY unset", fix=_LIVE_FIX)
-
-
-def mjpython_error(viewer_module: Any) -> NoDisplayError | None:
-    """macOS: MuJoCo's viewer opens only under ``mjpython`` (``launch_passive``'s own condition), else None."""
-    if sys.platform != "darwin" or getattr(viewer_module, "_MJPYTHON", None) is not None:
-        return None
-    return NoDisplayError("--viewer mujoco on macOS needs MuJoCo's launcher: mujoco.viewer opens its window only "
-                          "from a script run with mjpython", expected="mjpython -m torchrl_render ...",
-                          got=sys.executable, fix="run the same command with mjpython (installed with the mujoco "
-                          "package) instead of python, or use --viewer window, or " + _LIVE_FIX)
+                             got="DISPLAY and WAYLAND_DISPLAY unset", fix=LIVE_FIX)
 
 
 def prepare_viewer(cfg: Any, notes: list[str]) -> None:
@@ -83,9 +72,7 @@ def prepare_viewer(cfg: Any, notes: list[str]) -> None:
     check_display()
     if os.environ.get("MUJOCO_GL") or "mujoco" in sys.modules:
         return
-    from .envs.gl import _loads
-
-    if _loads("egl"):
+    if library_loads("egl"):
         os.environ["MUJOCO_GL"] = "egl"
         os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
         notes.append("--viewer: MuJoCo's offscreen rendering set to MUJOCO_GL=egl (the viewer's window uses "
@@ -165,8 +152,6 @@ class Viewer:
             window.close()
 
     def _open(self, record: Any) -> Any:
-        from .envs.unwrap import find_simulation
-
         sim = find_simulation(record.env) if record.env is not None else None
         kind = self.cfg.viewer
         if kind == "auto":
@@ -184,8 +169,6 @@ class Viewer:
                               "env with --viewer mujoco, or --live")
         if self.fps is None:
             self.fps = _env_fps(record.env) or float(self.cfg.fps)
-        from .viewer_windows import FrameWindow, MujocoWindow
-
         window = MujocoWindow(*sim, self.controls, _env_camera(record.env)) if kind == "mujoco" \
             else FrameWindow(self.controls)
         log.info("viewer: opened the %s viewer, %.4g steps/s", kind, self.fps)
@@ -239,8 +222,6 @@ def stopped_note(cfg: Any, finished: int) -> str:
 
 def _env_camera(env: Any) -> dict[str, Any] | None:
     """A gymnasium MuJoCo env's ``mujoco_renderer.default_cam_config`` (how its videos are framed), else None."""
-    from .envs.unwrap import underlying_env
-
     renderer = getattr(getattr(underlying_env(env), "unwrapped", None), "mujoco_renderer", None)
     config = getattr(renderer, "default_cam_config", None)
     return dict(config) if isinstance(config, dict) else None
@@ -248,8 +229,6 @@ def _env_camera(env: Any) -> dict[str, Any] | None:
 
 def _env_fps(env: Any) -> float | None:
     """The env's ``metadata["render_fps"]`` (gymnasium), looked up behind torchrl's wrappers; else None."""
-    from .envs.unwrap import underlying_env
-
     for candidate in (env, underlying_env(env)):
         try:
             meta = getattr(getattr(candidate, "unwrapped", candidate), "metadata", None)

@@ -1,4 +1,4 @@
-"""The two windows of ``--viewer`` (see :mod:`torchrl_render.viewer`): MuJoCo's passive viewer and a pygame window.
+"""The two windows of ``--viewer`` (see :mod:`torchrl_render.live.viewer`): MuJoCo's passive viewer and a pygame window.
 
 Both have the same small interface: ``show_state(record, caption)`` after each step (``record`` is
 ``None`` while paused), ``show_frame(frame)``, ``pump(seconds)`` (handles the window's events for
@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .viewer import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, _LIVE_FIX, NoDisplayError, mjpython_error
+from ..errors import NoDisplayError
+from .keys import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, LIVE_FIX, mjpython_error
 
 __all__ = ["FrameWindow", "MujocoWindow", "frame_camera"]
 
@@ -35,7 +36,7 @@ class MujocoWindow:
         if not glfw.init():  # launch_passive would wait forever for a window its thread cannot open
             raise NoDisplayError("--viewer could not open a window: GLFW cannot connect to the display",
                                  expected="a reachable X or Wayland display",
-                                 got=f"DISPLAY={os.environ.get('DISPLAY')!r}", fix=_LIVE_FIX)
+                                 got=f"DISPLAY={os.environ.get('DISPLAY')!r}", fix=LIVE_FIX)
         import mujoco
         import mujoco.viewer
 
@@ -80,7 +81,7 @@ def frame_camera(mujoco: Any, model: Any, cam: Any, config: dict[str, Any]) -> N
     """Opens on the model as the video frames it: the env's camera settings (gymnasium's
     ``default_cam_config``: distance, elevation, azimuth, lookat, trackbodyid) over MuJoCo's free
     camera, tracking the body a follow camera tracks (the model's tracking camera's, else its root)."""
-    from .replay.scene import follow_body
+    from ..replay.scene import follow_body  # imports mujoco
 
     mujoco.mjv_defaultFreeCamera(model, cam)
     body = int(config.get("trackbodyid", follow_body(model)))
@@ -109,14 +110,14 @@ class FrameWindow:
         except pygame.error as exc:
             raise NoDisplayError(f"--viewer could not open a window: {exc}", expected="a reachable X or "
                                  "Wayland display", got=f"DISPLAY={os.environ.get('DISPLAY')!r}",
-                                 fix=_LIVE_FIX) from exc
+                                 fix=LIVE_FIX) from exc
         if pygame.display.get_driver() in ("dummy", "offscreen"):  # SDL_VIDEODRIVER: it would draw nowhere
             pygame.display.quit()
             raise NoDisplayError("--viewer window: pygame draws off screen here (SDL_VIDEODRIVER="
                                  f"{os.environ.get('SDL_VIDEODRIVER')!r}), so no window would appear",
                                  expected="an SDL video driver with a screen (x11, wayland, ...)",
                                  got=f"SDL_VIDEODRIVER={os.environ.get('SDL_VIDEODRIVER')!r}",
-                                 fix="unset SDL_VIDEODRIVER, or " + _LIVE_FIX)
+                                 fix="unset SDL_VIDEODRIVER, or " + LIVE_FIX)
         self._keys = {pygame.K_SPACE: KEY_SPACE, pygame.K_RIGHT: KEY_RIGHT, pygame.K_ESCAPE: KEY_ESCAPE}
 
     def show_frame(self, frame: Any) -> None:

@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import html
 import hmac
 import json
 import logging
@@ -35,9 +36,12 @@ import secrets
 import threading
 import time
 from collections import deque
+from importlib import resources
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from ..replay.page import page_resource
 
 __all__ = ["LOOPBACK", "ROUTES", "LiveHub", "LiveServer", "live_page"]
 
@@ -163,11 +167,8 @@ class LiveHub:
 
 def live_page(title: str = "live") -> str:
     """The live page: ``live.html`` with three.js and the replay page's scene modules inlined."""
-    import html
-
-    from .page import page_resource
-
-    template = page_resource("live.html").replace("<!--TITLE-->", html.escape(title))
+    template = resources.files("torchrl_render.live").joinpath("live.html").read_text(encoding="utf-8")
+    template = template.replace("<!--TITLE-->", html.escape(title))
     three = "<script>" + page_resource("vendor/three.min.js").replace("</script", "<\\/script") + "</script>"
     app = "".join(f"<script>/* {n} */\n" + page_resource(f"js/{n}") + "</script>\n" for n in _LIVE_SCRIPTS)
     return template.replace("<!--THREE-->", three).replace("<!--APP-->", app)

@@ -1,6 +1,6 @@
 """``--live``: what the Sink hands the live page while a run goes on.
 
-:class:`LiveFeed` owns a :class:`~torchrl_render.replay.server.LiveServer`. Per rendered step the
+:class:`LiveFeed` owns a :class:`~torchrl_render.live.server.LiveServer`. Per rendered step the
 Sink calls :meth:`LiveFeed.step` (MuJoCo envs: the bodies' poses, computed with ``mj_kinematics``
 on a private ``MjData`` from the env's ``qpos``; the env's own data is only read), per finished
 frame :meth:`LiveFeed.frame` (other envs: the frame itself, by reference; it is PNG-encoded by the
@@ -28,6 +28,8 @@ import logging
 import time
 from typing import Any
 
+from ..notebook import display_page
+from ..envs.unwrap import find_simulation
 from .server import LiveHub, LiveServer
 
 __all__ = ["LIVE_FPS", "LiveFeed", "running_metrics", "ssh_hint"]
@@ -73,8 +75,6 @@ class LiveFeed:
         self.cfg, self.hub = cfg, LiveHub()
         title = cfg.env if isinstance(cfg.env, str) else type(cfg.env).__name__
         self.server = LiveServer(self.hub, host=cfg.live_host, port=int(cfg.live or 0), title=str(title))
-        from ..notebook import display_page
-
         self._inline = display_page(self.server.url)  # in Jupyter: the page in the cell's output
         if self._inline is None:
             log.warning("live view of the run: %s%s", self.server.url, ssh_hint(self.server))
@@ -99,7 +99,7 @@ class LiveFeed:
         if sim is None:
             self._last = 0.0  # no poses from this env: let its frame through
             return
-        from .poses import pose_message
+        from ..replay.poses import pose_message  # imports mujoco
 
         model, data = sim
         if model is not self._model:
@@ -110,15 +110,13 @@ class LiveFeed:
     def _simulation(self, env: Any) -> Any:
         key = id(env)
         if key not in self._sims:
-            from ..envs.unwrap import find_simulation
-
             self._sims[key] = find_simulation(env)
         return self._sims[key]
 
     def _use_model(self, model: Any) -> None:
         import mujoco
 
-        from .scene import export_scene
+        from ..replay.scene import export_scene  # imports mujoco
 
         self._model, self._data = model, mujoco.MjData(model)
         self.hub.set_scene(export_scene(model))

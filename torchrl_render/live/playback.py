@@ -1,7 +1,7 @@
 """Playing qpos in the live viewer: full qpos vectors from what users send, waypoints, a real-time player.
 
 :class:`TrajectoryPlayer` sends a trajectory's states to a viewer (anything with
-``set_qpos(qpos, degrees=, ack=, label=)``, i.e. :class:`torchrl_render.mujoco_wasm.MujocoViewer`)
+``set_qpos(qpos, degrees=, ack=, label=)``, i.e. :class:`torchrl_render.live.notebook_viewer.MujocoViewer`)
 at their times, on a daemon thread; with ``interpolate`` it blends between waypoints at
 :data:`PLAY_HZ` states a second (in qpos space; ``mj_kinematics`` normalises the quaternions of
 free and ball joints).

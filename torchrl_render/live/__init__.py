@@ -1,0 +1,10 @@
+"""Watching a run while it runs: the ``--live`` page, the ``--viewer`` window and the notebook's MuJoCo viewer.
+
+Modules: :mod:`.server` (a loopback HTTP server with server-sent events, a token in the URL),
+:mod:`.feed` (a run's steps -> poses and frames on that server: ``--live``), :mod:`.playback`
+(qpos trajectories played on a viewer), :mod:`.viewer` (``--viewer``: the run's side) and
+:mod:`.windows` (its two windows: MuJoCo's passive viewer, a pygame window), :mod:`.keys` (what
+both share), :mod:`.notebook_viewer` (torchrl.render's ``mujoco_wasm`` functions, over the same
+server). The page reuses the offline replay's scene export and scripts (:mod:`torchrl_render.replay`).
+Nothing here is imported by ``import torchrl_render`` except the notebook viewer's public functions.
+"""
