@@ -17,12 +17,25 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .backends import BACKENDS
+from .backends.factory import make_backend
+from .backends.mujoco import free_gymnasium_gl
+from .backends.null import NullBackend
+from .checkpoint import load_checkpoint
 from .config import RenderConfig
 from .data import Artifact, RenderResult, frame_paths
+from .engine import Engine
+from .envs import build_env
+from .envs.gl import ensure_headless_gl, gl_notes
+from .envs.mjlog import captured_mujoco_warnings
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
+from .live.viewer import prepare_viewer
 from .metrics import aggregate, json_ready, nonfinite_note
-from .sink import Progress, Sink
-from .storage import write_json_atomic
+from .policies import build_policy
+from .resolve import resolve
+from .sidecar import run_metadata
+from .sink import Progress, Sink, rendered_range
+from .storage import save_rollouts, write_json_atomic
 from .writers import WRITERS, needs_frames
 from .writers.base import remove
 from .writers.group import BackgroundWriters, InlineWriters, KeptFrames, WriterGroup
@@ -92,28 +105,22 @@ class Run:
         self.rollout_dir = folder / f"{stem}_rollouts" if saved else None
 
     def execute(self) -> RenderResult:
-        from .envs.gl import ensure_headless_gl
-
         started = time.perf_counter()
         self._check_outputs()
         if self.cfg.format == "ipynb" and self.cfg.notebook_rollout_mode == "live":
             return self._notebook_only(started)
         _check_devices(self.cfg)
         if self.cfg.viewer is not None:  # --viewer: no display -> an error now; the video stays off screen
-            from .live.viewer import prepare_viewer
 
             prepare_viewer(self.cfg, self.notes)
         unset = not os.environ.get("MUJOCO_GL")
         gl = ensure_headless_gl()  # before anything imports mujoco, also for data-only runs
-        from .envs.gl import gl_notes
 
         if unset and gl:
             self.notes.append(f"MUJOCO_GL was unset and there is no display: chose MUJOCO_GL={gl}")
         self.notes.extend(gl_notes())
         payload, digest = self._checkpoint()
         with ExitStack() as stack:
-            from .envs.mjlog import captured_mujoco_warnings
-
             stack.enter_context(captured_mujoco_warnings(self.notes))  # not stderr, no log file
             env = self._env(payload, stack)
             policy = self._policy(env, payload, digest)
@@ -132,8 +139,6 @@ class Run:
             episodes, trajectories = self._roll(engine, backend)
             artifacts = self.writers.close()
             if self.rollout_dir is not None:
-                from .storage import save_rollouts
-
                 artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
             lingering, self.live_feed = self.live_feed, None
         try:  # an artifact never stays without its sidecar
@@ -211,7 +216,6 @@ class Run:
     def _checkpoint(self) -> tuple[Any, str | None]:
         if self.cfg.ckpt is None:
             return None, None
-        from .checkpoint import load_checkpoint
 
         payload = load_checkpoint(self.cfg.ckpt, self.cfg.policy_device or self.cfg.device,
                                   trust=self.cfg.trust_checkpoint)
@@ -221,13 +225,11 @@ class Run:
 
     def _policy(self, env: Any, payload: Any, digest: str | None) -> Any:
         """The policy runner (collect_render_rollouts hands in the one load_render_policy built)."""
-        from .policies import build_policy
 
         return build_policy(self.cfg, env, payload, digest, self.notes)
 
     def _env(self, payload: Any, stack: ExitStack) -> Any:
         """The run's single env: its specs go to the policy factory, whatever --num-envs is."""
-        from .envs import build_env
 
         env = build_env(self.cfg, payload, render_mode=self._render_mode())
         stack.callback(_close_quietly, env)
@@ -241,16 +243,11 @@ class Run:
         return "rgb_array" if self.needs_frames and self.cfg.render_backend in ("auto", "env") else None
 
     def _engine(self, env: Any, policy: Any, payload: Any, stack: ExitStack) -> Any:
-        from .engine import Engine
-        from .sink import rendered_range
-
         cfg = self.cfg
         entry = WRITERS.entry(cfg.format)
         data_format = not entry.needs_frames and entry.needs_steps
         reward_fn = None
         if cfg.reward_fn is not None:
-            from .resolve import resolve
-
             reward_fn = resolve(cfg.reward_fn, "reward_fn")
         engine = Engine(cfg, env, policy, payload, self._render_mode(),
                         rendered_range(cfg) if self.needs_frames or self.needs_state or cfg.viewer else range(0),
@@ -258,7 +255,6 @@ class Run:
         if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # batched already
             engine.batched = env
         elif engine.frames_in_workers:
-            from .backends.factory import make_backend
             from .engine.workers import make_batched_env
 
             frames = partial(make_backend, cfg) if self.needs_frames else None  # built inside each worker
@@ -268,10 +264,7 @@ class Run:
         return engine
 
     def _backend(self, env: Any, engine: Any) -> Any:
-        from .backends import BACKENDS
-
         if engine.frames_in_workers:  # frames are rendered inside the env workers
-            from .backends.null import NullBackend
 
             backend = NullBackend()
             backend.name = f"{self.cfg.render_backend} (in env workers)"
@@ -284,7 +277,6 @@ class Run:
         except BackendUnavailable as exc:
             if self.format_frames:
                 raise
-            from .backends.null import NullBackend  # only RenderResult.frames wanted them: none, as torchrl.render
 
             backend = NullBackend()
             self.notes.append(f"no frames for RenderResult.frames: {exc.what}")
@@ -343,7 +335,6 @@ class Run:
     def _metadata(self, env: Any, backend: Any, digest: str | None, gl: str | None, metrics: dict[str, Any],
                   artifacts: list[Artifact], started: float) -> dict[str, Any]:
         """The sidecar: torchrl.render's keys and ours (:mod:`.sidecar`)."""
-        from .sidecar import run_metadata
 
         return run_metadata(self.cfg, env=env, backend=backend, digest=digest, gl=gl, metrics=metrics,
                             artifacts=artifacts, wall=time.perf_counter() - started, argv=self.command,
@@ -409,14 +400,12 @@ def _check_devices(cfg: RenderConfig) -> None:
 def _checkpoint_digest(path: Any) -> str:
     """The checkpoint's SHA-256, through ``torchrl_render.artifacts.checkpoint_hash`` (looked up at call
     time, as torchrl.render's pipeline does, so a script that replaces it there sees it used)."""
-    from . import artifacts
+    from . import artifacts  # above api: torchrl.render's module path, which imports api itself
 
     return artifacts.checkpoint_hash(path)
 
 
 def _close_quietly(env: Any) -> None:
-    from .backends.mujoco import free_gymnasium_gl
-
     try:
         free_gymnasium_gl(env)  # gymnasium leaves its GL objects to the collector otherwise
         env.close()

@@ -27,7 +27,9 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from .envs import describe_env
 from .keys import key_to_string
+from .writers.notebook_paths import MUJOCO_VIEWER_DIR, asset_folder, relative
 
 __all__ = ["VERSIONED", "asset_dir", "command_text", "run_metadata", "torchrl_fields", "trajectory_entries",
            "versions"]
@@ -55,8 +57,6 @@ def command_text(argv: list[str] | None) -> str:
 def asset_dir(cfg: Any) -> Path:
     """torchrl.render's ``asset_dir``: the notebook's asset folder, else where side artifacts go."""
     if cfg.format == "ipynb":
-        from .writers.notebook_paths import asset_folder
-
         return asset_folder(cfg.out, cfg)
     return Path(cfg.artifact_dir) if cfg.artifact_dir is not None else Path(cfg.out).parent
 
@@ -71,7 +71,6 @@ def trajectory_entries(episodes: list[dict[str, Any]], cameras: list[str]) -> li
 def torchrl_fields(cfg: Any, *, episodes: list[dict[str, Any]], cameras: list[str],
                    digest: str | None = None, argv: list[str] | None = None) -> dict[str, Any]:
     """The keys of torchrl.render's sidecar, for this run (``argv`` is the CLI's, when it ran one)."""
-    from .writers.notebook_paths import relative
 
     config = cfg.to_dict()
     folder = asset_dir(cfg)
@@ -98,7 +97,6 @@ def _mujoco_viewer(cfg: Any) -> dict[str, Any]:
     """torchrl.render's ``mujoco_wasm`` entry of a notebook with the MuJoCo viewer and a model file."""
     if cfg.format != "ipynb" or cfg.notebook_render_backend != "mujoco_wasm" or cfg.mujoco_model_path is None:
         return {}
-    from .writers.ipynb import MUJOCO_VIEWER_DIR
 
     key = cfg.mujoco_qpos_key
     return {"mujoco_wasm": {"viewer_dir": MUJOCO_VIEWER_DIR, "model_path": str(cfg.mujoco_model_path),
@@ -109,7 +107,6 @@ def _mujoco_viewer(cfg: Any) -> dict[str, Any]:
 def run_metadata(cfg: Any, *, env: Any, backend: Any, digest: str | None, gl: str | None, metrics: dict[str, Any],
                  artifacts: list[Any], wall: float, argv: list[str] | None, notes: list[str]) -> dict[str, Any]:
     """A run's whole sidecar: :func:`torchrl_fields` and ours (``env`` / ``backend`` ``None``: nothing was built)."""
-    from .envs import describe_env
 
     frames = sum(e["num_frames"] for e in metrics["per_episode"])
     meta = torchrl_fields(cfg, episodes=metrics["per_episode"], cameras=cfg.camera, digest=digest, argv=argv)

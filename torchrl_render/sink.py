@@ -17,6 +17,11 @@ from .errors import NoFramesError
 from .frames import apply_layout, to_uint8_hwc
 from .engine.records import Episode
 from .metrics import read_success, step_success
+from .live.feed import LiveFeed
+from .live.viewer import Viewer
+from .live.viewer import stopped_note
+from .envs.mujoco_state import LiveStates
+from .frames import draw_overlay
 
 __all__ = ["Progress", "Sink", "rendered_range"]
 
@@ -64,7 +69,6 @@ class Sink:
         """Whether the viewer ended the run (escape, window closed); the finished episodes stand."""
         if self._viewer is None or not self._viewer.stopped:
             return False
-        from .live.viewer import stopped_note
 
         self.pending = None  # the unfinished episode's last frame is dropped
         self.run.notes.append(stopped_note(self.cfg, len(self.episodes)))
@@ -118,8 +122,6 @@ class Sink:
         if not self.run.needs_state:
             return
         if self._live is None:
-            from .envs.mujoco_state import LiveStates
-
             self._live = LiveStates(self.cfg, True)
         bundle = self._live.step(record, None, metrics["return"], True)
         if bundle is not None:
@@ -158,7 +160,6 @@ class Sink:
             return
         frames = {name: to_uint8_hwc(f) for name, f in captured.items()}
         if self.cfg.overlay:
-            from .frames import draw_overlay
             frames = {name: draw_overlay(f, metrics) for name, f in frames.items()}
         bundle = FrameBundle(apply_layout(frames, self.cfg.camera_layout), record.step, record.trajectory,
                              record.wall, metrics=metrics)
@@ -204,7 +205,6 @@ def _live_feed(cfg: RenderConfig) -> Any:
     """The live page's feed when ``--live`` is on (the server starts here)."""
     if getattr(cfg, "live", None) is None:
         return None
-    from .live.feed import LiveFeed
 
     return LiveFeed(cfg)
 
@@ -213,7 +213,6 @@ def _viewer(run: Any) -> Any:
     """The on-screen viewer when ``--viewer`` is on (its window opens at the first step)."""
     if getattr(run.cfg, "viewer", None) is None:
         return None
-    from .live.viewer import Viewer
 
     return Viewer(run.cfg, run.needs_frames)
 

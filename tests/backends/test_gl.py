@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from torchrl_render import gl
+from torchrl_render.envs import gl
 from torchrl_render.errors import BackendUnavailable
 
 
@@ -102,4 +102,4 @@ def test_idempotent(clean, monkeypatch):
 
 def test_real_probe_is_cached_and_boolean():
     assert gl.library_loads("egl") in (True, False)
-    assert gl._loads.cache_info().currsize >= 1
+    assert gl.library_loads.cache_info().currsize >= 1

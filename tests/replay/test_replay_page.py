@@ -159,7 +159,7 @@ def test_replay_from_saved_rollouts_draws_what_the_live_run_drew(cheetah, tmp_pa
 
     import gymnasium
 
-    from torchrl_render.replay.rebuild import replay_rollouts
+    from torchrl_render.cli.rebuild import replay_rollouts
 
     out, _ = cheetah
     xml = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", "half_cheetah.xml")

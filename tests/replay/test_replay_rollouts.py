@@ -12,7 +12,7 @@ from helpers.htmlread import episode_arrays
 from helpers.mediaprobe import gif_frames, probe_mp4
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.cli import main
-from torchrl_render.replay.rebuild import replay_rollouts
+from torchrl_render.cli.rebuild import replay_rollouts
 from torchrl_render.envs.mujoco_state import MujocoStateReader, extract_qpos_trajectory
 
 

@@ -22,6 +22,9 @@ from typing import Any
 from ..errors import ConfigError, OutputExistsError
 from .grid import Cell, SweepConfig, expand_cells
 from .store import MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
+from ..sidecar import versions
+from .local import LocalExecutor, machine_cpus
+from .report import write_derived
 
 __all__ = ["SweepResult", "plan_units", "sweep"]
 
@@ -99,8 +102,6 @@ def _grid(cfg: SweepConfig, cells: list[Cell]) -> dict[str, Any]:
 
 
 def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tuple[Store, list[dict[str, Any]]]:
-    from ..sidecar import versions
-
     manifest = read_manifest(cfg.out)
     if manifest is None:
         if cfg.out.exists() and any(cfg.out.iterdir()):
@@ -194,7 +195,6 @@ class _Driver:
             from .ray_exec import RayExecutor
 
             return RayExecutor(self.cfg.ray_address, self.cfg.ray_num_cpus, self.cfg.ray_num_gpus)
-        from .local import LocalExecutor, machine_cpus
 
         return LocalExecutor(min(self.cfg.workers or machine_cpus(), max(1, n_units)))
 
@@ -251,14 +251,11 @@ class _Driver:
         n = sum(1 for i in range(cell.num_trajs) if (cell.id, i) in self.done)
         if cell.id not in self.failed:
             self.echo(f"cell {cell.id}: {n}/{cell.num_trajs} episodes")
-        from .report import write_derived
 
         write_derived(self.cfg.out, html=self.cfg.report and time.monotonic() - self.last_report > 10)
         self.last_report = time.monotonic()
 
     def _finish(self, executor: Any, final: bool) -> None:
-        from .report import write_derived
-
         if executor is not None:
             executor.close()
         self.store.close()

@@ -29,6 +29,10 @@ from typing import Any
 
 from ..config import RenderConfig, _f, load_mapping
 from ..errors import ConfigError, did_you_mean
+from ..checkpoint import sha256_file
+from ..checkpoint import load_checkpoint
+from ..errors import RenderError
+from ..writers import WRITERS
 
 __all__ = ["BASE_OWNED", "Cell", "SweepConfig", "expand_cells"]
 
@@ -137,7 +141,6 @@ class SweepConfig:
 
     def render_config(self, spec: str, ckpt: str | None, **fields: Any) -> RenderConfig:
         """The RenderConfig of one cell (or of a block of its episodes, through ``fields``)."""
-        from ..writers import WRITERS
 
         data = {**self.base, "env": spec, "ckpt": ckpt, "progress": False, **fields}
         if data.get("max_episodes_rendered") == 0 and WRITERS.entry(data.get("format") or "mp4").needs_frames:
@@ -166,7 +169,6 @@ class Cell:
 
 def expand_cells(cfg: SweepConfig) -> list[Cell]:
     """The grid: every checkpoint of every run times every task, checkpoints in training-step order."""
-    from ..checkpoint import sha256_file
 
     cells = []
     for run, patterns in cfg.run.items():
@@ -207,9 +209,6 @@ def _step(path: str) -> int | None:
 
 
 def _step_from_metadata(path: str) -> int | None:
-    from ..checkpoint import load_checkpoint
-    from ..errors import RenderError
-
     try:
         payload = load_checkpoint(path)
     except RenderError:

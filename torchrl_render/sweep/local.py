@@ -17,6 +17,8 @@ import signal
 import sys
 from multiprocessing.connection import wait
 from typing import Any
+from ..envs.gl import ensure_headless_gl
+from .work import run_unit
 
 __all__ = ["LocalExecutor", "machine_cpus"]
 
@@ -142,13 +144,11 @@ def worker_main(conn: Any, cwd: str, threads: int) -> None:
     """A worker's life: receive a unit, run it, send its messages; ``None`` ends it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.chdir(cwd)
-    from ..envs.gl import ensure_headless_gl
 
     ensure_headless_gl()
     import torch
 
     torch.set_num_threads(threads)
-    from .work import run_unit
 
     while True:
         try:

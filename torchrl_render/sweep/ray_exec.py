@@ -20,6 +20,8 @@ import threading
 from typing import Any
 
 from ..errors import ConfigError
+from ..envs.gl import ensure_headless_gl
+from .work import run_unit
 
 __all__ = ["RAY_EXTRA", "RayExecutor", "import_ray"]
 
@@ -115,8 +117,6 @@ def _ray_unit(unit: dict[str, Any], cwd: str) -> Any:
     """The Ray task: runs the unit on a thread of its own and yields its messages as they come."""
     if os.path.isdir(cwd):
         os.chdir(cwd)
-    from ..envs.gl import ensure_headless_gl
-    from .work import run_unit
 
     ensure_headless_gl()
     messages: queue.Queue = queue.Queue()

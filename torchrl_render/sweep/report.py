@@ -25,6 +25,8 @@ from typing import Any
 
 from ..metrics import aggregate
 from .store import read_manifest, read_records, write_json_atomic
+from .html import write_html
+from .notebook import write_notebook
 
 __all__ = ["curves", "derive", "write_derived"]
 
@@ -153,11 +155,7 @@ def write_derived(folder: Path, *, html: bool = True, notebook: bool = False) ->
     write_json_atomic(folder / EVAL_INFO, info)
     written = []
     if html:
-        from .html import write_html
-
         written.append(write_html(folder, info))
     if notebook:
-        from .notebook import write_notebook
-
         written.append(write_notebook(folder, info))
     return written

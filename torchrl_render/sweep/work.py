@@ -20,14 +20,15 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from ..config import RenderConfig
+from ..writers import WRITERS
+from ..api import render_policy
 
 __all__ = ["block_config", "run_unit"]
 
 
 def block_config(unit: dict[str, Any]) -> Any:
     """The RenderConfig of a unit: the cell's config, shifted to its first episode."""
-    from ..config import RenderConfig
-    from ..writers import WRITERS
 
     cell, base, start, count = unit["cell"], unit["base"], unit["start"], unit["count"]
     fmt = base.get("format") or "mp4"
@@ -48,7 +49,6 @@ def block_config(unit: dict[str, Any]) -> Any:
 
 def run_unit(unit: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
     """Runs one unit, sending a message per finished episode, then ``done`` or ``error``."""
-    from ..api import render_policy
 
     start = unit["start"]
     worker = f"{os.getpid()}@{socket.gethostname()}"

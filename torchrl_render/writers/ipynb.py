@@ -48,7 +48,7 @@ from ..storage import atomic_path
 from .base import Writer, commit, no_frames_error, remove
 from .html import HtmlWriter
 from .mp4 import PRESET, Mp4Writer
-from .notebook_paths import asset_folder, portable_config, relative, search_path
+from .notebook_paths import MUJOCO_VIEWER_DIR, asset_folder, portable_config, relative, search_path
 from .preview import Preview
 
 __all__ = ["IpynbWriter"]
@@ -58,7 +58,6 @@ log = logging.getLogger(__name__)
 CELL_TIMEOUT_S = 3600
 STARTUP_TIMEOUT_S = 120
 MODES = ("saved", "live", "both")
-MUJOCO_VIEWER_DIR = "mujoco_wasm"  # in the asset folder, as torchrl.render names it
 _NEEDED_TO_EXECUTE = ("nbclient", "ipykernel", "matplotlib")
 
 

@@ -52,8 +52,8 @@ from .._version import __version__
 from ..data import FrameBundle
 from ..errors import WriterError
 from ..keys import key_to_string
-from ..storage import atomic_path
 from ..metrics import aggregate, json_ready
+from ..storage import atomic_path
 from .base import Writer
 
 __all__ = ["JsonlWriter"]

@@ -18,6 +18,9 @@ from typing import Any
 
 __all__ = ["asset_folder", "portable_config", "relative", "search_path"]
 
+MUJOCO_VIEWER_DIR = "mujoco_wasm"  # the live viewer's folder in the asset folder, as torchrl.render names it
+
+
 
 def portable_config(cfg: Any) -> dict[str, Any]:
     """``cfg.to_dict()`` with paths and file specs made absolute, so the notebook's cells find them."""

@@ -29,6 +29,13 @@ import numpy as np
 from ..data import Artifact, FrameBundle
 from ..errors import ConfigError, RenderError
 from ..envs.mujoco_state import episode_states, load_model
+from ..storage import load_rollouts
+from ..config import RenderConfig
+from ..config import parse_nested_key
+from ..writers.group import WriterGroup
+from ..errors import OutputExistsError
+from ..backends.mujoco import MujocoBackend
+from ..frames import apply_layout, to_uint8_hwc
 
 __all__ = ["REPLAY_FORMATS", "replay_rollouts"]
 
@@ -52,8 +59,6 @@ def _flag(td: Any, key: str) -> bool:
 
 def _episodes(rollouts: Any, qpos_key: Any) -> list[tuple[int, Any, np.ndarray]]:
     if isinstance(rollouts, (str, Path)):
-        from ..storage import load_rollouts
-
         rollouts = load_rollouts(rollouts)
     episodes = []
     for i, td in enumerate(rollouts):
@@ -72,8 +77,6 @@ def _episodes(rollouts: Any, qpos_key: Any) -> list[tuple[int, Any, np.ndarray]]
 
 
 def _replay_config(out: Path, fmt: str | None, model_path: Path, **fields: Any) -> Any:
-    from ..config import RenderConfig
-
     cfg = RenderConfig(policy="(replay)", env=f"replay of {model_path.name}", out=out, format=fmt,
                        **{k: v for k, v in fields.items() if v is not None})
     if cfg.format not in REPLAY_FORMATS:
@@ -100,8 +103,6 @@ def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, a
     Returns:
         The artifacts written.
     """
-    from ..config import parse_nested_key
-    from ..writers.group import WriterGroup
 
     model_path = Path(model_path)
     model = load_model(model_path, asset_paths)
@@ -110,8 +111,6 @@ def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, a
     group = WriterGroup(cfg, cfg.out)
     for path in group.planned_paths():
         if path.exists() and not cfg.overwrite:
-            from ..errors import OutputExistsError
-
             raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
                                     fix="pass --overwrite or choose another --out")
     drawer = _Drawer(model, cfg) if cfg.format != "html" else None
@@ -150,7 +149,6 @@ class _Drawer:
     def __init__(self, model: Any, cfg: Any) -> None:
         import mujoco
 
-        from ..backends.mujoco import MujocoBackend
 
         self._mujoco, self.model, self.data = mujoco, model, mujoco.MjData(model)
         self.backend = MujocoBackend(model, self.data, list(cfg.camera), width=cfg.width, height=cfg.height,
@@ -161,8 +159,6 @@ class _Drawer:
         self.backend.begin_episode()
 
     def frames(self, qpos: np.ndarray) -> dict[str, Any]:
-        from ..frames import apply_layout, to_uint8_hwc
-
         self.data.qpos[:] = qpos
         self._mujoco.mj_forward(self.model, self.data)
         captured = self.backend.capture(None)

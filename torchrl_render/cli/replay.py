@@ -1,7 +1,7 @@
 """``python -m torchrl_render replay ROLLOUTS --mujoco-model-path model.xml --out replay.html``.
 
 Rebuilds saved rollouts (recorded with ``--mujoco-qpos-key qpos --save-rollout``) into html,
-mp4, gif or frames from the model file alone (see :mod:`torchrl_render.replay.rebuild`).
+mp4, gif or frames from the model file alone (see :mod:`torchrl_render.cli.rebuild`).
 Exit codes as for the main command: 0 done, 2 a user error (one paragraph), 130 Ctrl-C.
 
 Example:
@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from ..errors import RenderError
+from .rebuild import replay_rollouts
 
 __all__ = ["build_parser", "main"]
 
@@ -50,7 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Runs the subcommand; returns the exit code."""
     args = build_parser().parse_args(argv)
-    from .rebuild import replay_rollouts
 
     assets = [a.strip() for a in args.mujoco_asset_paths.split(",") if a.strip()]
     try:

@@ -17,8 +17,12 @@ import sys
 import traceback
 from typing import Any
 
-from .config import RenderConfig, load_mapping
-from .errors import RenderError
+from ..config import RenderConfig, load_mapping
+from ..errors import RenderError
+from ..backends import BACKENDS
+from ..writers import WRITERS
+from ..errors import did_you_mean
+from ..api import render_policy
 
 __all__ = ["add_config_fields", "build_parser", "config_from_args", "fields_from_args", "main"]
 
@@ -28,7 +32,7 @@ PROG = "torchrl-render"
 SUBCOMMANDS: dict[str, str] = {
     "sweep": "torchrl_render.sweep.cli:sweep_main",
     "sweep-status": "torchrl_render.sweep.cli:status_main",
-    "replay": "torchrl_render.replay.cli:main",  # saved rollouts -> html/mp4/gif/frames
+    "replay": "torchrl_render.cli.replay:main",  # saved rollouts -> html/mp4/gif/frames
 }
 #: Above this many episodes the CLI prints a summary instead of a line per episode (--verbose: all lines).
 TABLE_MAX = 30
@@ -38,9 +42,7 @@ _EXAMPLE = ("example:\n  python -m torchrl_render --ckpt policy.pt --policy mypk
 
 def _registry_choices(name: str) -> list[str]:
     if name == "formats":
-        from .writers import WRITERS
         return WRITERS.names()
-    from .backends import BACKENDS
     return BACKENDS.names()
 
 
@@ -63,7 +65,6 @@ def _suggestion(message: str, flags: tuple[str, ...] | list[str] = ()) -> str:
     """A did-you-mean for argparse's "invalid choice: 'x' (choose from 'a', 'b')" and "unrecognized arguments"."""
     import re
 
-    from .errors import did_you_mean
 
     found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if found:
@@ -201,9 +202,7 @@ def _print_registry(kind: str) -> None:
 
 def _registry(kind: str) -> Any:
     if kind == "formats":
-        from .writers import WRITERS
         return WRITERS
-    from .backends import BACKENDS
     return BACKENDS
 
 
@@ -231,7 +230,6 @@ def main(argv: list[str] | None = None) -> int:
             print(cfg.to_json())
             if args.print_config:
                 return 0
-        from .api import render_policy
 
         result = render_policy(cfg, command=[PROG, *argv])
     except RenderError as exc:
