@@ -1,5 +1,8 @@
 """The command line, generated from the RenderConfig fields and the registries.
 
+Modules: this one (``main``, the parser, the subcommand table, the markdown reference of docs/cli.md),
+:mod:`.replay` (``python -m torchrl_render replay``) and :mod:`.rebuild` (saved rollouts -> any format).
+
 Every config field is a flag (``num_trajs`` -> ``--num-trajs``; booleans get a
 ``--no-...`` twin or their named opposite, e.g. ``--stochastic``); choices come
 from the field metadata and the registries, never from a hand-copied list.
