@@ -252,7 +252,7 @@ def test_mujoco_warning_callback_notes_instead_of_writing_a_log(tmp_path, monkey
 
 def test_linked_video_note_explains_the_cumulative_limit():
     """Item 18: a 3 KiB video linked under a 4 KiB limit says the videos before it used the rest."""
-    from torchrl_render.report import ReportVideo, _linked_note
+    from torchrl_render.notebook.report import ReportVideo, _linked_note
 
     note = _linked_note(ReportVideo(2, "run_2.mp4", 3 * 1024, limit_bytes=4 * 1024, budget_left=1024))
     assert "over the" not in note
@@ -263,7 +263,7 @@ def test_linked_video_note_explains_the_cumulative_limit():
 
 def test_notebook_title_shortens_paths_and_config_normalises_them(tmp_path):
     """Item 18: the title names files, not long absolute paths; paths are normalised (no 'w4/../w1')."""
-    from torchrl_render.report import _title_source
+    from torchrl_render.notebook.report import _title_source
     from torchrl_render.writers.notebook_paths import portable_config
 
     long = "/" + "/".join(["a_rather_long_folder_name"] * 6)
@@ -279,7 +279,7 @@ def test_notebook_title_shortens_paths_and_config_normalises_them(tmp_path):
 
 def test_recorded_command_has_no_flag_the_user_did_not_type():
     """Item 18: --quiet turns the progress bar off; the recorded command does not gain --no-progress."""
-    from torchrl_render.report import equivalent_command
+    from torchrl_render.notebook.report import equivalent_command
 
     assert equivalent_command({"policy": "m:p", "env": "e:f", "progress": False}) == "torchrl-render --policy m:p --env e:f"
 

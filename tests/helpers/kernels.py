@@ -12,7 +12,7 @@ from pathlib import Path
 def notebook_client(nb, path: Path, timeout: float = 120):
     from nbclient import NotebookClient
 
-    from torchrl_render.kernel import IOPUB_TIMEOUT_S, native_kernel_manager
+    from torchrl_render.notebook.kernel import IOPUB_TIMEOUT_S, native_kernel_manager
 
     sockets = tempfile.mkdtemp(prefix="trr-test-kernel-")
     return NotebookClient(nb, timeout=timeout, iopub_timeout=IOPUB_TIMEOUT_S, raise_on_iopub_timeout=True,

@@ -199,7 +199,7 @@ def test_torchrl_renders_own_notebook_cells_run_on_ours_with_the_import_changed(
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     from nbclient.exceptions import CellTimeoutError
 
-    for attempt in (1, 2):  # a kernel that loses a cell's outputs (torchrl_render.kernel) gets one replacement
+    for attempt in (1, 2):  # a kernel that loses a cell's outputs (torchrl_render.notebook.kernel) gets one replacement
         try:
             _drive_viewer_cells(notebook_client(nb, tmp_path), nb, port, waypoints)
             break

@@ -21,7 +21,7 @@ from torchrl_render.notebook import (
     show,
     video_html,
 )
-from torchrl_render.report import ReportVideo, build_report, equivalent_command
+from torchrl_render.notebook.report import ReportVideo, build_report, equivalent_command
 from torchrl_render.writers.gif import GifWriter
 from torchrl_render.writers.mp4 import Mp4Writer
 
@@ -189,7 +189,7 @@ def test_a_kernel_that_loses_a_cells_outputs_is_replaced(tmp_path):
     nbclient would keep the cell empty; execute_notebook raises that and runs the notebook again, once."""
     from nbformat.v4 import new_code_cell, new_notebook
 
-    from torchrl_render.kernel import execute_notebook
+    from torchrl_render.notebook.kernel import execute_notebook
 
     lose = ("import os\nfirst = not os.path.exists('attempts')\nopen('attempts', 'a').write('x')\n"
             "if first:\n    k = get_ipython().kernel\n    send = k.session.send\n"

@@ -128,7 +128,7 @@ def test_abort_leaves_nothing(tmp_path):
 def test_live_mode_rolls_out_nothing_and_its_cells_do(tmp_path):
     """As torchrl.render: a live notebook is written at once (no checkpoint read, no env, no kernel); its cells
     roll the policy out when run (here in a kernel), shown live on notebook_viewer_port."""
-    from torchrl_render.kernel import execute_notebook
+    from torchrl_render.notebook.kernel import execute_notebook
 
     port = _free_port()
     result = _run(tmp_path, notebook_rollout_mode="live", max_steps=3, notebook_viewer_port=port)

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["plot_curve", "write_html"]
+__all__ = ["episode_videos", "plot_curve", "success_table", "write_html"]
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}"
@@ -62,11 +62,11 @@ def write_html(folder: Path, info: dict[str, Any]) -> Path:
             f"{p['episodes']}/{p['episodes_total']} episodes; overall mean return "
             f"{_num(info['overall']['avg_sum_reward'])}, success {_num(info['overall']['pc_success'])}%.</p>",
             "<h2>Return against training step</h2>", "".join(figures) or "<p>No episode yet.</p>",
-            "<h2>Success rate and mean return</h2>", _table(info)]
+            "<h2>Success rate and mean return</h2>", success_table(info)]
     if info["failures"]:
         body.append("<h2>Failures</h2><ul>" + "".join(f"<li class=failed><b>{html.escape(c)}</b>: {html.escape(e)}"
                                                        "</li>" for c, e in info["failures"].items()) + "</ul>")
-    body += ["<h2>Rendered episodes</h2>", _videos(info)]
+    body += ["<h2>Rendered episodes</h2>", episode_videos(info)]
     page = (f"<!doctype html><html><head><meta charset=utf-8><title>Sweep report</title><style>{_STYLE}</style>"
             f"</head><body>{''.join(body)}</body></html>\n")
     path = folder / "report.html"
@@ -80,7 +80,8 @@ def _num(value: Any) -> str:
     return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-def _table(info: dict[str, Any]) -> str:
+def success_table(info: dict[str, Any]) -> str:
+    """The success rate and mean return (with its 95% CI half-width) of each checkpoint x task, as an HTML table."""
     tasks = [t["task"] for t in info["per_task"]]
     head = "<tr><th>run</th><th>checkpoint</th><th>step</th>" + "".join(
         f"<th>{html.escape(t)}<br>success % / return</th>" for t in tasks) + "</tr>"
@@ -98,7 +99,8 @@ def _table(info: dict[str, Any]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _videos(info: dict[str, Any]) -> str:
+def episode_videos(info: dict[str, Any]) -> str:
+    """The rendered episodes of each checkpoint x task as HTML figures (a paragraph when there are none)."""
     parts = []
     for entry in info["per_checkpoint"]:
         for task, c in entry["per_task"].items():

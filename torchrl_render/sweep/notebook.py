@@ -12,6 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..notebook.kernel import execute_notebook
+from .html import episode_videos, success_table
+from .store import write_json_atomic
+
 __all__ = ["build_notebook", "write_notebook"]
 
 _LOAD = """import json, sys
@@ -45,8 +49,6 @@ def build_notebook(folder: Path, info: dict[str, Any]) -> Any:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from .html import _table, _videos
-
     package = str(Path(__file__).resolve().parents[2])
     p = info["progress"]
     cells = [new_markdown_cell(f"# Sweep report\n\n{p['done']}/{p['cells']} cells done, {p['failed']} failed, "
@@ -54,8 +56,8 @@ def build_notebook(folder: Path, info: dict[str, Any]) -> Any:
                                "`episodes.jsonl` when the notebook runs.", id="title"),
              new_code_cell(_LOAD.format(package=package, folder=str(Path(folder).resolve())), id="curves"),
              new_code_cell(_PLOT, id="plot"),
-             new_markdown_cell("## Success rate and mean return\n\n" + _table(info), id="table"),
-             new_markdown_cell("## Rendered episodes\n\n" + _videos(info), id="episodes")]
+             new_markdown_cell("## Success rate and mean return\n\n" + success_table(info), id="table"),
+             new_markdown_cell("## Rendered episodes\n\n" + episode_videos(info), id="episodes")]
     nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                             "language": "python"}, "language_info": {"name": "python"}})
     nbformat.validate(nb)
@@ -65,9 +67,6 @@ def build_notebook(folder: Path, info: dict[str, Any]) -> Any:
 def write_notebook(folder: Path, info: dict[str, Any], timeout: float = 300) -> Path:
     """Builds, executes (nbclient, a kernel of this interpreter) and writes ``report.ipynb``."""
     import nbformat
-
-    from ..kernel import execute_notebook
-    from .store import write_json_atomic
 
     folder = Path(folder)
     nb = build_notebook(folder, info)

@@ -3,7 +3,7 @@
 Each rendered episode streams into its own H.264 mp4 (:class:`Mp4Writer`) in a private
 work folder beside the target while the run goes; a small animated-PNG preview of it is
 kept (every k-th frame, at most 240 px wide: GitHub's viewer blocks ``<video>`` but shows
-images). At the end the notebook is built (:func:`torchrl_render.report.build_report`):
+images). At the end the notebook is built (:func:`torchrl_render.notebook.report.build_report`):
 videos are embedded as base64 until their total would pass the embedding limit; later ones
 are linked as ``<stem>_ep<i>.mp4`` beside the notebook, and their cell says so. The notebook
 is then executed with nbclient in an ipykernel of this interpreter (so that it opens with
@@ -40,10 +40,10 @@ from typing import Any
 from ..config import callable_name
 from ..data import FrameBundle
 from ..errors import ConfigError, OutputExistsError, WriterError
-from ..kernel import execute_notebook
 from ..metrics import aggregate
 from ..notebook import EMBED_LIMIT_BYTES, display_width
-from ..report import ReportVideo, build_report, equivalent_command
+from ..notebook.kernel import execute_notebook
+from ..notebook.report import ReportVideo, build_report, equivalent_command
 from ..storage import atomic_path
 from .base import Writer, commit, no_frames_error, remove
 from .html import HtmlWriter

@@ -20,16 +20,22 @@ Example:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .notebook import EMBED_LIMIT_BYTES, fmt_cell, fmt_size, metrics_markdown, video_html
-from .report_cells import (ASSETS, CFG, LIVE_OVERRIDES, LIVE_SHOW, NO_METRICS, config_source, kwargs_source, live_source, rerun_heading, rerun_source)
+from .._version import __version__
+from ..config import RenderConfig
+from ..registry import WRITERS
+from . import EMBED_LIMIT_BYTES, fmt_cell, fmt_size, metrics_markdown, video_html, viewer_html
+from .report_cells import (ASSETS, CFG, LIVE_OVERRIDES, LIVE_SHOW, NO_METRICS, config_source, kwargs_source,
+                           live_source, rerun_heading, rerun_source)
 
 __all__ = ["LIVE_OVERRIDES", "ReportVideo", "build_report", "equivalent_command"]
 
@@ -61,8 +67,6 @@ class ReportVideo:
     width: int | None = None
     budget_left: int | None = None
     viewer: str | None = None
-
-
 
 
 def build_report(*, config: dict[str, Any], metrics: dict[str, Any], videos: Sequence[ReportVideo] = (),
@@ -134,8 +138,6 @@ def _rollout_cells(mode: str, config: dict[str, Any], live_out: str, search_path
 
 def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, command: str | None,
                   title: str | None) -> str:
-    from ._version import __version__
-
     n = (metrics.get("aggregated") or {}).get("n_episodes", len(metrics.get("per_episode") or []))
     heading = title or f"Policy report: {_short_spec(config.get('policy'))} in {_short_spec(config.get('env'))}"
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -198,8 +200,6 @@ def _video_cell(video: ReportVideo) -> Any:
                   f"show({video.name!r}, limit_bytes=0)")
         html_text = _linked_html(video, caption)
     if video.viewer is not None:  # the 3-D replay beside the video
-        from .notebook import viewer_html
-
         html_text = ('<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'
                      + (f'<div>{html_text}</div>' if html_text else "")
                      + f'<div style="flex:1 1 520px;min-width:320px">{viewer_html(video.viewer)}</div></div>')
@@ -249,12 +249,6 @@ def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> 
         >>> equivalent_command({"policy": "m:p", "env": "Hopper-v5", "num_trajs": 2, "overlay": True})
         'torchrl-render --policy m:p --env Hopper-v5 --num-trajs 2 --overlay'
     """
-    import dataclasses
-    import shlex
-
-    from .config import RenderConfig
-    from .writers import WRITERS
-
     fields = {f.name: f for f in dataclasses.fields(RenderConfig)}
     implied = WRITERS.for_suffix(config["out"]) if config.get("out") else None
     args = [prog]
@@ -279,8 +273,6 @@ def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> 
 _UNRECORDED = ("progress",)
 
 def _default_of(f: Any) -> Any:
-    import dataclasses
-
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:

@@ -3,7 +3,7 @@
 Pure functions build the HTML that Jupyter shows for a :class:`~torchrl_render.RenderResult`
 (its videos and the metrics table) and for an :class:`~torchrl_render.Artifact`;
 :func:`show` is the one with a side effect (it displays when IPython runs).
-The ``.ipynb`` report is built in :mod:`torchrl_render.report`, which reuses these
+The ``.ipynb`` report is built in :mod:`torchrl_render.notebook.report`, which reuses these
 builders; executing and writing it is the ipynb writer's job (:mod:`torchrl_render.writers.ipynb`).
 
 Videos are embedded as base64 ``data:`` URIs up to a size limit (:data:`EMBED_LIMIT_BYTES`
@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from ..errors import ConfigError
 
 __all__ = ["EMBED_LIMIT_BYTES", "Media", "artifact_html", "artifact_mimebundle", "build_notebook", "display_width",
            "metrics_html", "metrics_markdown", "result_html", "result_mimebundle", "result_text", "show", "video_html",
@@ -234,8 +237,6 @@ def show(source: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES, width: int
         >>> show(gif)._repr_html_().count("data:image/gif;base64,")
         1
     """
-    from .errors import ConfigError
-
     path = Path(getattr(source, "path", source))
     if not path.is_file() or path.suffix.lower() not in _PLAYABLE:
         state = "missing" if not path.exists() else "not a file" if not path.is_file() else "not an mp4 or gif"
@@ -254,15 +255,13 @@ def show(source: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES, width: int
 def build_notebook(result: Any, config: Any) -> dict[str, Any]:
     """torchrl.render's notebook builder: the report notebook of ``result`` (not executed), as JSON-ready ``dict``.
 
-    Its cells are the report's (:func:`torchrl_render.report.build_report`): the run's mp4 artifacts are
+    Its cells are the report's (:func:`torchrl_render.notebook.report.build_report`): the run's mp4 artifacts are
     embedded while they fit the embedding limit; the asset folder is ``config``'s.
     """
-    import json
-
     import nbformat
 
-    from .report import ReportVideo, build_report, equivalent_command
-    from .writers.notebook_paths import asset_folder, portable_config, relative
+    from ..writers.notebook_paths import asset_folder, portable_config, relative
+    from .report import ReportVideo, build_report, equivalent_command  # the report imports this package
 
     videos, budget = [], EMBED_LIMIT_BYTES
     for i, path in enumerate(p for p in map(Path, result.frame_paths) if p.suffix.lower() == ".mp4" and p.is_file()):
@@ -279,8 +278,6 @@ def build_notebook(result: Any, config: Any) -> dict[str, Any]:
 
 def write_render_notebook(result: Any, config: Any, path: str | Path) -> Path:
     """Writes :func:`build_notebook`'s notebook to ``path`` (not executed); returns ``path``."""
-    import json
-
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(build_notebook(result, config), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

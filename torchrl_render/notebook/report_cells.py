@@ -1,6 +1,6 @@
 """The code cells of the report notebook that roll out, reload and rebuild (sources as text).
 
-Split from :mod:`torchrl_render.report` (which lays the cells out). The ``assets`` and ``cfg``
+Split from :mod:`torchrl_render.notebook.report` (which lays the cells out). The ``assets`` and ``cfg``
 cells and the ``live-rollout`` cell follow torchrl.render's report, so its users' habits (cell
 indices, ``collect_rollouts_in_notebook()``, ``rollouts``, ``cfg``) carry over.
 
