@@ -28,7 +28,7 @@ from .notebook import show
 from .compat import (TensorDictPolicyAdapter, add_step_counter, call_with_supported_kwargs, checkpoint_hash,
                      import_from_string, infer_state_dict, key_to_string, load_render_policy, make_render_env,
                      normalize_env, normalize_policy, parse_nested_key, seed_env)
-from .spool import collect_render_rollouts, write_render_artifact
+from .compat.spool import collect_render_rollouts, write_render_artifact
 from .storage import load_rollouts
 from .sweep import SweepConfig, SweepResult, sweep
 

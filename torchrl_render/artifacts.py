@@ -1,4 +1,4 @@
-"""``torchrl.render.artifacts``: :func:`write_render_artifact` (a face over :mod:`torchrl_render.spool`) and
+"""``torchrl.render.artifacts``: :func:`write_render_artifact` (a face over :mod:`torchrl_render.compat.spool`) and
 :func:`checkpoint_hash`, which the pipeline looks up here when it hashes the checkpoint.
 
 Example:
@@ -10,6 +10,6 @@ Example:
 from __future__ import annotations
 
 from .compat import checkpoint_hash
-from .spool import write_render_artifact
+from .compat.spool import write_render_artifact
 
 __all__ = ["checkpoint_hash", "write_render_artifact"]

@@ -2,7 +2,8 @@
 
 A script written against ``torchrl.render`` composes these (load, make env, load policy, collect,
 write); each one here calls the module that does the work in :func:`~torchrl_render.render_policy`
-(:mod:`.resolve`, :mod:`.checkpoint`, :mod:`.envs`, :mod:`.policies`), so there is no second
+(:mod:`torchrl_render.resolve`, :mod:`torchrl_render.checkpoint`, :mod:`torchrl_render.envs`,
+:mod:`torchrl_render.policies`), so there is no second
 implementation. Where we behave differently on purpose (safe loading, our error types and
 messages), ``docs/migrating.md`` says so. Nothing heavy is imported until a function is called.
 
@@ -21,9 +22,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import config as _config
-from .errors import CheckpointError, ConfigError, ResolveError
-from .resolve import import_file, import_module, is_path
+from .. import config as _config
+from ..api import Run
+from ..checkpoint import check_checkpoint_path, check_payload, load_checkpoint, sha256_file
+from ..checkpoint import infer_state_dict as _infer_state_dict
+from ..envs import build_env, to_torchrl_env
+from ..envs.gl import ensure_headless_gl
+from ..errors import CheckpointError, ConfigError, ResolveError, did_you_mean
+from ..policies import build_policy
+from ..resolve import import_file, import_module, is_path
 
 __all__ = ["TensorDictPolicyAdapter", "add_step_counter", "call_with_supported_kwargs", "checkpoint_hash",
            "import_from_string", "infer_state_dict", "key_to_string", "load_render_policy", "make_render_env",
@@ -59,8 +66,6 @@ def import_from_string(spec: str) -> Any:
     obj = import_file(target, "import") if is_path(target) else import_module(target, "import")
     for part in attr.split("."):
         if not hasattr(obj, part):
-            from .errors import did_you_mean
-
             raise ResolveError(f"{target!r} has no attribute {part!r}.{did_you_mean(part, dir(obj))}",
                                expected=f"a name defined in {target!r}", got=part,
                                fix=f"correct the name after the colon in {spec!r}")
@@ -110,8 +115,6 @@ def checkpoint_hash(path: str | Path) -> str:
         >>> checkpoint_hash(p) == hashlib.sha256(b"abc").hexdigest()
         True
     """
-    from .checkpoint import check_checkpoint_path, sha256_file
-
     return sha256_file(check_checkpoint_path(path))
 
 
@@ -126,9 +129,7 @@ def infer_state_dict(payload: Any, key: str | None = None) -> Mapping[str, Any]:
         >>> sorted(infer_state_dict({"policy": torch.nn.Linear(1, 1).state_dict(), "frames": 3}))
         ['bias', 'weight']
     """
-    from .checkpoint import infer_state_dict as _infer
-
-    state_dict, _ = _infer(payload, state_dict_key=key)
+    state_dict, _ = _infer_state_dict(payload, state_dict_key=key)
     if state_dict is None:
         keys = sorted(map(str, payload)) if isinstance(payload, Mapping) else type(payload).__name__
         raise CheckpointError("no state dict found in the checkpoint payload",
@@ -147,11 +148,6 @@ def make_render_env(config: Any, checkpoint: Any | None = None) -> Any:
     It is built with ``render_mode="rgb_array"`` when the format needs frames; ``max_steps`` is
     enforced by the engine (no ``StepCounter`` is appended: :func:`add_step_counter` adds one).
     """
-    from .api import Run
-    from .checkpoint import check_payload
-    from .envs import build_env
-    from .envs.gl import ensure_headless_gl
-
     check_payload(checkpoint, "make_render_env")
     ensure_headless_gl()
     framed = dataclasses.replace(config, result_frames=True)  # collect_render_rollouts keeps frames, for any format
@@ -160,8 +156,6 @@ def make_render_env(config: Any, checkpoint: Any | None = None) -> Any:
 
 def normalize_env(env: Any, config: Any) -> Any:
     """A torchrl env for ``env``: torchrl envs pass, gymnasium and dm_control envs are wrapped."""
-    from .envs import to_torchrl_env
-
     return to_torchrl_env(env, device=config.env_device or config.device, backend=config.env_backend, source=env)
 
 
@@ -266,9 +260,6 @@ def load_render_policy(config: Any, env: Any | None = None, *, checkpoint: Any |
         A :class:`TensorDictPolicyAdapter` whose ``runner`` is our policy runner (dtype and device
         casts, action checks), used by :func:`collect_render_rollouts`.
     """
-    from .checkpoint import check_payload, load_checkpoint
-    from .policies import build_policy
-
     check_payload(checkpoint, "load_render_policy")
     if checkpoint is None and config.ckpt is not None:
         checkpoint = load_checkpoint(config.ckpt, config.policy_device or config.device,

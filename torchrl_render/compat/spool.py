@@ -25,11 +25,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .api import Run, _write_json_atomic
-from .data import frame_paths
-from .data import RenderResult
-from .errors import NoFramesError, OutputExistsError
-from .storage import commit
+from ..api import Run
+from ..data import RenderResult, frame_paths
+from ..errors import NoFramesError, OutputExistsError
+from ..metrics import json_ready
+from ..policies import PolicyRunner
+from ..storage import commit, write_json_atomic
+from ..writers.group import WriterGroup
+from . import normalize_env
 
 __all__ = ["collect_render_rollouts", "write_render_artifact"]
 
@@ -43,7 +46,7 @@ class _GivenRun(Run):
 
     def write_sidecars(self, meta: dict[str, Any]) -> None:
         """The spool's sidecar only: the metadata inside the artifacts is added once they are in place."""
-        _write_json_atomic(self.sidecar, meta)
+        _write_metadata(self.sidecar, meta)
 
     def _checkpoint(self) -> tuple[Any, str | None]:
         payload = getattr(self.given_policy, "checkpoint", None)
@@ -53,13 +56,9 @@ class _GivenRun(Run):
         return payload, digest
 
     def _env(self, payload: Any, stack: Any) -> Any:
-        from .compat import normalize_env
-
         return normalize_env(self.given_env, self.cfg)
 
     def _policy(self, env: Any, payload: Any, digest: str | None) -> Any:
-        from .policies import PolicyRunner
-
         runner = getattr(self.given_policy, "runner", None)
         if runner is None:  # a module or callable of the caller's: adapted here, as build_policy would
             return PolicyRunner(getattr(self.given_policy, "policy", self.given_policy), self.cfg, env, self.notes)
@@ -133,6 +132,11 @@ def write_render_artifact(result: RenderResult, config: Any) -> RenderResult:
     return result
 
 
+def _write_metadata(path: Path, meta: dict[str, Any]) -> None:
+    """A metadata sidecar as the run writes its own: NaN as null, anything else unknown as its ``str``."""
+    write_json_atomic(path, json_ready(meta), default=str, allow_nan=False)
+
+
 def _replace(source: Path, target: Path) -> None:
     commit(source, target)  # the spooled file or folder replaces the target (storage's one atomic move)
 
@@ -155,8 +159,6 @@ def _rewrite_paths(result: RenderResult, moved: dict[str, str], config: Any) -> 
 
 def _encode_frames(result: RenderResult, config: Any) -> RenderResult:
     """A hand-built result: its frame bundles through our writers (the formats that take frames)."""
-    from .writers.group import WriterGroup
-
     bundles = [bundle for trajectory in result.frames for bundle in trajectory if bundle.frames]
     if not bundles:
         raise NoFramesError("the result holds no frames and no spooled artifact, so there is nothing to write",
@@ -175,5 +177,5 @@ def _encode_frames(result: RenderResult, config: Any) -> RenderResult:
     result.artifacts, result.frame_paths = artifacts, frame_paths(artifacts)
     result.artifact_path = artifacts[0].path if artifacts else None
     result.metadata["artifacts"] = [a.to_dict() for a in artifacts]
-    _write_json_atomic(Path(config.metadata or f"{config.out}.metadata.json"), result.metadata)
+    _write_metadata(Path(config.metadata or f"{config.out}.metadata.json"), result.metadata)
     return result
