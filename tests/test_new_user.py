@@ -264,7 +264,7 @@ def test_linked_video_note_explains_the_cumulative_limit():
 def test_notebook_title_shortens_paths_and_config_normalises_them(tmp_path):
     """Item 18: the title names files, not long absolute paths; paths are normalised (no 'w4/../w1')."""
     from torchrl_render.notebook.report import _title_source
-    from torchrl_render.writers.notebook_paths import portable_config
+    from torchrl_render.notebook.paths import portable_config
 
     long = "/" + "/".join(["a_rather_long_folder_name"] * 6)
     source = _title_source({"policy": f"{long}/policy.py:make", "env": f"{long}/env.py:make"}, {}, "saved", None, None)

@@ -29,7 +29,7 @@ from typing import Any
 
 from .envs import describe_env
 from .keys import key_to_string
-from .writers.notebook_paths import MUJOCO_VIEWER_DIR, asset_folder, relative
+from .notebook.paths import MUJOCO_VIEWER_DIR, asset_folder, relative
 
 __all__ = ["VERSIONED", "asset_dir", "command_text", "run_metadata", "torchrl_fields", "trajectory_entries",
            "versions"]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .paths import asset_folder, portable_config, relative
 
 __all__ = ["EMBED_LIMIT_BYTES", "Media", "artifact_html", "artifact_mimebundle", "build_notebook", "display_width",
            "metrics_html", "metrics_markdown", "result_html", "result_mimebundle", "result_text", "show", "video_html",
@@ -260,7 +261,6 @@ def build_notebook(result: Any, config: Any) -> dict[str, Any]:
     """
     import nbformat
 
-    from ..writers.notebook_paths import asset_folder, portable_config, relative
     from .report import ReportVideo, build_report, equivalent_command  # the report imports this package
 
     videos, budget = [], EMBED_LIMIT_BYTES

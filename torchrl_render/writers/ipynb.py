@@ -43,12 +43,12 @@ from ..errors import ConfigError, OutputExistsError, WriterError
 from ..metrics import aggregate
 from ..notebook import EMBED_LIMIT_BYTES, display_width
 from ..notebook.kernel import execute_notebook
+from ..notebook.paths import MUJOCO_VIEWER_DIR, asset_folder, portable_config, relative, search_path
 from ..notebook.report import ReportVideo, build_report, equivalent_command
 from ..storage import atomic_path
 from .base import Writer, commit, no_frames_error, remove
 from .html import HtmlWriter
 from .mp4 import PRESET, Mp4Writer
-from .notebook_paths import MUJOCO_VIEWER_DIR, asset_folder, portable_config, relative, search_path
 from .preview import Preview
 
 __all__ = ["IpynbWriter"]
