@@ -42,7 +42,9 @@ def own_targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool
             target = ".".join(base + ([node.module] if node.module else []))
         else:
             target = node.module or ""
-        names = [target] + [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
+        submodules = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
+        # "from . import x" with x a module imports x; the package itself only when a name is not a module
+        names = submodules if len(submodules) == len(node.names) else [target, *submodules]
     found = []
     for name in names:
         while name not in modules and "." in name:

@@ -28,7 +28,7 @@ import logging
 import time
 from typing import Any
 
-from ..notebook import display_page
+from ..notebook.display import display_page
 from ..envs.unwrap import find_simulation
 from .server import LiveHub, LiveServer
 

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, ViewerError, ViewerTimeout
-from ..notebook import display_page, page_iframe
+from ..notebook.display import display_page, page_iframe
 from ..envs.mujoco_state import MujocoStateReader, extract_qpos_trajectory, load_model
 from .playback import TrajectoryPlayer, full_qpos, qpos_vector, waypoints
 from .server import LiveHub, LiveServer

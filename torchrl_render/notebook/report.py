@@ -33,7 +33,7 @@ from typing import Any
 from .._version import __version__
 from ..config import RenderConfig
 from ..registry import WRITERS
-from . import EMBED_LIMIT_BYTES, fmt_cell, fmt_size, metrics_markdown, video_html, viewer_html
+from .display import EMBED_LIMIT_BYTES, fmt_cell, fmt_size, metrics_markdown, video_html, viewer_html
 from .report_cells import (ASSETS, CFG, LIVE_OVERRIDES, LIVE_SHOW, NO_METRICS, config_source, kwargs_source,
                            live_source, rerun_heading, rerun_source)
 
