@@ -150,17 +150,35 @@ def figures(root: Path, layers: list[list[str]], home: dict[str, str]) -> dict:
     }
 
 
-def dot_source(graph: dict[str, set[str]], layers: list[list[str]]) -> str:
-    lines = ["digraph torchrl_render {", '  rankdir=TB; nodesep=0.25; ranksep=0.45;',
+def reduced(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph without the arrows implied by others (a -> c goes when a -> b -> ... -> c exists)."""
+    def reachable(start: str, skip: tuple[str, str]) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            for nxt in graph.get(node, ()):
+                if (node, nxt) != skip and nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    return {a: {b for b in targets if b not in reachable(a, (a, b))} for a, targets in graph.items()}
+
+
+def dot_source(graph: dict[str, set[str]], layers: list[list[str]], upward: set[tuple[str, str]]) -> str:
+    """Graphviz source: one row per layer, the imports implied by others left out, upward ones dashed."""
+    down = {a: {b for b in targets if (a, b) not in upward} for a, targets in graph.items()}
+    lines = ["digraph torchrl_render {", "  rankdir=TB; newrank=true; nodesep=0.3; ranksep=0.5;",
              '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica", fontsize=11];',
              '  edge [color="#7a869a", arrowsize=0.6];']
     for i, layer in enumerate(layers):
-        lines.append(f'  subgraph layer{i} {{ rank=same; ' + " ".join(f'"{n}";' for n in layer) + " }")
+        lines.append(f"  {{ rank=same; " + " ".join(f'"{n}";' for n in layer) + " }")
+        if i:  # keep the rows in the contract's order
+            lines.append(f'  "{layers[i - 1][0]}" -> "{layer[0]}" [style=invis, weight=10];')
     placed = {n for layer in layers for n in layer}
-    for a in sorted(graph):
-        for b in sorted(graph[a]):
-            if a in placed and b in placed:
-                lines.append(f'  "{a}" -> "{b}";')
+    for a, targets in sorted(reduced(down).items()):
+        lines += [f'  "{a}" -> "{b}";' for b in sorted(targets) if a in placed and b in placed]
+    lines += [f'  "{a}" -> "{b}" [style=dashed, color="#c0504d"];' for a, b in sorted(upward)]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -186,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         for module, n in counts.most_common():
             print(f"  {n:3d} {module}")
     if args.svg:
-        subprocess.run(["dot", "-Tsvg", "-o", str(args.svg)], input=dot_source(result["_graph"], layers),
+        subprocess.run(["dot", "-Tsvg", "-o", str(args.svg)], input=dot_source(result["_graph"], layers, set(result["arrows up"])),
                        text=True, check=True)
         print(f"drew {args.svg}")
     return 0
