@@ -34,7 +34,8 @@ from .metrics import aggregate, json_ready, nonfinite_note
 from .policies import build_policy
 from .resolve import resolve
 from .sidecar import run_metadata
-from .sink import Progress, Sink, rendered_range
+from .live import observers
+from .sink import Progress, RunContext, Sink, rendered_range
 from .storage import save_rollouts, write_json_atomic
 from .writers import WRITERS, needs_frames
 from .writers.base import remove
@@ -81,7 +82,7 @@ class Run:
     def __init__(self, cfg: RenderConfig, command: list[str] | None, on_episode: Any = None) -> None:
         self.command = command
         self.on_episode = on_episode
-        self.live_feed: Any = None  # the live page of a finished rollout, until its artifacts are written
+        self.lingering: list[Any] = []  # the live page of a finished rollout, until its artifacts are written
         self.notes: list[str] = _Notes()
         cfg = _one_layout_per_camera_set(cfg, self.notes)
         self.cfg = cfg = _envs_for_the_episodes(cfg, self.notes)
@@ -140,7 +141,7 @@ class Run:
             artifacts = self.writers.close()
             if self.rollout_dir is not None:
                 artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
-            lingering, self.live_feed = self.live_feed, None
+            lingering, self.lingering = self.lingering, []
         try:  # an artifact never stays without its sidecar
             metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started)}
             note = nonfinite_note(metrics["aggregated"])
@@ -151,11 +152,11 @@ class Run:
             self.write_sidecars(meta)
         except BaseException:
             _remove_artifacts(artifacts)
-            if lingering is not None:
-                lingering.close(finished=False)
+            for kept in lingering:
+                kept.stop(finished=False)
             raise
-        if lingering is not None:  # every artifact is written; the page may stay up --live-keep s
-            lingering.close(finished=True)
+        for kept in lingering:  # every artifact is written; the page may stay up --live-keep s
+            kept.stop(finished=True)
         return RenderResult(artifacts[0].path if artifacts else None, trajectories,
                             frame_paths(artifacts), meta, list(self.notes), getattr(self.writers, "kept", []),
                             artifacts, metrics)
@@ -288,7 +289,9 @@ class Run:
         return backend
 
     def _roll(self, engine: Any, backend: Any) -> tuple[list[dict], list[Any]]:
-        sink = Sink(self, backend, self.on_episode)
+        context = RunContext(self.cfg, self.writers, self.notes, self.needs_frames, self.needs_state,
+                             self.format_frames)
+        sink = Sink(context, backend, observers(self.cfg, self.needs_frames), self.on_episode)
         try:
             with Progress(self.cfg) as bar:
                 for item in engine.episodes():
@@ -297,18 +300,18 @@ class Run:
                     if sink.stopped():  # --viewer: escape or the window closed ends the run here
                         break
         except BaseException as exc:
-            sink.close(finished=False)  # the live page ends with the run
+            sink.close(finished=False)  # the live page and the viewer end with the run
             self.writers.abort()
             self._write_partial(sink.episodes, exc)
             raise
-        self.live_feed = sink.close()  # the stream ends; the server stops once the artifacts are written
+        self.lingering = sink.close()  # the stream ends; the server stops once the artifacts are written
         return sink.episodes, sink.trajectories
 
     def _stop_live(self) -> None:
         """Stops the live page's server of a run that failed after its rollout."""
-        feed, self.live_feed = self.live_feed, None
-        if feed is not None:
-            feed.close(finished=False)
+        lingering, self.lingering = self.lingering, []
+        for kept in lingering:
+            kept.stop(finished=False)
 
     def _write_partial(self, episodes: list[dict[str, Any]], exc: BaseException) -> None:
         """Keeps the metrics of the episodes that finished beside the (absent) artifact."""

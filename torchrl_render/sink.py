@@ -3,13 +3,17 @@
 :class:`Sink` takes what the engine (:mod:`torchrl_render.engine`) yields, in episode
 order: it submits the frames of rendered steps to the render backend and hands them,
 overlaid and laid out, to the writers; it keeps each finished episode's metrics and
-TensorDict and hands the episode to the data writers. :class:`Progress` is the episode bar.
+TensorDict and hands the episode to the data writers. Whatever watches the run as it goes (the
+``--live`` page, the ``--viewer`` window) is an :class:`Observer`, handed in by the caller: the sink
+names none of them. It sees the run through a small :class:`RunContext`, not the run itself.
+:class:`Progress` is the episode bar.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Self
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Self, runtime_checkable
 
 from .config import RenderConfig
 from .data import FrameBundle
@@ -17,13 +21,44 @@ from .errors import NoFramesError
 from .frames import apply_layout, to_uint8_hwc
 from .engine.records import Episode
 from .metrics import read_success, step_success
-from .live.feed import LiveFeed
-from .live.viewer import Viewer
-from .live.viewer import stopped_note
 from .envs.mujoco_state import LiveStates
 from .frames import draw_overlay
 
-__all__ = ["Progress", "Sink", "rendered_range"]
+__all__ = ["Observer", "Progress", "RunContext", "Sink", "rendered_range"]
+
+
+@dataclass
+class RunContext:
+    """What the sink needs of its run: the config, the writers, where warnings go, and what to make."""
+
+    cfg: RenderConfig
+    writers: Any
+    warnings: list[str] = field(default_factory=list)
+    needs_frames: bool = False  # the backend renders the rendered episodes' steps
+    needs_state: bool = False  # writers take MuJoCo state bundles
+    format_frames: bool = True  # the format itself needs frames (not only RenderResult.frames)
+
+
+@runtime_checkable
+class Observer(Protocol):
+    """Watches a run as it goes; the sink calls each observer the same way.
+
+    ``current_frames``: whether :meth:`on_step` needs that step's frame finished first (a window that
+    shows it). :meth:`close` returns what must outlive the run (the live page while the artifacts are
+    written) or None.
+    """
+
+    current_frames: bool
+
+    def on_step(self, record: Any, metrics: dict[str, Any]) -> None: ...
+
+    def on_frame(self, frame: Any, record: Any, metrics: dict[str, Any]) -> None: ...
+
+    def on_episode(self, episodes: list[dict[str, Any]]) -> None: ...
+
+    def stopped_because(self, finished: int) -> str | None: ...
+
+    def close(self, finished: bool = True) -> Any: ...
 
 
 class Sink:
@@ -35,9 +70,11 @@ class Sink:
     handed to the writers (``on_trajectory``, then ``on_episode``).
     """
 
-    def __init__(self, run: Any, backend: Any, on_episode: Any = None) -> None:
+    def __init__(self, run: RunContext, backend: Any, observers: list[Observer] = (), on_episode: Any = None) -> None:
         self.run, self.cfg, self.backend = run, run.cfg, backend
         self.on_episode = on_episode
+        self.observers = list(observers)
+        self._late = [o for o in self.observers if o.current_frames]  # called once the step's frame is finished
         self.episodes: list[dict[str, Any]] = []
         self.trajectories: list[Any] = []
         self.pending: tuple[Any, Any, dict[str, Any]] | None = None
@@ -45,8 +82,6 @@ class Sink:
         self.running: dict[int, list[Any]] = {}
         self.rendered = rendered_range(self.cfg)
         self._live: Any = None
-        self._feed = _live_feed(self.cfg)  # --live
-        self._viewer = _viewer(run)  # --viewer
 
     def consume(self, item: Any) -> bool:
         """Takes a step record or a finished episode; returns True when it was an episode."""
@@ -56,22 +91,24 @@ class Sink:
         if item.trajectory in self.rendered:
             metrics = self._running(item)
             self._mujoco_state(item, metrics)
-            if self._feed is not None:  # --live
-                self._feed.step(item, metrics)
+            for observer in self.observers:
+                if not observer.current_frames:
+                    observer.on_step(item, metrics)
             if self.run.needs_frames:
                 self._frame(item, metrics)
-            if self._viewer is not None:  # --viewer (frames finished at once, so the window is current)
+            if self._late:
                 self.flush()
-                self._viewer.step(item, metrics)
+                for observer in self._late:
+                    observer.on_step(item, metrics)
         return False
 
     def stopped(self) -> bool:
-        """Whether the viewer ended the run (escape, window closed); the finished episodes stand."""
-        if self._viewer is None or not self._viewer.stopped:
+        """Whether an observer ended the run (the viewer: escape, window closed); the finished episodes stand."""
+        notes = [n for n in (o.stopped_because(len(self.episodes)) for o in self.observers) if n is not None]
+        if not notes:
             return False
-
         self.pending = None  # the unfinished episode's last frame is dropped
-        self.run.notes.append(stopped_note(self.cfg, len(self.episodes)))
+        self.run.warnings.extend(notes)
         return True
 
     def _episode(self, episode: Episode) -> None:
@@ -85,26 +122,15 @@ class Sink:
         self.run.writers.on_episode(metrics)
         if self.on_episode is not None:
             self.on_episode(dict(metrics))
-        if self._feed is not None:  # --live
-            self._feed.episode(self.episodes)
+        for observer in self.observers:
+            observer.on_episode(self.episodes)
 
-    def close(self, finished: bool = True) -> Any:
-        """Closes the viewer's window and ends the live page's stream, if any.
-
-        After a failed run the page's server stops here. After a finished run the feed is returned,
-        still serving: the caller closes it once the artifacts are written (it may stay up
-        ``live_keep`` seconds so the last state can be seen).
-        """
-        if self._viewer is not None:  # --viewer
-            self._viewer.close()
-        feed, self._feed = self._feed, None
-        if feed is None:
-            return None
-        if not finished:
-            feed.close(finished=False)
-            return None
-        feed.hub.end()
-        return feed
+    def close(self, finished: bool = True) -> list[Any]:
+        """Tells each observer the run is over; returns what must outlive it (after a finished run, the
+        live page, which the caller stops once the artifacts are written)."""
+        observers, self.observers, self._late = self.observers, [], []
+        kept = [observer.close(finished) for observer in observers]
+        return [k for k in kept if k is not None]
 
     def _running(self, record: Any) -> dict[str, Any]:
         """The rendered episode's numbers so far, for overlays and the replay page."""
@@ -165,10 +191,8 @@ class Sink:
                              record.wall, metrics=metrics)
         self.run.writers.write(bundle)
         self.frames[record.trajectory] = self.frames.get(record.trajectory, 0) + 1
-        if self._feed is not None:  # --live (other envs: the latest frame, by reference)
-            self._feed.frame(next(iter(bundle.frames.values())), record, metrics)
-        if self._viewer is not None:  # --viewer (the window kind shows the video's frames)
-            self._viewer.frame(next(iter(bundle.frames.values())))
+        for observer in self.observers:  # the first camera's frame, by reference
+            observer.on_frame(next(iter(bundle.frames.values())), record, metrics)
 
 
 class Progress:
@@ -199,22 +223,6 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-def _live_feed(cfg: RenderConfig) -> Any:
-    """The live page's feed when ``--live`` is on (the server starts here)."""
-    if getattr(cfg, "live", None) is None:
-        return None
-
-    return LiveFeed(cfg)
-
-
-def _viewer(run: Any) -> Any:
-    """The on-screen viewer when ``--viewer`` is on (its window opens at the first step)."""
-    if getattr(run.cfg, "viewer", None) is None:
-        return None
-
-    return Viewer(run.cfg, run.needs_frames)
 
 
 def rendered_range(cfg: RenderConfig) -> range:

@@ -8,3 +8,24 @@ both share), :mod:`.notebook_viewer` (torchrl.render's ``mujoco_wasm`` functions
 server). The page reuses the offline replay's scene export and scripts (:mod:`torchrl_render.replay`).
 Nothing here is imported by ``import torchrl_render`` except the notebook viewer's public functions.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+from .feed import LiveFeed
+from .viewer import Viewer
+
+__all__ = ["LiveFeed", "Viewer", "observers"]
+
+
+def observers(cfg: Any, makes_frames: bool) -> list[Any]:
+    """What watches this run: the ``--live`` page's feed (its server starts here) and the ``--viewer``
+    window (it opens at the first step), each when asked for. Both follow :class:`torchrl_render.sink.Observer`.
+    """
+    found: list[Any] = []
+    if getattr(cfg, "live", None) is not None:
+        found.append(LiveFeed(cfg))
+    if getattr(cfg, "viewer", None) is not None:
+        found.append(Viewer(cfg, makes_frames))
+    return found

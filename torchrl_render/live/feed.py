@@ -15,11 +15,11 @@ Example:
     >>> env = gym.make("InvertedPendulum-v5"); _ = env.reset(seed=0)
     >>> feed.hub.subscribe() is not None   # a connected page
     True
-    >>> feed.step(SimpleNamespace(env=env, trajectory=0, step=0, reward=1.0), {"return": 1.0})
+    >>> feed.on_step(SimpleNamespace(env=env, trajectory=0, step=0, reward=1.0), {"return": 1.0})
     >>> state = json.load(urllib.request.urlopen(feed.server.origin + "/state?token=" + feed.server.token))
     >>> state["poses"], len(state["pose"]["pos"]) == 3 * env.unwrapped.model.nbody
     (1, True)
-    >>> feed.close(finished=False)
+    >>> feed.stop(finished=False)
 """
 
 from __future__ import annotations
@@ -91,8 +91,10 @@ class LiveFeed:
         self._last = now
         return True
 
-    def step(self, record: Any, metrics: dict[str, Any]) -> None:
-        """A rendered step: the bodies' poses for MuJoCo envs (nothing otherwise; frames come by :meth:`frame`)."""
+    current_frames = False  # poses go out at the step; frames, when the env has no model, at on_frame
+
+    def on_step(self, record: Any, metrics: dict[str, Any]) -> None:
+        """A rendered step: the bodies' poses for MuJoCo envs (nothing otherwise; frames come by :meth:`on_frame`)."""
         if record.env is None or not self._due():
             return
         sim = self._simulation(record.env)
@@ -121,7 +123,7 @@ class LiveFeed:
         self._model, self._data = model, mujoco.MjData(model)
         self.hub.set_scene(export_scene(model))
 
-    def frame(self, frame: Any, record: Any, metrics: dict[str, Any]) -> None:
+    def on_frame(self, frame: Any, record: Any, metrics: dict[str, Any]) -> None:
         """A finished frame (uint8 HxWx3) of an env without a MuJoCo model, kept by reference."""
         if self._model is not None or (record.env is not None and self._simulation(record.env) is not None):
             return
@@ -129,11 +131,25 @@ class LiveFeed:
             self.hub.set_frame(frame, {"episode": record.trajectory, "step": record.step,
                                        "return": metrics.get("return")})
 
-    def episode(self, episodes: list[dict[str, Any]]) -> None:
+    def on_episode(self, episodes: list[dict[str, Any]]) -> None:
         """An episode ended: the metrics so far (always sent, whatever the rate)."""
         self.hub.set_metrics(running_metrics(episodes))
 
-    def close(self, finished: bool = True) -> None:
+    def stopped_because(self, finished: int) -> str | None:
+        """The page never ends a run."""
+        return None
+
+    def close(self, finished: bool = True) -> Any:
+        """The run is over. After a failed run the server stops now; after a finished one the stream ends
+        and the feed is returned, still serving, so the last state stays visible while the artifacts are
+        written (the caller then calls :meth:`stop`)."""
+        if not finished:
+            self.stop(finished=False)
+            return None
+        self.hub.end()
+        return self
+
+    def stop(self, finished: bool = True) -> None:
         """Ends the page's stream; after a finished run, first keeps serving ``live_keep`` seconds."""
         if not self.hub.ended:
             self.hub.end()

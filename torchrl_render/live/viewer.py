@@ -108,9 +108,10 @@ class Controls:
 
 
 class Viewer:
-    """What the :class:`~torchrl_render.sink.Sink` calls: :meth:`step` for each rendered step (opens the
-    window at the first one, shows the state, paces, holds while paused), :meth:`frame` with each finished
-    frame (the ``window`` kind shows it), :meth:`close` at the end. :attr:`stopped`: escape or window closed.
+    """An observer of the run (:class:`~torchrl_render.sink.Observer`): :meth:`on_step` for each rendered
+    step (opens the window at the first one, shows the state, paces, holds while paused), :meth:`on_frame`
+    with each finished frame (the ``window`` kind shows it), :meth:`close` at the end. :attr:`stopped`:
+    escape or window closed; :meth:`stopped_because` says so in the run's warnings.
 
     Args:
         cfg: The run's :class:`~torchrl_render.RenderConfig` (``viewer``, ``render_fps``, ``fps``).
@@ -129,7 +130,9 @@ class Viewer:
     def stopped(self) -> bool:
         return self.controls.stopped or (self.window is not None and not self.window.alive())
 
-    def step(self, record: Any, metrics: dict[str, Any]) -> None:
+    current_frames = True  # the window shows this step's frame, so the sink finishes it before on_step
+
+    def on_step(self, record: Any, metrics: dict[str, Any]) -> None:
         """Shows the state after this step, paced to real time; returns when the run may go on."""
         if self.window is None:
             self.window = self._open(record)
@@ -140,13 +143,20 @@ class Viewer:
         self._pace()
         self._hold(metrics)
 
-    def frame(self, frame: Any) -> None:
+    def on_frame(self, frame: Any, record: Any = None, metrics: dict[str, Any] | None = None) -> None:
         """A finished frame (uint8 HxWx3) of the run; the ``window`` kind shows it."""
         if self.window is not None:
             self.window.show_frame(frame)
 
-    def close(self) -> None:
-        """Closes the window (safe twice)."""
+    def on_episode(self, episodes: list[dict[str, Any]]) -> None:
+        """The window shows episodes as they run; a finished one changes nothing on screen."""
+
+    def stopped_because(self, finished: int) -> str | None:
+        """The run's note when the viewer ended it (None while it runs on); see :func:`stopped_note`."""
+        return stopped_note(self.cfg, finished) if self.stopped else None
+
+    def close(self, finished: bool = True) -> None:
+        """Closes the window (safe twice); nothing of the viewer outlives the run."""
         window, self.window = self.window, None
         if window is not None:
             window.close()
