@@ -32,7 +32,8 @@ def run_once(fmt: str, num_envs: int, mode: str, episodes: int, steps: int,
         if fmt == "mp4" else {}
     cfg = RenderConfig(ckpt=CHEETAH / "policy.pt", policy=f"{CHEETAH / 'policy.py'}:make_policy",
                        env=f"{CHEETAH / 'policy.py'}:make_env", num_trajs=episodes, max_steps=steps,
-                       num_envs=num_envs, env_batch_mode=mode, out=folder / f"k{num_envs}_{time.monotonic_ns()}.{fmt}", progress=False,
+                       num_envs=num_envs, env_batch_mode=mode, out=folder / f"k{num_envs}_{time.monotonic_ns()}.{fmt}",
+                       progress=False,
                        **extra)
     start = time.perf_counter()
     result = render_policy(cfg)
@@ -65,7 +66,8 @@ def main() -> int:
             same = all(returns[k] == returns[ks[0]] for k in ks)
             for k in ks:
                 rows.append({"format": fmt, "num_envs": int(k.rstrip("s")),
-                             "mode": "serial" if k.endswith("s") or k == "1" else "parallel", "episodes": args.episodes, "steps": steps,
+                             "mode": "serial" if k.endswith("s") or k == "1" else "parallel",
+                             "episodes": args.episodes, "steps": steps,
                              "wall_s": round(best[k], 2), "episodes_per_s": round(args.episodes / best[k], 3),
                              "speedup_vs_1": round(best[ks[0]] / best[k], 2), "same_returns_as_k1": same})
     print(f"{'format':<7}{'envs':>5}{'mode':>9}{'wall s':>9}{'episodes/s':>12}{'vs 1 env':>10}{'same returns':>14}")

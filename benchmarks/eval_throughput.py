@@ -90,7 +90,7 @@ def _slow_wrapper():
     return _SlowStep
 
 
-def SlowStep(env):  # noqa: N802 - a wrapper class made lazily (gymnasium imported in the child only)
+def SlowStep(env):
     return _slow_wrapper()(env)
 
 
@@ -169,7 +169,8 @@ def child(args: argparse.Namespace) -> None:
         rets = run_vector(args.task, args.episodes, args.steps, k, kind == "sync")
     else:
         rets = run_ours(args.task, args.episodes, args.steps, k, flags, "jsonl" if kind == "ours-jsonl" else "json")
-    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+              resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     print("RESULT " + json.dumps({"returns": rets, "rss_mb": rss / 1024}))
 
 
@@ -239,7 +240,8 @@ def table(rows: list[dict]) -> str:
         eng = r["engine"] or {}
         desc = f"{eng.get('path', '')} {eng.get('batch_mode', '')}".strip()
         lines.append(f"| {r['task']} | {r['case']} | {r['steady_steps_s']:,.0f} | {r['fixed_s']:.2f} | "
-                     f"{r['steps_s_whole']:,.0f} | {r['episodes_s']:.2f} | {r['rss_mb']:.0f} | {r['returns']} | {desc} |")
+                     f"{r['steps_s_whole']:,.0f} | {r['episodes_s']:.2f} | {r['rss_mb']:.0f} | {r['returns']} "
+                     f"| {desc} |")
     return "\n".join(lines)
 
 
@@ -275,9 +277,9 @@ def profile(steps: int) -> str:
 
     from torchrl_render import RenderConfig
     from torchrl_render.engine import EpisodePlan
-    from torchrl_render.engine.slot_loop import SlotLoop
-    from torchrl_render.engine.gym_loop import actor
     from torchrl_render.engine.env_slots import InProcessSlots
+    from torchrl_render.engine.gym_loop import actor
+    from torchrl_render.engine.slot_loop import SlotLoop
     from torchrl_render.envs import build_env
     from torchrl_render.policies import PolicyRunner
 
@@ -292,7 +294,7 @@ def profile(steps: int) -> str:
         act, begin = actor(runner, slots, per_env=(k == 1))
         timers = {"policy": 0.0, "env": 0.0}
 
-        def timed(name, fn):
+        def timed(name, fn, timers=timers):
             def wrapped(*a):
                 t0 = time.perf_counter()
                 out = fn(*a)

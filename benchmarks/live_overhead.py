@@ -109,8 +109,9 @@ def main() -> None:
                 returns[live] = rets
                 stats = st or stats
     plain, live = statistics.median(walls[False]), statistics.median(walls[True])
-    sys.stdout.write(f"without --live: median {plain:.2f} s {['%.2f' % w for w in walls[False]]}\n"
-                     f"with --live and two stalled clients: median {live:.2f} s {['%.2f' % w for w in walls[True]]}\n"
+    sys.stdout.write(f"without --live: median {plain:.2f} s {[f'{w:.2f}' for w in walls[False]]}\n"
+                     f"with --live and two stalled clients: median {live:.2f} s "
+                     f"{[f'{w:.2f}' for w in walls[True]]}\n"
                      f"ratio live/plain: {live / plain:.3f}\n"
                      f"poses published (last live run): {stats.get('poses')}, events dropped for the stalled "
                      f"page: {stats.get('dropped')}\nreturns equal: {returns[False] == returns[True]}\n")

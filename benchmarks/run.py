@@ -215,12 +215,12 @@ def _job_stages(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     from torchrl.envs.utils import step_mdp
 
     from torchrl_render import RenderConfig
-    from torchrl_render.envs.unwrap import underlying_env
     from torchrl_render.backends.mujoco import MujocoBackend, _find_simulation
     from torchrl_render.checkpoint import read_checkpoint
     from torchrl_render.data import FrameBundle
     from torchrl_render.envs import build_env
     from torchrl_render.envs.gl import ensure_headless_gl
+    from torchrl_render.envs.unwrap import underlying_env
     from torchrl_render.policies import build_policy
     from torchrl_render.writers.mp4 import Mp4Writer
 
@@ -299,13 +299,13 @@ class _Profile:
         self.patches.append((owner, name, original))
         setattr(owner, name, wrapper)
 
-    def __enter__(self) -> _Profile:  # noqa: PYI034 - a private helper, never subclassed
+    def __enter__(self) -> _Profile:
         from torchrl.envs import EnvBase
 
         import torchrl_render.rollout as rollout_mod
-        from torchrl_render.sink import Sink
         from torchrl_render.backends.mjgl import Canvas
         from torchrl_render.backends.mujoco import MujocoBackend
+        from torchrl_render.sink import Sink
         from torchrl_render.writers.group import BackgroundWriters
         from torchrl_render.writers.mp4 import Mp4Writer
 
@@ -343,12 +343,12 @@ def _child_main(spec: dict[str, Any], conn: Any) -> None:
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
     # MuJoCo's and FFmpeg's C-level messages go to a file, shown only when the job fails
-    stderr_log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 - lives as long as this process
+    stderr_log = tempfile.TemporaryFile(mode="w+b")
     os.dup2(stderr_log.fileno(), 2)
     try:
         with tempfile.TemporaryDirectory(prefix="trr_bench_") as tmp:
             result = JOBS[spec["kind"]](spec, Path(tmp))
-    except BaseException as exc:  # noqa: BLE001 - the parent records the error and goes on with the other runs
+    except BaseException as exc:
         stderr_log.seek(0)
         result = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
                   "stderr_tail": stderr_log.read()[-4000:].decode("utf-8", "replace")}
@@ -485,7 +485,8 @@ def _label(spec: dict[str, Any]) -> str:
         return f"torchrl.render {spec['format']}{look}"
     if spec["kind"] == "ours":
         quality = f" {spec.get('quality', 'default')}" if spec["format"] == "mp4" else ""
-        return f"torchrl_render {spec['format']}{quality}, {spec.get('envs', 1)} env{'s' if spec.get('envs', 1) > 1 else ''}"
+        envs = spec.get("envs", 1)
+        return f"torchrl_render {spec['format']}{quality}, {envs} env{'s' if envs > 1 else ''}"
     return spec["kind"]
 
 
@@ -506,7 +507,8 @@ def _round_specs(mode: dict[str, Any], index: int, profile: bool, full: bool) ->
         {"kind": "ours", "format": "mp4", "quality": "fast", "envs": 1, "profile": profile, **base},
     ]
     if index == 0:
-        specs += [{"kind": "torchrl", "format": "jsonl", **base}, {"kind": "ours", "format": "jsonl", "envs": 1, **base}]
+        specs += [{"kind": "torchrl", "format": "jsonl", **base}, {"kind": "ours", "format": "jsonl", "envs": 1,
+                                                                   **base}]
         if full:
             specs.append({"kind": "ours", "format": "mp4", "quality": "default", "envs": 2, **base})
         specs.append({"kind": "ours", "format": "mp4", "quality": "fast", "envs": 2, **base})
@@ -636,7 +638,8 @@ def _row_line(row: dict[str, Any]) -> str:
     fps = _fps(row)
     return (f"  {_label(row['spec']):<44} {row['frames']:>5} frames {row['wall_s']:7.2f} s "
             f"{(f'{fps:6.1f} fr/s' if fps else '      -     ')} cpu {row['cpu_s']:6.1f} s "
-            f"rss {row['peak_rss_mb']:6.0f} MB (tree {row.get('tree_rss_mb') or 0:6.0f}) load {row['load_1min'][0]:.1f}")
+            f"rss {row['peak_rss_mb']:6.0f} MB (tree {row.get('tree_rss_mb') or 0:6.0f}) "
+            f"load {row['load_1min'][0]:.1f}")
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
@@ -651,7 +654,8 @@ def _markdown(result: dict[str, Any]) -> str:
     rounds, lines = result["rounds"], []
     lines.append(f"Mode `{result['mode']}`: {result['settings']['trajs']} x {result['settings']['steps']} steps, "
                  f"HalfCheetah-v5, 480x480, {result['settings']['rounds']} round(s); {result['machine']['cores']} "
-                 f"cores; load average {result['load_start'][0]:.1f} at the start, {result['load_end'][0]:.1f} at the end.")
+                 f"cores; load average {result['load_start'][0]:.1f} at the start, "
+                 f"{result['load_end'][0]:.1f} at the end.")
     lines.append("")
     lines.append("| run | round | frames | wall s | frames/s | CPU s | peak RSS MB | tree RSS MB | x torchrl.render "
                  "| x bound | x bound, free cores | CPU / stages' CPU |")
@@ -699,7 +703,8 @@ def _markdown(result: dict[str, Any]) -> str:
                     lines.append("")
                     lines.append(f"Round {i}, {key.split('_')[1]}: bound {bound['per_frame_s'] * 1e3:.1f} ms/frame "
                                  f"(longest stage {bound['longest_stage']} {bound['longest_wall_s'] * 1e3:.1f} ms, "
-                                 f"CPU / cores {bound['cpu_per_core_s'] * 1e3:.1f} ms; limited by {bound['limited_by']}).")
+                                 f"CPU / cores {bound['cpu_per_core_s'] * 1e3:.1f} ms; "
+                                 f"limited by {bound['limited_by']}).")
     memory = result.get("memory", {})
     if memory.get("rows"):
         lines.append("")
@@ -735,7 +740,8 @@ def _profile_markdown(result: dict[str, Any]) -> str:
             if not prof:
                 continue
             lines.append("")
-            lines.append(f"In-pipeline profile, {_label(row['spec'])}: {prof['frames']} frames in {prof['wall_s']:.1f} s")
+            lines.append(f"In-pipeline profile, {_label(row['spec'])}: {prof['frames']} frames "
+                         f"in {prof['wall_s']:.1f} s")
             lines.append("")
             lines.append("| where | total s | ms / frame | that thread's CPU s |")
             lines.append("|---|---|---|---|")
@@ -774,8 +780,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--quick", action="store_const", const="quick", dest="mode", help="under 3 minutes (default)")
-    group.add_argument("--full", action="store_const", const="full", dest="mode", help="2 x 200 steps, 3 rounds, "
-                                                                                       "memory at 500/2,000/5,000 frames")
+    group.add_argument("--full", action="store_const", const="full", dest="mode",
+                       help="2 x 200 steps, 3 rounds, memory at 500/2,000/5,000 frames")
     parser.add_argument("--json", type=Path, help="where to write the JSON (default benchmarks/results/...)")
     parser.add_argument("--rounds", type=int, help="override the number of interleaved rounds")
     parser.add_argument("--steps", type=int, help="override the steps per trajectory")
@@ -814,7 +820,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         import torchcodec  # noqa: F401
-    except Exception:  # noqa: BLE001 - any failure means the same: torchrl.render cannot write mp4
+    except Exception:
         log("warning: torchcodec is not importable, torchrl.render cannot write mp4; run bash benchmarks/setup.sh")
 
     result: dict[str, Any] = {

@@ -91,7 +91,8 @@ def run_sweep(executor: str, ckpts: list[Path], folder: Path, episodes: int, ste
         if r["kind"] == "episode":
             rollout += r["metrics"]["wall_s"]
             returns.setdefault((Path(r["checkpoint"]).stem, r["task"]), []).append((r["episode_ix"],
-                                                                                   round(r["metrics"]["sum_reward"], 6)))
+                                                                                   round(r["metrics"]["sum_reward"],
+                                                                                         6)))
     slots = os.cpu_count() or 1  # local: one worker per CPU; ray: a local instance with one task per CPU
     return wall, {k: [v for _, v in sorted(eps)] for k, eps in returns.items()}, rollout, slots
 
@@ -116,12 +117,13 @@ def main() -> int:
             same = reference is None or returns == reference
             reference = reference or returns
             overhead = (wall * slots - rollout) / cells  # process-slot seconds per cell not spent stepping episodes
-            rows[name] = {"wall_s": round(wall, 2), "per_cell_s": round(wall / cells, 2), "rollout_s": round(rollout, 2),
+            rows[name] = {"wall_s": round(wall, 2), "per_cell_s": round(wall / cells, 2), "rollout_s": round(rollout,
+                                                                                                             2),
                           "slots": slots, "overhead_per_cell_s": round(overhead, 2), "same_returns": same}
             print(f"{name:<6} {wall:7.1f} s  {wall / cells:6.2f} s/cell  rollouts {rollout:6.1f} s  overhead "
                   f"{overhead:5.2f} slot-s/cell  same returns: {same}", flush=True)
     if "loop" in rows:
-        for name, row in rows.items():
+        for row in rows.values():
             row["speedup_vs_loop"] = round(rows["loop"]["wall_s"] / row["wall_s"], 2)
         print("speed-up vs the loop: " + ", ".join(f"{k} {v['speedup_vs_loop']}x" for k, v in rows.items()))
     result = {"grid": {"checkpoints": 4, "tasks": len(TASKS), "episodes": args.episodes, "max_steps": args.max_steps},

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from torchrl_render.envs.gl import ensure_headless_gl  # noqa: E402 - must run before anything imports mujoco
+from torchrl_render.envs.gl import ensure_headless_gl
 
 ensure_headless_gl()
 
 
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture(scope="module")

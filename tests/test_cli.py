@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from helpers.mediaprobe import probe_mp4
 from torchrl_render import RenderConfig
 from torchrl_render.backends import BACKENDS
 from torchrl_render.cli import build_parser, main
 from torchrl_render.writers import WRITERS
 
-from helpers.paths import TESTS
-from helpers.paths import ROOT
+from helpers.mediaprobe import probe_mp4
+from helpers.paths import ROOT, TESTS
+
 TINY = ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.tinyenv:make_env", "--from-pixels"]
 
 
@@ -56,7 +56,8 @@ def test_print_config_and_config_file_override(tmp_path, capsys):
     (["--policy", "a:b"], "Missing required rlrender option --env: no env was given"),
     (["--policy", "a:b", "--env", "c:d", "--env-kwargs", "{bad"], "env_kwargs is not valid JSON"),
     (["--config", "missing.toml"], "does not exist"),
-    (["--policy", "nomodule_zz:p", "--env", "helpers.tinyenv:make_env", "--out", "{tmp}/o.mp4"], "cannot import module"),
+    (["--policy", "nomodule_zz:p", "--env", "helpers.tinyenv:make_env", "--out", "{tmp}/o.mp4"],
+     "cannot import module"),
     (["--ckpt", "{tmp}/none.pt", *TINY, "--out", "{tmp}/o.mp4"], "does not exist"),
     (["--policy", "helpers.tinyenv:make_policy", "--env", "HalfCheetah-v9", "--out", "{tmp}/o.mp4"],
      "Did you mean 'HalfCheetah-v5'?"),

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers.clicode import exit_code
 from torchrl_render.writers import WRITERS
 
+from helpers.clicode import exit_code
 from helpers.paths import TESTS
+
 # the tiny env has no MuJoCo model, so formats that take MuJoCo states (html) get these checks in
 # tests/writers/test_writer_html.py, on a MuJoCo env
 FORMATS = [name for name in WRITERS.names() if not WRITERS.entry(name).needs_state]
@@ -57,7 +58,8 @@ def partial(out: Path) -> dict:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_env_raising_in_a_later_episode(tmp_path, capsys, fmt):
     out = out_for(tmp_path, fmt)
-    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs", '{"fail_at": 3, "episode": 2}',
+    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs",
+                         '{"fail_at": 3, "episode": 2}',
                          "--num-trajs", "4"), capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert "the env raised at step 3 of episode 2: RuntimeError: TinyEnv exploded at t=3" in err
@@ -70,7 +72,8 @@ def test_env_raising_in_a_later_episode(tmp_path, capsys, fmt):
 
 def test_env_raising_in_the_first_episode_leaves_nothing(tmp_path, capsys):
     out = tmp_path / "run.mp4"
-    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs", '{"fail_at": 2, "episode": 0}'),
+    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs",
+                         '{"fail_at": 2, "episode": 0}'),
                     capsys)
     assert code == 2 and "step 2 of episode 0" in err
     assert names(tmp_path) == []  # no episode finished: no partial metrics either
@@ -79,7 +82,8 @@ def test_env_raising_in_the_first_episode_leaves_nothing(tmp_path, capsys):
 def test_env_raising_with_several_writers(tmp_path, capsys):
     """Split trajectories, two cameras' worth of files and --save-frames: every writer aborts."""
     out = tmp_path / "run.gif"
-    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs", '{"fail_at": 2, "episode": 1}',
+    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs",
+                         '{"fail_at": 2, "episode": 1}',
                          "--num-trajs", "3", "--split-trajectories", "--save-frames"), capsys)
     assert code == 2 and "step 2 of episode 1" in err
     assert names(tmp_path) == ["run.gif.partial.json"]
@@ -87,7 +91,8 @@ def test_env_raising_with_several_writers(tmp_path, capsys):
 
 def test_policy_raising_in_a_later_episode_keeps_partial_metrics(tmp_path, capsys):
     out = tmp_path / "run.mp4"
-    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs", '{"fail_at": 9, "episode": 9}',
+    code, err = cli(tiny(out, "--env", "helpers.badfactories:failing_env", "--env-kwargs",
+                         '{"fail_at": 9, "episode": 9}',
                          "--policy", "helpers.badfactories:nan_after_first_episode", "--num-trajs", "3"), capsys)
     assert code == 2 and "NaN or infinite action" in err
     assert names(tmp_path) == ["run.mp4.partial.json"] and len(partial(out)["metrics"]["per_episode"]) == 1
@@ -224,7 +229,8 @@ def test_disk_full_is_never_half_written(tmp_path, monkeypatch):
     fill_disk("frames", monkeypatch)
     out = tmp_path / "frames"
     with pytest.raises(Exception, match="No space left on device"):
-        render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True, out=out,
+        render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env",
+                                   from_pixels=True, out=out,
                                    num_trajs=6))
     assert names(tmp_path) == ["frames.partial.json"]
     assert len(partial(out)["metrics"]["per_episode"]) >= 1
@@ -239,7 +245,8 @@ def test_writers_use_a_temporary_name_until_the_end(tmp_path, capsys, fmt):
     """A policy looks at the output folder at every step: only hidden temporary names show before the end."""
     out = out_for(tmp_path, fmt)
     code, err = cli(tiny(out, "--env", "helpers.tinyenv:make_env", "--num-trajs", "2", "--policy",
-                         "helpers.badfactories:watching_policy", "--policy-kwargs", json.dumps({"folder": str(tmp_path)})),
+                         "helpers.badfactories:watching_policy", "--policy-kwargs",
+                         json.dumps({"folder": str(tmp_path)})),
                     capsys)
     from helpers import badfactories
     seen = badfactories.WATCHED.pop(str(tmp_path))
@@ -308,7 +315,8 @@ def test_the_gl_backend_chosen_is_a_warning(tmp_path, monkeypatch):
     from torchrl_render import RenderConfig, render_policy
     for name in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY"):
         monkeypatch.delenv(name, raising=False)
-    result = render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True,
+    result = render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env",
+                                        from_pixels=True,
                                         out=tmp_path / "run.gif", max_steps=2))
     chosen = result.metadata["gl_backend"]
     assert chosen in ("egl", "osmesa")

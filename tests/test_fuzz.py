@@ -135,7 +135,8 @@ def _flag_and_value(action: argparse.Action) -> st.SearchStrategy:
     elif action.type is float:
         value = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(str), st.text(max_size=4))
     else:
-        value = st.one_of(st.sampled_from(["a:b", "helpers.tinyenv:make_env", '{"a": 1}', "{x", "x.yaml", "run.mp4", "cpu",
+        value = st.one_of(st.sampled_from(["a:b", "helpers.tinyenv:make_env", '{"a": 1}', "{x", "x.yaml", "run.mp4",
+                                           "cpu",
                                            "cuda:3", "default,front", "next.obs", "-1", "--fps"]), st.text(max_size=8))
     return st.tuples(flag, value).map(list)
 

@@ -19,8 +19,8 @@ import torch
 
 from torchrl_render import RenderConfig, render_policy
 
-from helpers.paths import TESTS
-from helpers.paths import ROOT
+from helpers.paths import ROOT, TESTS
+
 TINY = {"policy": "helpers.tinyenv:make_policy", "env": "helpers.tinyenv:make_env", "max_steps": 3}
 
 
@@ -40,7 +40,8 @@ def test_non_strict_load_notes_missing_and_unexpected_keys(tmp_path):
     result = render_policy(RenderConfig(**TINY, ckpt=tmp_path / "p.pt", strict_load=False, format="jsonl",
                                         out=tmp_path / "run.jsonl"))
     note = next(w for w in result.warnings if "policy weights" in w)
-    assert "partially loaded" in note and "missing keys ['0.bias']" in note and "unexpected keys ['head.weight']" in note
+    assert "partially loaded" in note and "missing keys ['0.bias']" in note
+    assert "unexpected keys ['head.weight']" in note
     obs = result.trajectories[0]["observation"][0]
     expected = torch.tanh(obs @ weight.T + make_policy()[0].bias)   # the loaded weight, the factory's bias
     assert torch.allclose(result.trajectories[0]["action"][0], expected.to(result.trajectories[0]["action"].dtype))
@@ -53,8 +54,10 @@ def test_several_cameras_with_the_single_layout_are_tiled_with_a_note(tmp_path):
     """Item 2: --camera 0,1 with the default layout shows both cameras (grid) and says so."""
     from helpers.mediaprobe import probe_mp4
 
-    result = render_policy(RenderConfig(policy="helpers.badfactories:zero_action_policy", env="dm_control/cartpole-balance",
-                                        obs_key="position", render_backend="mujoco", camera="0,1", max_steps=2, width=64, height=64,
+    result = render_policy(RenderConfig(policy="helpers.badfactories:zero_action_policy",
+                                        env="dm_control/cartpole-balance",
+                                        obs_key="position", render_backend="mujoco", camera="0,1", max_steps=2,
+                                        width=64, height=64,
                                         render_quality="fast", out=tmp_path / "run.mp4"))
     assert any("camera_layout 'single' shows one camera" in w and "grid" in w for w in result.warnings)
     facts = probe_mp4(result.artifact_path)
@@ -78,7 +81,8 @@ def test_stochastic_on_a_policy_that_cannot_sample_is_noted(tmp_path):
 
 def test_stochastic_on_a_probabilistic_actor_is_not_noted(tmp_path):
     """Item 3, the other side: a ProbabilisticActor does sample, so no such note."""
-    result = render_policy(RenderConfig(**{**TINY, "policy": "helpers.badfactories:tanh_normal_policy"}, deterministic=False,
+    result = render_policy(RenderConfig(**{**TINY, "policy": "helpers.badfactories:tanh_normal_policy"},
+                                        deterministic=False,
                                         format="jsonl", out=tmp_path / "run.jsonl"))
     assert not any("--stochastic has no effect" in w for w in result.warnings), result.warnings
 
@@ -90,7 +94,8 @@ def test_render_mode_reaches_a_factory_with_a_render_mode_parameter(tmp_path):
     """Item 4, the working side: a factory with render_mode=None gets --render-mode, and env.render() draws."""
     from helpers.mediaprobe import probe_mp4
 
-    result = render_policy(RenderConfig(policy="helpers.badfactories:zero_action_policy", env="helpers.badfactories:render_mode_env",
+    result = render_policy(RenderConfig(policy="helpers.badfactories:zero_action_policy",
+                                        env="helpers.badfactories:render_mode_env",
                                         render_mode="rgb_array", render_backend="env", max_steps=2,
                                         out=tmp_path / "run.mp4"))
     assert probe_mp4(result.artifact_path)["frames"] == 3
@@ -151,9 +156,9 @@ def test_module_and_env_instances_are_used_as_is(tmp_path):
 
 def test_an_env_instance_with_several_envs_is_refused():
     """Item 12: K > 1 env slots need a factory (each worker builds its own env)."""
-    from helpers.tinyenv import TinyEnv
-
     from torchrl_render import ConfigError
+
+    from helpers.tinyenv import TinyEnv
 
     with pytest.raises(ConfigError, match="an env object cannot be copied into 2 env workers") as exc:
         render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env=TinyEnv(), num_envs=2, num_trajs=2,
@@ -219,8 +224,10 @@ def test_mujoco_warnings_go_to_the_notes_and_no_log_file_is_left(tmp_path, env_i
     out = tmp_path / "out"
     out.mkdir()
     obs = ["--obs-key", "position"] if env_id.startswith("dm_control") else []
-    proc = subprocess.run([sys.executable, "-m", "torchrl_render", "--policy", "helpers.badfactories:zero_policy", "--env",
-                           env_id, *obs, "--max-steps", "3", "--width", "64", "--height", "64", "--render-quality", "fast",
+    proc = subprocess.run([sys.executable, "-m", "torchrl_render", "--policy", "helpers.badfactories:zero_policy",
+                           "--env",
+                           env_id, *obs, "--max-steps", "3", "--width", "64", "--height", "64", "--render-quality",
+                           "fast",
                            "--out", str(out / "run.mp4")], capture_output=True, text=True, env=_env(), cwd=tmp_path,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -263,8 +270,8 @@ def test_linked_video_note_explains_the_cumulative_limit():
 
 def test_notebook_title_shortens_paths_and_config_normalises_them(tmp_path):
     """Item 18: the title names files, not long absolute paths; paths are normalised (no 'w4/../w1')."""
-    from torchrl_render.notebook.report import _title_source
     from torchrl_render.notebook.paths import portable_config
+    from torchrl_render.notebook.report import _title_source
 
     long = "/" + "/".join(["a_rather_long_folder_name"] * 6)
     source = _title_source({"policy": f"{long}/policy.py:make", "env": f"{long}/env.py:make"}, {}, "saved", None, None)
@@ -272,7 +279,8 @@ def test_notebook_title_shortens_paths_and_config_normalises_them(tmp_path):
     assert heading == "# Policy report: policy.py:make in env.py:make", heading
     (tmp_path / "w1").mkdir()
     (tmp_path / "w4").mkdir()
-    cfg = RenderConfig(policy=f"{tmp_path}/w4/../w1/p.py:make", env="c:d", out=tmp_path / "w4" / ".." / "w1" / "r.ipynb")
+    cfg = RenderConfig(policy=f"{tmp_path}/w4/../w1/p.py:make", env="c:d",
+                       out=tmp_path / "w4" / ".." / "w1" / "r.ipynb")
     data = portable_config(cfg)
     assert data["out"] == str(tmp_path / "w1" / "r.ipynb") and data["policy"] == f"{tmp_path}/w1/p.py:make"
 
@@ -281,7 +289,8 @@ def test_recorded_command_has_no_flag_the_user_did_not_type():
     """Item 18: --quiet turns the progress bar off; the recorded command does not gain --no-progress."""
     from torchrl_render.notebook.report import equivalent_command
 
-    assert equivalent_command({"policy": "m:p", "env": "e:f", "progress": False}) == "torchrl-render --policy m:p --env e:f"
+    assert equivalent_command({"policy": "m:p", "env": "e:f",
+                               "progress": False}) == "torchrl-render --policy m:p --env e:f"
 
 
 # -- 19: a short repr ----------------------------------------------------------------------------------------------

@@ -8,12 +8,21 @@ import json
 import pytest
 import torch
 
-from helpers.mediaprobe import probe_mp4
-from helpers.tinyenv import TinyEnv
-from helpers.policies import make_probabilistic_policy
-from torchrl_render import (NoFramesError, OutputExistsError, PolicyError, RenderConfig, RolloutError,
-                            WriterError, render_policy, save_render_checkpoint)
+from torchrl_render import (
+    NoFramesError,
+    OutputExistsError,
+    PolicyError,
+    RenderConfig,
+    RolloutError,
+    WriterError,
+    render_policy,
+    save_render_checkpoint,
+)
 from torchrl_render.writers import WRITERS
+
+from helpers.mediaprobe import probe_mp4
+from helpers.policies import make_probabilistic_policy
+from helpers.tinyenv import TinyEnv
 
 
 def run(tmp_path, **kw):

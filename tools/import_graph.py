@@ -172,7 +172,7 @@ def dot_source(graph: dict[str, set[str]], layers: list[list[str]], upward: set[
              '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica", fontsize=11];',
              '  edge [color="#7a869a", arrowsize=0.6];']
     for i, layer in enumerate(layers):
-        lines.append(f"  {{ rank=same; " + " ".join(f'"{n}";' for n in layer) + " }")
+        lines.append("  { rank=same; " + " ".join(f'"{n}";' for n in layer) + " }")
         if i:  # keep the rows in the contract's order
             lines.append(f'  "{layers[i - 1][0]}" -> "{layer[0]}" [style=invis, weight=10];')
     placed = {n for layer in layers for n in layer}
@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         for module, n in counts.most_common():
             print(f"  {n:3d} {module}")
     if args.svg:
-        subprocess.run(["dot", "-Tsvg", "-o", str(args.svg)], input=dot_source(result["_graph"], layers, set(result["arrows up"])),
+        subprocess.run(["dot", "-Tsvg", "-o", str(args.svg)], input=dot_source(result["_graph"], layers,
+                                                                               set(result["arrows up"])),
                        text=True, check=True)
         print(f"drew {args.svg}")
     return 0

@@ -63,8 +63,7 @@ def main() -> None:
     import numpy as np
     from playwright.sync_api import sync_playwright
 
-    from torchrl_render import (RenderConfig, display_mujoco_wasm_viewer, send_mujoco_wasm_qpos,
-                                write_mujoco_wasm_viewer)
+    from torchrl_render import RenderConfig, display_mujoco_wasm_viewer, send_mujoco_wasm_qpos, write_mujoco_wasm_viewer
 
     tmp = Path(tempfile.mkdtemp())
     with sync_playwright() as p:

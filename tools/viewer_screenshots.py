@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = {
     "viewer_mujoco.png": (["--policy", "helpers.policies:linear_policy", "--env", "HalfCheetah-v5", "--max-steps", "60",
                            "--out", "/tmp/viewer_shot_mujoco.jsonl"], "viewer: showing episode 0", (0, 0, 533, 400)),
-    "viewer_window.png": (["--policy", "helpers.badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps", "60",
+    "viewer_window.png": (["--policy", "helpers.badfactories:cartpole_policy", "--env", "CartPole-v1", "--max-steps",
+                           "60",
                            "--out", "/tmp/viewer_shot_window.mp4", "--overlay"],
                           "viewer: showing episode 1", (100, 100, 700, 500)),  # SDL centres its window
 }

@@ -14,21 +14,61 @@ Example:
 
 from __future__ import annotations
 
+from ._version import __version__
 from .api import render_policy
 from .checkpoint import load_checkpoint, save_render_checkpoint
-from ._version import __version__
-from .config import (CameraLayout, EnvBackendName, ExplorationMode, NotebookRenderBackendName, NotebookRolloutMode,
-                     RenderBackendName, RenderConfig, RenderEnvSpec, RenderFormat, RenderPolicySpec)
-from .data import Artifact, FrameBundle, RenderResult
-from .errors import (BackendUnavailable, CheckpointError, ConfigError, EnvError, NoFramesError, OutputExistsError,
-                     PolicyError, RenderError, ResolveError, RolloutError, UnsafeCheckpointError, WriterError)
-from .live.notebook_viewer import (MujocoStateReader, display_mujoco_wasm_viewer, extract_qpos_trajectory,
-                                   play_mujoco_wasm_trajectory, send_mujoco_wasm_qpos, write_mujoco_wasm_viewer)
-from .notebook import show
-from .compat import (TensorDictPolicyAdapter, add_step_counter, call_with_supported_kwargs, checkpoint_hash,
-                     import_from_string, infer_state_dict, key_to_string, load_render_policy, make_render_env,
-                     normalize_env, normalize_policy, parse_nested_key, seed_env)
+from .compat import (
+                     TensorDictPolicyAdapter,
+                     add_step_counter,
+                     call_with_supported_kwargs,
+                     checkpoint_hash,
+                     import_from_string,
+                     infer_state_dict,
+                     key_to_string,
+                     load_render_policy,
+                     make_render_env,
+                     normalize_env,
+                     normalize_policy,
+                     parse_nested_key,
+                     seed_env,
+)
 from .compat.spool import collect_render_rollouts, write_render_artifact
+from .config import (
+                     CameraLayout,
+                     EnvBackendName,
+                     ExplorationMode,
+                     NotebookRenderBackendName,
+                     NotebookRolloutMode,
+                     RenderBackendName,
+                     RenderConfig,
+                     RenderEnvSpec,
+                     RenderFormat,
+                     RenderPolicySpec,
+)
+from .data import Artifact, FrameBundle, RenderResult
+from .errors import (
+                     BackendUnavailable,
+                     CheckpointError,
+                     ConfigError,
+                     EnvError,
+                     NoFramesError,
+                     OutputExistsError,
+                     PolicyError,
+                     RenderError,
+                     ResolveError,
+                     RolloutError,
+                     UnsafeCheckpointError,
+                     WriterError,
+)
+from .live.notebook_viewer import (
+                     MujocoStateReader,
+                     display_mujoco_wasm_viewer,
+                     extract_qpos_trajectory,
+                     play_mujoco_wasm_trajectory,
+                     send_mujoco_wasm_qpos,
+                     write_mujoco_wasm_viewer,
+)
+from .notebook import show
 from .storage import load_rollouts
 from .sweep import SweepConfig, SweepResult, sweep
 

@@ -29,12 +29,12 @@ from .envs import build_env
 from .envs.gl import ensure_headless_gl, gl_notes
 from .envs.mjlog import captured_mujoco_warnings
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
+from .live import observers
 from .live.viewer import prepare_viewer
 from .metrics import aggregate, json_ready, nonfinite_note
 from .policies import build_policy
 from .resolve import resolve
 from .sidecar import run_metadata
-from .live import observers
 from .sink import Progress, RunContext, Sink, rendered_range
 from .storage import save_rollouts, write_json_atomic
 from .writers import WRITERS, needs_frames

@@ -13,7 +13,8 @@ Example:
     >>> RenderConfig(policy="p:m", env="e:m", fps=0)
     Traceback (most recent call last):
     ...
-    torchrl_render.errors.ConfigError: fps must be a positive number. Expected: a number > 0. Got: 0.0. Fix: pass e.g. fps=30 (--fps 30).
+    torchrl_render.errors.ConfigError: fps must be a positive number. Expected: a number > 0. Got: 0.0.
+    Fix: pass e.g. fps=30 (--fps 30).
 """
 
 from __future__ import annotations
@@ -172,7 +173,8 @@ class RenderConfig:
     fps: float = _f(30.0, help="Frames per second of videos.",
                     check=_Number("must be a positive number", "a number > 0", "pass e.g. fps=30 (--fps 30)"))
     camera: list[str] = _f(["default"], help="Comma-separated camera names ('default' = the env's own view).")
-    camera_layout: str = _f("single", help="How several cameras are combined (single with several cameras: grid, with a note).",
+    camera_layout: str = _f("single",
+                            help="How several cameras are combined (single with several cameras: grid, with a note).",
                             choices=CAMERA_LAYOUTS)
     deterministic: bool = _f(True, help="Act deterministically (--stochastic samples actions).", negative="stochastic")
     exploration_mode: str | None = _f(None, help="TorchRL exploration type; overrides --deterministic.",
@@ -352,7 +354,7 @@ _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
 def _check_output_path(name: str, text: str) -> None:
     """A Windows path or a backslash on POSIX would become a file named with backslashes, not a folder."""
-    if os.name == "nt" or "\\" not in text and not _WINDOWS_PATH.match(text):
+    if os.name == "nt" or ("\\" not in text and not _WINDOWS_PATH.match(text)):
         return
     posix = text.replace("\\", "/")
     if _WINDOWS_PATH.match(text):
@@ -426,7 +428,8 @@ def _validate(cfg: RenderConfig) -> None:
                           got="--save-rollout with --no-trajectories",
                           fix="drop --no-trajectories, or drop --save-rollout")
     if not (isinstance(cfg.env, str) or callable(cfg.env) or _is_env_object(cfg.env)):
-        raise ConfigError("env must be a factory or an env id", expected="'module:object', a gymnasium id or a callable",
+        raise ConfigError("env must be a factory or an env id",
+                          expected="'module:object', a gymnasium id or a callable",
                           got=type(cfg.env).__name__, fix="pass e.g. env='HalfCheetah-v5'")
     _episode_count(cfg)
     _positive_int(cfg, "num_envs", "num_envs=4 (--num-envs 4)")
@@ -437,7 +440,8 @@ def _validate(cfg: RenderConfig) -> None:
                           fix="drop --num-envs, or use --seed-mode per-episode (episode i seeded seed+i)")
     if envs > 1 and _is_env_object(cfg.env):
         raise ConfigError(f"an env object cannot be copied into {envs} env workers: each one builds its own "
-                          "env", expected="with num_envs > 1, a factory: 'module:object', a gymnasium id, or a callable",
+                          "env",
+                          expected="with num_envs > 1, a factory: 'module:object', a gymnasium id, or a callable",
                           got=f"a {type(cfg.env).__qualname__} object",
                           fix="pass a function that builds a new env (env=lambda: MyEnv()), or num_envs=1")
     if cfg.max_episodes_rendered is not None:
@@ -612,7 +616,8 @@ def load_mapping_or_inline(value: str, name: str) -> dict[str, Any]:
     if not text:
         return {}
     if not Path(text).suffix:
-        raise ConfigError(f"{name} must be inline JSON or a file", expected='{"key": value} or a .json/.yaml/.toml path',
+        raise ConfigError(f"{name} must be inline JSON or a file",
+                          expected='{"key": value} or a .json/.yaml/.toml path',
                           got=text, fix=f"pass e.g. --{name.replace('_', '-')} '{{\"key\": 1}}'")
     return load_mapping(text)
 

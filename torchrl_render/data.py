@@ -122,7 +122,8 @@ class RenderResult:
         lines = [f"artifact_path={str(self.artifact_path) if self.artifact_path is not None else None!r}"]
         others = [str(a.path) for a in self.artifacts[1:]] or [str(p) for p in self.frame_paths[1:]]
         if others:
-            shown = ", ".join(repr(p) for p in others[:3]) + (f", ... ({len(others) - 3} more)" if len(others) > 3 else "")
+            more = f", ... ({len(others) - 3} more)" if len(others) > 3 else ""
+            shown = ", ".join(repr(p) for p in others[:3]) + more
             lines.append(f"other_paths=[{shown}]")
         if agg.get("n_episodes"):
             summary = f"episodes={agg['n_episodes']}, return={agg['avg_sum_reward']:.3g}"

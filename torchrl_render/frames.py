@@ -90,7 +90,7 @@ def apply_layout(frames: dict[str, np.ndarray], layout: str) -> dict[str, np.nda
     """
     if layout not in LAYOUTS:
         raise ConfigError(f"unknown camera layout {layout!r}", expected=", ".join(LAYOUTS), got=layout)
-    if layout == "separate" or len(frames) == 1 and layout != "single":
+    if layout == "separate" or (len(frames) == 1 and layout != "single"):
         return frames
     images = list(frames.values())
     if layout == "single":

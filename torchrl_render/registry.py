@@ -30,7 +30,7 @@ from typing import Any
 
 from .errors import ConfigError, did_you_mean
 
-__all__ = ["AUTO_ORDER", "BACKENDS", "Entry", "Registry", "WRITERS", "needs_frames"]
+__all__ = ["AUTO_ORDER", "BACKENDS", "WRITERS", "Entry", "Registry", "needs_frames"]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ Example:
     >>> resolve("json:lods", "policy")
     Traceback (most recent call last):
     ...
-    torchrl_render.errors.ResolveError: module 'json' has no attribute 'lods'. Did you mean 'loads'? Expected: a public name of 'json'. Got: lods. Fix: correct the name after the colon in the policy spec 'json:lods'.
+    torchrl_render.errors.ResolveError: module 'json' has no attribute 'lods'. Did you mean 'loads'?
+    Expected: a public name of 'json'. Got: lods.
+    Fix: correct the name after the colon in the policy spec 'json:lods'.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ def resolve(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
     if callable(spec) and not isinstance(spec, str):
         return spec
     if not isinstance(spec, str) or ":" not in spec:
-        raise ResolveError(f"the {kind} spec {spec!r} has no colon", expected="'module:object' or 'path/file.py:object'",
+        raise ResolveError(f"the {kind} spec {spec!r} has no colon",
+                           expected="'module:object' or 'path/file.py:object'",
                            got=repr(spec), fix=f"write it as e.g. 'mypkg.{kind}:make_{kind}'")
     target, _, attr = spec.rpartition(":")
     if not target or not attr:
@@ -190,7 +193,8 @@ def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: st
         raise ResolveError(f"the {kind} factory {_name(factory)} needs argument(s) {names} that nothing provides",
                            expected=f"a 'spec' parameter, fields of the spec ({', '.join(sorted(fields))}) or "
                                     f"{kind}_kwargs keys", got=f"parameters {[p.name for p in params]}",
-                           fix=f"give them defaults or pass them with --{kind}-kwargs '{{\"{unmatched[0].name}\": ...}}'")
+                           fix=f"give them defaults or pass them with "
+                               f"--{kind}-kwargs '{{\"{unmatched[0].name}\": ...}}'")
     if user:
         if any(p.kind == p.VAR_KEYWORD for p in params):
             kwargs.update(user)

@@ -17,12 +17,11 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 from .config import RenderConfig
 from .data import FrameBundle
-from .errors import NoFramesError
-from .frames import apply_layout, to_uint8_hwc
 from .engine.records import Episode
-from .metrics import read_success, step_success
 from .envs.mujoco_state import LiveStates
-from .frames import draw_overlay
+from .errors import NoFramesError
+from .frames import apply_layout, draw_overlay, to_uint8_hwc
+from .metrics import read_success, step_success
 
 __all__ = ["Observer", "Progress", "RunContext", "Sink", "rendered_range"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from helpers import real_envs as R  # first: headless GL before mujoco is imported
 import numpy as np
 import pytest
 import torch
@@ -10,6 +9,8 @@ import torch
 from torchrl_render.backends.env import EnvRenderBackend
 from torchrl_render.errors import BackendUnavailable, ConfigError
 from torchrl_render.frames import to_uint8_hwc
+
+from helpers import real_envs as R  # first: headless GL before mujoco is imported
 
 pytestmark = pytest.mark.slow  # real simulators
 

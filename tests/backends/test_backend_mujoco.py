@@ -6,8 +6,6 @@ import os
 import subprocess
 import sys
 
-from helpers import real_envs as R  # first: headless GL before mujoco is imported
-from helpers.paths import ROOT
 import numpy as np
 import pytest
 
@@ -18,6 +16,9 @@ from torchrl_render.backends.mujoco import (
     resolve_camera_id,
 )
 from torchrl_render.errors import BackendUnavailable, ConfigError
+
+from helpers import real_envs as R  # first: headless GL before mujoco is imported
+from helpers.paths import ROOT
 
 pytestmark = pytest.mark.slow  # real simulators
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from helpers import real_envs as R  # first: headless GL before mujoco is imported
 import numpy as np
 import pytest
 import torch
@@ -12,6 +11,8 @@ from torchrl.data import Composite, Unbounded
 from torchrl_render.backends.pixels import PixelsBackend
 from torchrl_render.errors import BackendUnavailable
 from torchrl_render.frames import to_uint8_hwc
+
+from helpers import real_envs as R  # first: headless GL before mujoco is imported
 
 
 class SpecOnly:

@@ -9,13 +9,14 @@ safe twice.
 
 from __future__ import annotations
 
-from helpers import real_envs as R  # first: headless GL before mujoco is imported
 import numpy as np
 import pytest
 
 from torchrl_render.backends import AUTO_ORDER, BACKENDS
 from torchrl_render.errors import BackendUnavailable
 from torchrl_render.frames import to_uint8_hwc
+
+from helpers import real_envs as R  # first: headless GL before mujoco is imported
 
 pytestmark = pytest.mark.slow  # real simulators
 

@@ -6,12 +6,13 @@ import gc
 import os
 import threading
 
-from helpers import real_envs as R  # first: headless GL before mujoco is imported
 import numpy as np
 import pytest
 import torch
 
 from torchrl_render.backends.mujoco import MujocoBackend
+
+from helpers import real_envs as R  # first: headless GL before mujoco is imported
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("MUJOCO_GL") != "egl", reason="drawing threads need MUJOCO_GL=egl")]
@@ -112,7 +113,8 @@ def test_render_policy_leaves_no_drawing_thread(tmp_path):
 
     before = len(_drawing_threads())
     out = tmp_path / "run.mp4"
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", out=out, num_trajs=1,
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", out=out,
+                                        num_trajs=1,
                                         max_steps=5, width=R.SIZE, height=R.SIZE, render_quality="fast"))
     assert result.metadata["render"]["draw_thread"] is True
     assert not any("was not applied" in w for w in result.warnings)  # the mujoco backend draws every look

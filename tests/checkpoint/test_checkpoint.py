@@ -6,7 +6,6 @@ import hashlib
 
 import pytest
 import torch
-from helpers.paths import ROOT
 
 from torchrl_render import (
     CheckpointError,
@@ -15,6 +14,8 @@ from torchrl_render import (
     save_render_checkpoint,
 )
 from torchrl_render.checkpoint import infer_state_dict, load_into_policy, read_checkpoint
+
+from helpers.paths import ROOT
 
 
 class Evil:
@@ -258,10 +259,11 @@ def test_torchrl_manifest_cannot_point_outside(tmp_path):
 
 
 def test_torchrl_checkpoint_end_to_end(tmp_path):
-    from helpers.tinyenv import make_policy
     from torchrl.checkpoint import Checkpoint
 
     from torchrl_render import RenderConfig, render_policy
+
+    from helpers.tinyenv import make_policy
     net = make_policy()
     torch.nn.init.constant_(net[0].weight, 0.0)
     torch.nn.init.constant_(net[0].bias, 0.25)

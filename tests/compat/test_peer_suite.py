@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers.paths import ROOT
+
 # beside the project; a checkout elsewhere (a git worktree) names the folder in TORCHRL_RENDER_PEER_SUITE
 PEER = Path(os.environ.get("TORCHRL_RENDER_PEER_SUITE") or ROOT.parent / "shared" / "peer")
 APPLICABLE = 24  # run.sh's README: the tests of TorchRL's suite that apply to a drop-in

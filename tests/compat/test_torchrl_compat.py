@@ -29,6 +29,7 @@ import torchrl_render.artifacts as our_artifacts
 import torchrl_render.cli as our_cli
 import torchrl_render.mujoco_wasm as our_mujoco_wasm
 import torchrl_render.video as our_video
+
 from helpers.mediaprobe import decode_frames, probe_mp4
 
 #: Names whose signature differs on purpose (docs/migrating.md says how and why).
@@ -80,7 +81,7 @@ def test_dataclass_fields_keep_names_and_defaults(cls):
         if f.default is not dataclasses.MISSING and f.name not in BETTER_DEFAULTS:
             assert mine[f.name].default == f.default, f.name
     positional = [f.name for f in dataclasses.fields(getattr(theirs, cls))][:3]
-    assert [f for f in mine][:3] == positional
+    assert list(mine)[:3] == positional
 
 
 def test_literal_types_match_our_registries():
@@ -116,7 +117,8 @@ def test_infer_state_dict(layout):
     assert mine.keys() == yours.keys() and all(torch.equal(mine[k], yours[k]) for k in mine)
     explicit = {"weights": dict(yours)}
     if layout != "first wins":
-        assert ours.infer_state_dict(explicit, key="weights").keys() == theirs.infer_state_dict(explicit, "weights").keys()
+        assert ours.infer_state_dict(explicit, key="weights").keys() == theirs.infer_state_dict(explicit,
+                                                                                                "weights").keys()
 
 
 def test_infer_state_dict_failures_raise_in_both():
@@ -194,7 +196,8 @@ def _factories():
 @pytest.mark.parametrize("factory", _factories(), ids=lambda f: f.__name__)
 def test_call_with_supported_kwargs(factory):
     kwargs = {"seed": 3, "device": "cpu", "spec": "S"}
-    assert ours.call_with_supported_kwargs(factory, "S", kwargs) == theirs.call_with_supported_kwargs(factory, "S", kwargs)
+    assert ours.call_with_supported_kwargs(factory, "S", kwargs) == theirs.call_with_supported_kwargs(factory, "S",
+                                                                                                      kwargs)
 
 
 def test_tensordict_policy_adapter():
@@ -289,7 +292,8 @@ def test_cli_notebook_saves_its_rollouts_as_torchrl_render_does(extra):
     argv = BASE + ["--out", "r.ipynb", *extra]
     yours = their_cli.config_from_args(their_cli.build_parser().parse_args(argv))
     mine = our_cli.config_from_args(our_cli.build_parser().parse_args(argv))
-    differ = [f.name for f in dataclasses.fields(yours) if _plain(getattr(mine, f.name)) != _plain(getattr(yours, f.name))]
+    differ = [f.name for f in dataclasses.fields(yours) if _plain(getattr(mine, f.name)) != _plain(getattr(yours,
+                                                                                                           f.name))]
     assert differ == [] and mine.save_rollout is yours.save_rollout
 
 
@@ -298,7 +302,8 @@ def test_dry_run_builds_nothing_and_check_setup_builds_everything(tmp_path, caps
             str(tmp_path / "missing.pt"), "--out", str(tmp_path / "r.mp4")]
     assert our_cli.main([*argv, "--dry-run"]) == 0  # no checkpoint read, no factory imported or called
     out = capsys.readouterr().out
-    assert '"dry_run": true' in out and json.loads(out[:out.rindex("}") + 1])["env"] == "helpers.badfactories:raising_env"
+    assert '"dry_run": true' in out
+    assert json.loads(out[:out.rindex("}") + 1])["env"] == "helpers.badfactories:raising_env"
     assert f"would write {tmp_path / 'r.mp4'}" in out and list(tmp_path.iterdir()) == []
     with pytest.raises(SystemExit) as exc:  # the checkpoint is read first
         our_cli.main([*argv, "--check-setup"])
@@ -338,7 +343,8 @@ def _same_episodes(a, b):
 
 @pytest.mark.parametrize("env, policy, out", [
     ("Pendulum-v1", "helpers.policies:linear_policy", "run.mp4"),                  # the gymnasium path
-    ("helpers.tinyenv:make_env", "helpers.tinyenv:make_policy", "run.gif"),            # the torchrl path (pixels backend)
+    ("helpers.tinyenv:make_env", "helpers.tinyenv:make_policy", "run.gif"),
+    # the torchrl path (pixels backend)
 ])
 @pytest.mark.slow
 def test_composition_gives_the_render_policy_artifact(tmp_path, env, policy, out):
@@ -474,7 +480,8 @@ def test_messages_of_the_torchrl_style_functions(tmp_path):
         return x, y
 
     cases = [
-        (lambda: ours.import_from_string("no_colon"), ours.ConfigError, "import spec 'no_colon' is not 'module:object'"),
+        (lambda: ours.import_from_string("no_colon"), ours.ConfigError,
+         "import spec 'no_colon' is not 'module:object'"),
         (lambda: ours.import_from_string("json:nope"), ours.ResolveError, "'json' has no attribute 'nope'"),
         (lambda: ours.call_with_supported_kwargs(two, "S", {}), ours.ResolveError, "nothing provides ['x', 'y']"),
         (lambda: ours.infer_state_dict({"frames": 1}), ours.CheckpointError, "no state dict found in the checkpoint"),
@@ -492,7 +499,8 @@ def test_messages_of_the_torchrl_style_functions(tmp_path):
 
 
 def test_isaaclab_backend_runs_episodes_over_the_sub_envs(tmp_path):
-    result = ours.render_policy(ours.RenderConfig(env="helpers.isaacfake:make_env", policy="helpers.isaacfake:make_policy",
+    result = ours.render_policy(ours.RenderConfig(env="helpers.isaacfake:make_env",
+                                                  policy="helpers.isaacfake:make_policy",
                                                   env_backend="isaaclab", out=tmp_path / "r.json", num_trajs=6, seed=2))
     # independent: sub-env i starts at 0.1 (i + 1) and is pushed by 0.3 a step until |x| > 1;
     # episodes 0-3 start on sub-envs 0-3, episodes 4 and 5 on the sub-envs that end first (1 and 2)
@@ -514,7 +522,8 @@ def test_isaaclab_backend_runs_episodes_over_the_sub_envs(tmp_path):
 
 
 def test_isaaclab_backend_refuses_frames_and_other_num_envs(tmp_path):
-    kw = dict(env="helpers.isaacfake:make_env", policy="helpers.isaacfake:make_policy", env_backend="isaaclab", num_trajs=4)
+    kw = dict(env="helpers.isaacfake:make_env", policy="helpers.isaacfake:make_policy", env_backend="isaaclab",
+              num_trajs=4)
     with pytest.raises(ours.ConfigError, match="does not read Isaac Lab's cameras yet"):
         ours.render_policy(ours.RenderConfig(out=tmp_path / "r.mp4", **kw))
     with pytest.raises(ours.ConfigError, match="simulates 4 sub-envs, and --num-envs says 2"):

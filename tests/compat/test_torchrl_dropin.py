@@ -21,11 +21,10 @@ from torchrl.envs import PendulumEnv
 from torchrl.envs.libs.gym import GymEnv
 
 import torchrl_render as ours
+
 from helpers.clicode import exit_code
 from helpers.dropin_toys import CountingEnv, StateEnv, counting_policy, state_env
-
 from helpers.paths import TESTS
-
 
 # -- TorchRL's rlrender tutorial, with the import renamed --------------------------------------------------
 
@@ -355,8 +354,9 @@ def test_normalize_frame_matches(frame):
 def test_encoders_write_what_decodes_to_the_frames(tmp_path):
     from PIL import Image, ImageSequence
 
-    from helpers.mediaprobe import decode_frames, probe_mp4
     from torchrl_render import video as our_video
+
+    from helpers.mediaprobe import decode_frames, probe_mp4
 
     frames = [np.full((16, 16, 3), 40 * i, np.uint8) for i in range(4)]
     gif = our_video.encode_gif(frames, tmp_path / "a.gif", fps=10)

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.plainloop import plain_returns
-from helpers.engine_toys import Counting
-from helpers.statsref import t975
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.errors import ConfigError
 
+from helpers.engine_toys import Counting
 from helpers.paths import ROOT
+from helpers.plainloop import plain_returns
+from helpers.statsref import t975
+
 CHEETAH = ROOT / "examples" / "half_cheetah"
 
 
@@ -91,7 +92,8 @@ def test_batched_policy_calls_agree_within_the_confidence_interval(tmp_path):
 
 def test_a_gymnasium_env_from_a_torchrl_wrapper_of_the_user_starts_at_the_seeded_reset(tmp_path):
     """torchrl's set_seed consumes a seeded reset; we do not: episode i starts at reset(seed=seed+i)."""
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum",
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy",
+                                        env="helpers.torchrl_toys:torchrl_pendulum",
                                         num_trajs=3, seed=4, max_steps=5, out=tmp_path / "r.jsonl"))
     assert result.metadata["engine"]["path"] == "torchrl"
     env = gymnasium.make("InvertedPendulum-v5")
@@ -101,7 +103,8 @@ def test_a_gymnasium_env_from_a_torchrl_wrapper_of_the_user_starts_at_the_seeded
 
 def test_dispatch_runs_exactly_the_episodes_asked_and_never_steps_a_finished_env(tmp_path):
     Counting.instances.clear()
-    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy",
+                                        env="helpers.engine_toys:counting_env",
                                         num_trajs=9, num_envs=4, env_batch_mode="serial", seed=3,
                                         out=tmp_path / "d.jsonl"))
     episodes = result.metrics["per_episode"]
@@ -117,7 +120,8 @@ def test_dispatch_runs_exactly_the_episodes_asked_and_never_steps_a_finished_env
 
 def test_eval_n_timesteps_runs_whole_episodes_until_enough_steps_whatever_k(tmp_path):
     def run(k):
-        return render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
+        return render_policy(RenderConfig(policy="helpers.engine_toys:half_policy",
+                                          env="helpers.engine_toys:counting_env",
                                           eval_n_timesteps=20, num_envs=k, env_batch_mode="serial", seed=0,
                                           out=tmp_path / f"n{k}.jsonl"))
     lengths = [2 + int(np.random.default_rng(s).integers(0, 6)) for s in range(40)]
@@ -137,7 +141,8 @@ def test_num_trajs_and_eval_n_timesteps_are_exclusive():
 
 @pytest.mark.parametrize("k", [1, 2])
 def test_reward_fn_is_reported_beside_the_env_reward(tmp_path, k):
-    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy",
+                                        env="helpers.engine_toys:counting_env",
                                         num_trajs=3, num_envs=k, env_batch_mode="serial", seed=1,
                                         reward_fn="helpers.engine_toys:learned_reward", out=tmp_path / f"r{k}.jsonl"))
     for ep in result.metrics["per_episode"]:
@@ -150,7 +155,8 @@ def test_reward_fn_is_reported_beside_the_env_reward(tmp_path, k):
 
 
 def test_metric_semantics_std_ci_and_wilson(tmp_path):
-    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy",
+                                        env="helpers.engine_toys:counting_env",
                                         num_trajs=7, seed=2, out=tmp_path / "m.jsonl"))
     rets = np.array([e["sum_reward"] for e in result.metrics["per_episode"]])
     agg = result.metrics["aggregated"]
@@ -178,7 +184,8 @@ def test_memory_is_flat_in_the_number_of_episodes(tmp_path):
 
     def peak(n):
         tracemalloc.start()
-        render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="Pendulum-v1", num_trajs=n, max_steps=50,
+        render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="Pendulum-v1", num_trajs=n,
+                                   max_steps=50,
                                    trajectories=False, num_envs=2, out=tmp_path / f"p{n}.npz"))
         _, top = tracemalloc.get_traced_memory()
         tracemalloc.stop()
@@ -207,7 +214,8 @@ def test_factories_get_the_single_env_spec_whatever_k(tmp_path):
 @pytest.mark.parametrize("batch", ["batched", "per-env"])
 @pytest.mark.slow
 def test_recurrent_policy_on_a_float64_env_is_the_same_in_every_slot(tmp_path, batch):
-    common = dict(policy="helpers.torchrl_toys:make_lstm_policy", env="helpers.engine_toys:float64_tiny_env", num_trajs=4, seed=11,
+    common = dict(policy="helpers.torchrl_toys:make_lstm_policy", env="helpers.engine_toys:float64_tiny_env",
+                  num_trajs=4, seed=11,
                   policy_batch=batch)
     one = render_policy(RenderConfig(out=tmp_path / "one.jsonl", **common))
     two = render_policy(RenderConfig(out=tmp_path / f"two{batch}.jsonl", num_envs=2, env_batch_mode="serial",
@@ -225,7 +233,8 @@ def test_dm_control_episode_starts_as_a_fresh_suite_load_with_its_seed(tmp_path)
 
     from helpers import policies as zoo
 
-    result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="helpers.engine_toys:dm_cartpole", num_trajs=3,
+    result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy",
+                                        env="helpers.engine_toys:dm_cartpole", num_trajs=3,
                                         seed=5, max_steps=40, out=tmp_path / "dm.jsonl"))
     net = zoo.dm_linear_policy(_DmSpec())                               # the same weights as the run's
     for i, ep in enumerate(result.metrics["per_episode"]):
@@ -244,9 +253,11 @@ def test_dm_control_episode_starts_as_a_fresh_suite_load_with_its_seed(tmp_path)
             total += ts.reward
         assert ep["sum_reward"] == total                                   # to the bit
     # independent of what ran before and of K
-    alone = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="helpers.engine_toys:dm_cartpole", num_trajs=1,
+    alone = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy",
+                                       env="helpers.engine_toys:dm_cartpole", num_trajs=1,
                                        seed=7, max_steps=40, out=tmp_path / "alone.jsonl"))
-    two = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="helpers.engine_toys:dm_cartpole", num_trajs=3,
+    two = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="helpers.engine_toys:dm_cartpole",
+                                     num_trajs=3,
                                      seed=5, max_steps=40, num_envs=2, env_batch_mode="serial",
                                      policy_batch="per-env", out=tmp_path / "two.jsonl"))
     assert alone.metrics["per_episode"][0]["sum_reward"] == result.metrics["per_episode"][2]["sum_reward"]
@@ -257,8 +268,8 @@ class _DmSpec:
     """The spec zoo.dm_linear_policy reads, from a finished run's env."""
 
     def __init__(self):
-        from torchrl.envs import DMControlWrapper
         from dm_control import suite
+        from torchrl.envs import DMControlWrapper
         self.env_specs = DMControlWrapper(suite.load("cartpole", "swingup")).specs
 
 
@@ -266,7 +277,8 @@ def test_internal_success_keys_never_reach_the_user(tmp_path):
     """No ``success``/``success_reported`` for an env that never reports success."""
     from torchrl_render.errors import PolicyError
 
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=1,
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy",
+                                        env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=1,
                                         max_steps=3, out=tmp_path / "a.jsonl"))
     fast = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", num_trajs=1,
                                       max_steps=3, out=tmp_path / "b.jsonl"))
@@ -275,7 +287,8 @@ def test_internal_success_keys_never_reach_the_user(tmp_path):
         assert not names & {"success", "success_reported"}
     assert fast.metrics["per_episode"][0]["success"] is None
     with pytest.raises(PolicyError) as err:
-        render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=1,
+        render_policy(RenderConfig(policy="helpers.policies:linear_policy",
+                                   env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=1,
                                    max_steps=2, obs_key="obs", out=tmp_path / "c.jsonl"))
     assert "success" not in str(err.value) and "'observation'" in str(err.value)
 
@@ -314,7 +327,8 @@ def test_a_nan_action_is_refused_on_the_gymnasium_path(tmp_path, k):
 
 
 def test_a_stateful_policy_keeps_one_state_per_slot_on_the_gymnasium_path(tmp_path):
-    common = dict(policy="helpers.engine_toys:StepCounting", env="InvertedPendulum-v5", num_trajs=5, seed=2, max_steps=8)
+    common = dict(policy="helpers.engine_toys:StepCounting", env="InvertedPendulum-v5", num_trajs=5, seed=2,
+                  max_steps=8)
     one = render_policy(RenderConfig(out=tmp_path / "one.jsonl", **common))
     three = render_policy(RenderConfig(out=tmp_path / "three.jsonl", num_envs=3, env_batch_mode="serial", **common))
     assert returns(one) == returns(three) and three.metadata["engine"]["path"] == "gymnasium"

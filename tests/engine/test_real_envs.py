@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers.mediaprobe import probe_mp4
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.cli import main
 
+from helpers.mediaprobe import probe_mp4
 from helpers.paths import ROOT
+
 CHEETAH = ROOT / "examples" / "half_cheetah"
 
 
@@ -36,7 +37,8 @@ def test_shipped_example_through_the_cli(tmp_path, capsys, monkeypatch):
 
 
 def test_gymnasium_id_shortcut(tmp_path):
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", max_steps=12,
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5",
+                                        max_steps=12,
                                         width=64, height=48, out=tmp_path / "p.mp4", render_quality="fast"))
     n = result.metrics["per_episode"][0]["length"]
     assert probe_mp4(result.artifact_path)["frames"] == n + 1

@@ -5,15 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers.mediaprobe import decode_frames, probe_mp4
-from helpers.torchrl_toys import make_lstm_policy
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.engine import StepRecord
 from torchrl_render.engine.workers import EpisodeOrderer
 
+from helpers.mediaprobe import decode_frames, probe_mp4
+from helpers.torchrl_toys import make_lstm_policy
+
 
 def run(tmp_path, name, **kw):
-    cfg = dict(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True, out=tmp_path / name,
+    cfg = dict(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True,
+               out=tmp_path / name,
                num_trajs=7, seed=11)
     cfg.update(kw)
     return render_policy(RenderConfig(**cfg))
@@ -111,7 +113,8 @@ def _same_frames(one, two):
 
 @pytest.mark.slow
 def test_gymnasium_path_renders_in_process_and_steps_the_rest_in_workers(tmp_path):
-    common = dict(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", num_trajs=5, max_steps=6, width=48,
+    common = dict(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", num_trajs=5, max_steps=6,
+                  width=48,
                   height=48, render_quality="fast", seed=5, max_episodes_rendered=2, policy_batch="per-env")
     one = render_policy(RenderConfig(out=tmp_path / "one.mp4", **common))
     two = render_policy(RenderConfig(out=tmp_path / "two.mp4", num_envs=2, env_batch_mode="parallel", **common))
@@ -123,7 +126,8 @@ def test_gymnasium_path_renders_in_process_and_steps_the_rest_in_workers(tmp_pat
 
 @pytest.mark.slow
 def test_torchrl_parallel_env_workers_render_a_real_mujoco_env(tmp_path):
-    common = dict(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=3, max_steps=6,
+    common = dict(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", num_trajs=3,
+                  max_steps=6,
                   width=48, height=48, render_quality="fast", seed=5)
     one = render_policy(RenderConfig(out=tmp_path / "one.mp4", **common))
     two = render_policy(RenderConfig(out=tmp_path / "two.mp4", num_envs=2, env_batch_mode="parallel", **common))

@@ -23,13 +23,13 @@ import torch
 
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.cli import main
-from helpers.clicode import exit_code
-from helpers.eval_envs import Counting, diverging_env, normalized_pendulum
-from helpers.plainloop import plain_returns
-from helpers.statsref import t975
 from torchrl_render.metrics import aggregate
 
+from helpers.clicode import exit_code
+from helpers.eval_envs import Counting, diverging_env, normalized_pendulum
 from helpers.paths import TESTS
+from helpers.plainloop import plain_returns
+from helpers.statsref import t975
 
 
 def per_episode(result, *keys):
@@ -63,7 +63,8 @@ def test_an_episode_started_past_the_budget_is_dropped_even_when_it_ends_first(t
     lengths = [2 + int(np.random.default_rng(s).integers(0, 6)) for s in range(40)]  # test_engine.Counting
     n = next(i + 1 for i in range(40) if sum(lengths[:i + 1]) >= budget)
     for k in (3, 4):
-        result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
+        result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy",
+                                            env="helpers.engine_toys:counting_env",
                                             eval_n_timesteps=budget, num_envs=k, env_batch_mode="serial", seed=0,
                                             out=tmp_path / f"n{k}.jsonl"))
         assert per_episode(result, "episode_ix", "length") == list(enumerate(lengths[:n])), k
@@ -186,7 +187,8 @@ def test_ci95_uses_the_exact_t_quantile_at_every_n(n):
 
 
 def test_imitation_rollout_stats_names_are_all_there(tmp_path):
-    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy", env="helpers.engine_toys:counting_env",
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy",
+                                        env="helpers.engine_toys:counting_env",
                                         num_trajs=5, seed=1, out=tmp_path / "s.jsonl"))
     agg = result.metrics["aggregated"]
     lengths = [e["length"] for e in result.metrics["per_episode"]]
@@ -213,7 +215,8 @@ def _refuse_constant(constant):
 @pytest.mark.parametrize("fmt", ["npz", "json", "jsonl"])
 def test_a_nan_reward_is_reported_and_the_aggregates_say_what_they_are_over(tmp_path, capsys, fmt):
     out = tmp_path / f"run.{fmt}"
-    code = main(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.eval_envs:diverging_env", "--num-trajs", "4",
+    code = main(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.eval_envs:diverging_env",
+                 "--num-trajs", "4",
                  "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 0 and "Traceback" not in err and out.exists()
@@ -291,7 +294,8 @@ def test_more_envs_than_episodes_runs_one_env_per_episode(tmp_path):
 @pytest.mark.slow
 def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, capsys, mode):
     out = tmp_path / "run.jsonl"
-    code = exit_code(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.eval_envs:exploding_env", "--num-trajs", "8",
+    code = exit_code(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.eval_envs:exploding_env",
+                      "--num-trajs", "8",
                  "--num-envs", "4", "--env-batch-mode", mode, "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
@@ -301,7 +305,8 @@ def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, cap
 
 def test_a_torchrl_env_raising_in_serial_envs_names_the_episode_that_raised(tmp_path, capsys):
     out = tmp_path / "run.jsonl"
-    code = exit_code(["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.badfactories:failing_env", "--env-kwargs",
+    code = exit_code(["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.badfactories:failing_env",
+                      "--env-kwargs",
                  '{"fail_at": 3, "episode": 2}', "--num-trajs", "4", "--num-envs", "2", "--env-batch-mode", "serial",
                  "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
@@ -313,7 +318,8 @@ def test_a_torchrl_env_raising_in_serial_envs_names_the_episode_that_raised(tmp_
 
 
 def test_many_episodes_print_a_summary_and_verbose_prints_them_all(tmp_path, capsys):
-    argv = ["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.engine_toys:counting_env", "--num-trajs", "40",
+    argv = ["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.engine_toys:counting_env", "--num-trajs",
+            "40",
             "--out", str(tmp_path / "run.jsonl")]
     assert main(argv) == 0
     err = capsys.readouterr().err
@@ -328,7 +334,8 @@ def test_many_episodes_print_a_summary_and_verbose_prints_them_all(tmp_path, cap
 
 
 def test_a_few_episodes_still_print_one_line_each(tmp_path, capsys):
-    assert main(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.engine_toys:counting_env", "--num-trajs", "4",
+    assert main(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.engine_toys:counting_env",
+                 "--num-trajs", "4",
                  "--out", str(tmp_path / "run.jsonl")]) == 0
     assert len([line for line in capsys.readouterr().err.splitlines() if line.startswith("episode ")]) == 4
 

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.statsref import t975
 from torchrl_render import ConfigError
 from torchrl_render.frames import LAYOUTS, apply_layout, to_uint8_hwc
 from torchrl_render.metrics import EpisodeMetrics, aggregate
+
+from helpers.statsref import t975
 
 
 @pytest.mark.parametrize("frame,expected_pixel", [

@@ -10,8 +10,9 @@ import time
 
 import torch
 from tensordict.nn import TensorDictModule
-from helpers.tinyenv import TinyEnv, make_policy
 from torchrl.data import Categorical
+
+from helpers.tinyenv import TinyEnv, make_policy
 
 NOT_CALLABLE = 42
 

@@ -20,7 +20,6 @@ from tensordict import TensorDict
 from torchrl.data import Bounded, Categorical, Composite, MultiOneHot, Unbounded
 from torchrl.envs import EnvBase
 
-
 # -- action spaces, as the tests' policies produce them ---------------------------------------------
 
 @dataclass(frozen=True)

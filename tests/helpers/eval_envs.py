@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 

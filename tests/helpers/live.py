@@ -59,7 +59,7 @@ def run_in_thread(cfg):
     def target():
         try:
             box["result"] = render_policy(cfg)
-        except BaseException as exc:  # noqa: BLE001 - the test reports it
+        except BaseException as exc:
             box["error"] = exc
 
     thread = threading.Thread(target=target, daemon=True)

@@ -11,7 +11,8 @@ MESH_XML = """
     <texture name="grid" type="2d" builtin="checker" rgb1=".1 .2 .3" rgb2=".2 .3 .4" width="64" height="64"/>
     <material name="floor" texture="grid" texrepeat="4 4" texuniform="true"/>
     <mesh name="tet" vertex="0 0 0  .3 0 0  0 .3 0  0 0 .3"/>
-    <mesh name="cube" vertex="-.1 -.1 -.1  .1 -.1 -.1  -.1 .1 -.1  .1 .1 -.1  -.1 -.1 .1  .1 -.1 .1  -.1 .1 .1  .1 .1 .1"/>
+    <mesh name="cube" vertex="-.1 -.1 -.1  .1 -.1 -.1  -.1 .1 -.1  .1 .1 -.1
+                              -.1 -.1 .1  .1 -.1 .1  -.1 .1 .1  .1 .1 .1"/>
   </asset>
   <worldbody>
     <light pos="0 0 3" dir="0 0 -1"/>

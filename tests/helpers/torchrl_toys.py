@@ -4,7 +4,6 @@ so that CLI subprocesses and env worker processes can build them too."""
 from __future__ import annotations
 
 
-
 def make_lstm_policy():
     import torch
     from tensordict.nn import TensorDictModule, TensorDictSequential

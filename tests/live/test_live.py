@@ -16,13 +16,15 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from torchrl_render import RenderConfig, render_policy
+
 from helpers.browser import browser, needs_browser
 from helpers.live import run_in_thread
-from torchrl_render import RenderConfig, render_policy
 
 
 def _cfg(out, **kw):
-    base = dict(policy="helpers.live:slow_linear_policy", env="HalfCheetah-v5", num_trajs=3, max_steps=200, out=str(out),
+    base = dict(policy="helpers.live:slow_linear_policy", env="HalfCheetah-v5", num_trajs=3, max_steps=200,
+                out=str(out),
                 width=64, height=64, render_quality="fast", background_encode=False, progress=False)
     return RenderConfig(**{**base, **kw})
 
@@ -81,7 +83,7 @@ def test_live_page_shows_frames_of_other_envs(tmp_path):
     cfg = _cfg(tmp_path / "tiny.mp4", live=0, env="helpers.tinyenv:make_env", policy="helpers.live:slow_tiny_policy",
                env_kwargs={"pixels": True, "size": 32, "base_len": 150}, render_backend="pixels", num_trajs=2,
                max_steps=None)
-    with browser() as context, run_in_thread(cfg) as (url, box, thread):
+    with browser() as context, run_in_thread(cfg) as (url, box, _thread):
         page, errors = _open(context, url)
         page.wait_for_function("() => live.state().frames > 0", timeout=30000)
         page.wait_for_function("() => document.getElementById('frame').naturalWidth === 32", timeout=20000)
@@ -147,7 +149,7 @@ def test_live_port_taken_falls_back_to_a_free_port_and_keep_waits(tmp_path):
         cfg = _cfg(tmp_path / "k.jsonl", live=first.port, live_keep=0.5, num_trajs=1, max_steps=5,
                    policy="helpers.policies:linear_policy")
         started = time.monotonic()
-        with run_in_thread(cfg) as (url, box, thread):
+        with run_in_thread(cfg) as (url, box, _thread):
             assert urlsplit(url).port != first.port
         assert time.monotonic() - started >= 0.5 and "error" not in box
 

@@ -17,10 +17,15 @@ import mujoco
 import numpy as np
 import pytest
 
-from helpers.browser import browser, needs_browser
-from torchrl_render import (display_mujoco_wasm_viewer, play_mujoco_wasm_trajectory, send_mujoco_wasm_qpos,
-                            write_mujoco_wasm_viewer)
+from torchrl_render import (
+    display_mujoco_wasm_viewer,
+    play_mujoco_wasm_trajectory,
+    send_mujoco_wasm_qpos,
+    write_mujoco_wasm_viewer,
+)
 from torchrl_render.errors import ConfigError, ViewerError, ViewerTimeout
+
+from helpers.browser import browser, needs_browser
 
 CHEETAH = Path(gymnasium_mujoco.__file__).parent / "assets" / "half_cheetah.xml"
 
@@ -140,7 +145,8 @@ def test_viewer_messages_say_what_to_do(viewer_dir, tmp_path):
             send_mujoco_wasm_qpos([float("nan")] * 9, port=viewer.port)
         with pytest.raises(ViewerTimeout, match=f"no page drew the pose.*ssh -L {viewer.port}"):
             send_mujoco_wasm_qpos([0.0] * 9, port=viewer.port, wait=True, timeout=0.2)
-        for kwargs, message in [(dict(dt=0.1, fps=10), "either dt or fps"), (dict(fps=0), "fps must be a positive number.*dt=0.05 or fps=20"),
+        for kwargs, message in [(dict(dt=0.1, fps=10), "either dt or fps"),
+                                (dict(fps=0), "fps must be a positive number.*dt=0.05 or fps=20"),
                                 (dict(wait=True, loop=True), "needs a trajectory that ends")]:
             with pytest.raises(ConfigError, match=message):
                 play_mujoco_wasm_trajectory([[0.0] * 9], port=viewer.port, **kwargs)
@@ -179,9 +185,10 @@ def test_torchrl_renders_own_notebook_cells_run_on_ours_with_the_import_changed(
     ``torchrl_render.mujoco_wasm``, run in a real kernel: the viewer shows in the cell, and its
     ``wait=True`` playback returns once Chromium (driven from here) drew the last waypoint."""
 
-    from helpers.kernels import notebook_client
     from nbformat.v4 import new_code_cell, new_notebook
     from torchrl.render.notebook import _mujoco_wasm_cells
+
+    from helpers.kernels import notebook_client
 
     write_mujoco_wasm_viewer(tmp_path / "viewer", CHEETAH)
     waypoints = [[0.0, 0.0, float(a)] + [0.3] * 6 for a in np.linspace(0.0, 0.8, 10)]
@@ -233,7 +240,7 @@ def _drive_viewer_cells(client, nb, port, waypoints):
                 done.set_result([o for o in nb.cells[2].outputs if o["output_type"] == "error"])
                 assert steps[1].wait(120)
                 client.execute_cell(nb.cells[3], 3)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+        except BaseException as exc:
             for future in (url, done):
                 if not future.done():
                     future.set_exception(exc)

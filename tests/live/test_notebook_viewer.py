@@ -9,8 +9,9 @@ import re
 import nbformat
 import pytest
 
-from helpers.browser import needs_browser, open_page
 from torchrl_render import RenderConfig, render_policy
+
+from helpers.browser import needs_browser, open_page
 
 IFRAME = re.compile(r'<iframe class="torchrl-render-replay" sandbox="allow-scripts"[^>]*srcdoc="([^"]*)"')
 
@@ -56,9 +57,11 @@ def test_notebook_viewer_plays_in_a_sandboxed_iframe(report):
 @pytest.mark.slow
 def test_auto_shows_the_viewer_for_mujoco_envs_only(tmp_path):
     common = {"max_steps": 3, "width": 32, "height": 32, "execute_notebook": False, "notebook_preview": False}
-    render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", out=str(tmp_path / "a.ipynb"),
+    render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5",
+                               out=str(tmp_path / "a.ipynb"),
                                **common))
-    render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", out=str(tmp_path / "b.ipynb"),
+    render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env",
+                               out=str(tmp_path / "b.ipynb"),
                                from_pixels=True, **common))
     assert "torchrl-render-replay" in (tmp_path / "a.ipynb").read_text()
     assert "torchrl-render-replay" not in (tmp_path / "b.ipynb").read_text()
@@ -66,7 +69,8 @@ def test_auto_shows_the_viewer_for_mujoco_envs_only(tmp_path):
 
 def test_static_backend_embeds_videos_only(tmp_path):
     out = tmp_path / "r.ipynb"
-    render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", max_steps=3, width=32,
+    render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", max_steps=3,
+                               width=32,
                                height=32, out=str(out), notebook_render_backend="static", execute_notebook=False,
                                notebook_preview=False))
     assert "torchrl-render-replay" not in out.read_text()
@@ -81,8 +85,10 @@ def test_result_display_shows_an_html_replay(tmp_path):
 
 @pytest.mark.slow
 def test_mujoco_wasm_with_a_video_format_writes_the_replay_beside_it(tmp_path):
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", max_steps=4, width=32,
-                                        height=32, out=str(tmp_path / "run.mp4"), notebook_render_backend="mujoco_wasm"))
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5",
+                                        max_steps=4, width=32,
+                                        height=32, out=str(tmp_path / "run.mp4"),
+                                        notebook_render_backend="mujoco_wasm"))
     assert [a.format for a in result.artifacts] == ["mp4", "html"]
     assert result.artifacts[1].path == tmp_path / "run_replay.html" and result.artifacts[1].num_frames == 5
     shown = result._repr_html_()

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from helpers.paths import TESTS
+
 CHEETAH = ["--policy", "helpers.policies:linear_policy", "--env", "HalfCheetah-v5", "--width", "48", "--height", "48",
            "--render-quality", "fast", "--seed", "3"]
 pytestmark = pytest.mark.slow
@@ -213,7 +214,8 @@ def test_space_pauses_the_right_arrow_steps_and_escape_ends_the_run(display, bas
     assert sum("viewer: paused at" in line for line in run.lines) == 1  # and the run does not step
     episode, step = (int(x) for x in paused.split("episode ")[1].split(", step "))
     press(display, "Right")
-    run.wait_for("viewer: paused at episode %d, step %d" % ((episode, step + 1) if step < 25 else (episode + 1, 0)))
+    at = (episode, step + 1) if step < 25 else (episode + 1, 0)
+    run.wait_for(f"viewer: paused at episode {at[0]}, step {at[1]}")
     time.sleep(0.4)  # the viewer draws the new state
     assert not np.array_equal(grab(display), first)  # one step further, and held there again
     assert sum("viewer: paused at" in line for line in run.lines) == 2

@@ -8,7 +8,6 @@ import nbformat
 import numpy as np
 import pytest
 
-from helpers.mediaprobe import decode_embedded
 from torchrl_render import ConfigError, RenderConfig, render_policy
 from torchrl_render.data import Artifact, FrameBundle, RenderResult
 from torchrl_render.notebook import (
@@ -24,6 +23,8 @@ from torchrl_render.notebook import (
 from torchrl_render.notebook.report import ReportVideo, build_report, equivalent_command
 from torchrl_render.writers.gif import GifWriter
 from torchrl_render.writers.mp4 import Mp4Writer
+
+from helpers.mediaprobe import decode_embedded
 
 EPISODES = [{"episode_ix": i, "seed": i, "sum_reward": float(i), "max_reward": 1.0, "length": 5 + i, "success": None,
              "terminated": True, "truncated": False, "wall_s": 0.1, "num_frames": 6 + i} for i in range(3)]
@@ -90,7 +91,8 @@ def test_result_html_shows_each_video_within_one_budget(tmp_path):
 
 
 def test_result_of_render_policy(tmp_path):
-    result = render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True,
+    result = render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env",
+                                        from_pixels=True,
                                         out=tmp_path / "run.mp4", num_trajs=2, max_steps=3))
     html_text = result._repr_html_()
     assert decode_embedded(html_text) == [8] and html_text.count("<tr>") >= 3
@@ -160,8 +162,9 @@ def test_build_report_cells(mode, ids):
 @pytest.mark.slow
 def test_display_path_in_a_real_kernel(tmp_path):
     """show(), an Artifact and a RenderResult as a cell's last line, in an ipykernel via nbclient."""
-    from helpers.kernels import notebook_client
     from nbformat.v4 import new_code_cell, new_notebook
+
+    from helpers.kernels import notebook_client
 
     _video(tmp_path / "a.mp4", n=6)
     cells = [
@@ -193,7 +196,8 @@ def test_a_kernel_that_loses_a_cells_outputs_is_replaced(tmp_path):
 
     lose = ("import os\nfirst = not os.path.exists('attempts')\nopen('attempts', 'a').write('x')\n"
             "if first:\n    k = get_ipython().kernel\n    send = k.session.send\n"
-            "    k.session.send = lambda stream, *a, **kw: None if stream is k.iopub_socket else send(stream, *a, **kw)\n")
+            "    k.session.send = lambda stream, *a, **kw: (None if stream is k.iopub_socket\n"
+            "                                                else send(stream, *a, **kw))\n")
     nb = new_notebook(cells=[new_code_cell(lose), new_code_cell("print('shown')")],
                       metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     execute_notebook(nb, tmp_path, timeout=120, iopub_timeout=3)

@@ -15,6 +15,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.errors import PolicyError
+
 from helpers.plainloop import plain_returns
 
 SEEDS = [0, 1]
@@ -220,7 +221,7 @@ def test_an_action_that_requires_grad_equals_a_plain_loop(tmp_path, kind, num_en
 def test_an_action_that_requires_grad_on_the_torchrl_path(tmp_path):
     from helpers.tinyenv import TinyEnv
 
-    ours, result = evaluate(tmp_path, ParameterView(), env=TinyEnv, max_steps=None)
+    _ours, result = evaluate(tmp_path, ParameterView(), env=TinyEnv, max_steps=None)
     assert result.metadata["engine"]["path"] == "torchrl"
     assert not result.trajectories[0]["action"].requires_grad
     assert (result.trajectories[0]["action"] == 0.3).all()

@@ -18,9 +18,10 @@ import functools
 import pytest
 import torch
 
-from helpers.conformance import ENVS, POLICIES, EnvCase, PolicyCase, plain_loop
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.errors import ConfigError, PolicyError
+
+from helpers.conformance import ENVS, POLICIES, EnvCase, PolicyCase, plain_loop
 
 SEEDS = [0, 1, 2, 3]
 STEPS = 10

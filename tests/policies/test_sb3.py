@@ -6,8 +6,9 @@ from __future__ import annotations
 import gymnasium
 import pytest
 
-from helpers.sb3models import MODELS, trained
 from torchrl_render import RenderConfig, render_policy
+
+from helpers.sb3models import MODELS, trained
 
 SEEDS = [0, 1, 2, 3]
 NAMES = ["ppo-pendulum", "ppo-cartpole", "dqn-cartpole"]  # the conformance matrix runs the others

@@ -11,11 +11,12 @@ import io
 import numpy as np
 import pytest
 
-from helpers.browser import needs_browser, open_page
-from helpers.replay import mesh_model, mujoco_xpos, random_states
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.data import FrameBundle
 from torchrl_render.writers.html import HtmlWriter
+
+from helpers.browser import needs_browser, open_page
+from helpers.replay import mesh_model, mujoco_xpos, random_states
 
 pytestmark = needs_browser
 ATOL = 1e-5  # float32 positions of bodies within a few metres of the origin
@@ -31,7 +32,8 @@ def _states(trajectory, key="qpos"):
 def cheetah(tmp_path_factory):
     """HalfCheetah-v5, two short episodes, qpos recorded in the rollouts."""
     out = tmp_path_factory.mktemp("cheetah") / "replay.html"
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="HalfCheetah-v5", num_trajs=2, max_steps=40,
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="HalfCheetah-v5", num_trajs=2,
+                                        max_steps=40,
                                         out=str(out), mujoco_qpos_key="qpos", save_rollout=True))
     return out, result
 
@@ -59,7 +61,7 @@ def test_cheetah_page_is_offline_and_matches_mujoco(cheetah):
         assert page.js("replay.episodes") == [0, 1]
         for ep, traj in enumerate(result.trajectories):
             states = _states(traj)
-            assert page.js("replay.numFrames(%d)" % ep) == len(states) == traj.shape[0] + 1 == 41
+            assert page.js(f"replay.numFrames({ep})") == len(states) == traj.shape[0] + 1 == 41
             for frame in (0, 7, 40):
                 drawn = np.array(page.js("([f, e]) => { replay.seek(f, e); return replay.bodyPositions(); }",
                                          [frame, ep]))

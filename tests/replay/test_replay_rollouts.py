@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.htmlread import episode_arrays
-from helpers.mediaprobe import gif_frames, probe_mp4
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.cli import main
 from torchrl_render.cli.rebuild import replay_rollouts
 from torchrl_render.envs.mujoco_state import MujocoStateReader, extract_qpos_trajectory
+
+from helpers.htmlread import episode_arrays
+from helpers.mediaprobe import gif_frames, probe_mp4
 
 
 def cheetah_xml() -> Path:
@@ -26,13 +27,14 @@ def cheetah_xml() -> Path:
 def run(tmp_path_factory):
     """A live HalfCheetah html run that saves its rollouts with qpos."""
     folder = tmp_path_factory.mktemp("run")
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="HalfCheetah-v5", num_trajs=2, max_steps=25,
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="HalfCheetah-v5", num_trajs=2,
+                                        max_steps=25,
                                         out=str(folder / "live.html"), save_rollout=True, mujoco_qpos_key="qpos"))
     return folder, result
 
 
 def test_html_replay_equals_the_live_run(run, capsys):
-    folder, result = run
+    folder, _result = run
     code = main(["replay", str(folder / "live_rollouts"), "--mujoco-model-path", str(cheetah_xml()),
                  "--out", str(folder / "replay.html")])
     assert code == 0 and capsys.readouterr().out.strip() == str(folder / "replay.html")
@@ -110,9 +112,10 @@ def test_asset_paths_feed_the_model_its_meshes(tmp_path, capsys):
     import torch
     from tensordict import TensorDict
 
+    from torchrl_render.storage import save_rollouts
+
     from helpers.htmlread import read_data
     from helpers.replay import mujoco_xpos
-    from torchrl_render.storage import save_rollouts
 
     assets = tmp_path / "assets"
     assets.mkdir()

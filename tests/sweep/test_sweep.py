@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import sweep_envs as sweepenv
-from helpers.clicode import exit_code
 from torchrl_render import RenderConfig, SweepConfig, render_policy, sweep
 from torchrl_render.cli import main
 from torchrl_render.errors import ConfigError
@@ -24,7 +22,10 @@ from torchrl_render.sweep.cli import build_sweep_parser, sweep_status
 from torchrl_render.sweep.grid import expand_cells
 from torchrl_render.sweep.store import EPISODES, Store, read_records
 
+from helpers import sweep_envs as sweepenv
+from helpers.clicode import exit_code
 from helpers.paths import ROOT
+
 COMPARED = ("episode_ix", "seed", "sum_reward", "max_reward", "length", "success", "terminated", "truncated",
             "num_frames")
 
@@ -53,10 +54,12 @@ def recorded(folder: Path) -> dict[str, list[dict]]:
 def test_config_from_files_and_flags(tmp_path):
     ckpts = sweepenv.write_checkpoints(tmp_path, steps=(5, 50))
     yaml = tmp_path / "s.yaml"
-    yaml.write_text(f"ckpt: ['{tmp_path}/ckpt_*.pt']\nenv: {{a: helpers.tinyenv:make_env, b: helpers.tinyenv:make_env}}\n"
+    yaml.write_text(f"ckpt: ['{tmp_path}/ckpt_*.pt']\n"
+                    "env: {a: helpers.tinyenv:make_env, b: helpers.tinyenv:make_env}\n"
                     "group: {g: [a]}\npolicy: helpers.tinyenv:make_policy\nnum_trajs: 3\nseed: 7\n")
     toml = tmp_path / "s.toml"
-    toml.write_text(f"ckpt = ['{tmp_path}/ckpt_*.pt']\npolicy = 'helpers.tinyenv:make_policy'\nnum_trajs = 3\nseed = 7\n"
+    toml.write_text(f"ckpt = ['{tmp_path}/ckpt_*.pt']\n"
+                    "policy = 'helpers.tinyenv:make_policy'\nnum_trajs = 3\nseed = 7\n"
                     "[env]\na = 'helpers.tinyenv:make_env'\nb = 'helpers.tinyenv:make_env'\n[group]\ng = ['a']\n")
     from_yaml, from_toml = SweepConfig.from_file(yaml), SweepConfig.from_file(toml)
     assert from_yaml.to_dict() == from_toml.to_dict()
@@ -66,7 +69,8 @@ def test_config_from_files_and_flags(tmp_path):
         ("ckpt_5.pt", 5, "a"), ("ckpt_5.pt", 5, "b"), ("ckpt_50.pt", 50, "a"), ("ckpt_50.pt", 50, "b")]
     assert SweepConfig.from_dict(from_yaml.to_dict()).to_dict() == from_yaml.to_dict()
     # the CLI is generated from the fields: sweep fields and every RenderConfig field but those a sweep owns
-    args = build_sweep_parser().parse_args(["--ckpt", str(ckpts[0]), str(ckpts[1]), "--env", "a=helpers.tinyenv:make_env",
+    args = build_sweep_parser().parse_args(["--ckpt", str(ckpts[0]), str(ckpts[1]), "--env",
+                                            "a=helpers.tinyenv:make_env",
                                             "--run", "s1=x.pt", "--executor", "ray", "--ray-num-cpus", "0.5",
                                             "--num-trajs", "4", "--render-quality", "fast", "--no-report"])
     assert (args.ckpt, args.run, args.ray_num_cpus, args.num_trajs, args.report) == (
@@ -90,7 +94,8 @@ def test_training_step_of_torchrl_render_checkpoints(tmp_path, format):
         warnings.simplefilter("ignore", FutureWarning)
         path = theirs(tmp_path / ("policy.torchrl" if format else "policy.pt"), torch.nn.Linear(3, 1), frames=4096,
                       format=format)
-    sweep_cfg = SweepConfig(ckpt=[str(path)], env=["helpers.tinyenv:make_env"], base={"policy": "helpers.tinyenv:make_policy"})
+    sweep_cfg = SweepConfig(ckpt=[str(path)], env=["helpers.tinyenv:make_env"],
+                            base={"policy": "helpers.tinyenv:make_policy"})
     cells = expand_cells(sweep_cfg)
     assert cells[0].step == 4096
 
@@ -141,7 +146,8 @@ def test_cells_equal_single_runs_with_two_workers_and_blocks(tmp_path):
     # a second sweep into the same folder is refused; --resume finds nothing left to do
     with pytest.raises(Exception, match="already holds a sweep"):
         sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=helpers.tinyenv:make_env"], out=tmp_path / "sw",
-                          base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 5, "seed": 3, "max_episodes_rendered": 0}))
+                          base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 5, "seed": 3,
+                                "max_episodes_rendered": 0}))
     again = sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=helpers.tinyenv:make_env"], out=tmp_path / "sw",
                               resume=True, report=False, base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 5,
                                                                "seed": 3, "max_episodes_rendered": 0}))
@@ -155,14 +161,16 @@ def test_report_and_a_failing_cell(tmp_path, capsys):
     sweepenv.write_checkpoints(tmp_path, steps=(10, 20, 30))
     out = tmp_path / "sw"
     code = exit_code(["sweep", "--ckpt", f"{tmp_path}/ckpt_*.pt", "--env", "a=helpers.tinyenv:make_env", "--env",
-                 "b=helpers.tinyenv:make_env", "--env", "bad=helpers.sweep_envs:make_broken_env", "--group", "ok=a,b", "--group",
-                 "broken=bad", "--policy", "helpers.tinyenv:make_policy", "--num-trajs", "4", "--max-episodes-rendered", "0",
+                 "b=helpers.tinyenv:make_env", "--env", "bad=helpers.sweep_envs:make_broken_env", "--group", "ok=a,b",
+                 "--group",
+                 "broken=bad", "--policy", "helpers.tinyenv:make_policy", "--num-trajs", "4",
+                 "--max-episodes-rendered", "0",
                  "--workers", "1", "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 3, err
     assert "__bad failed: " in err and "RuntimeError: this task's simulator is not installed" in err
     info = json.loads((out / "eval_info.json").read_text())
-    lines = [r for r in read_records(out)]
+    lines = list(read_records(out))
     eps = [r for r in lines if r["kind"] == "episode"]
     assert len(eps) == 3 * 2 * 4 and {r["task"] for r in eps} == {"a", "b"}
     assert len([r for r in lines if r["kind"] == "failed"]) == 3 and len(info["failures"]) == 3
@@ -198,7 +206,8 @@ def test_report_and_a_failing_cell(tmp_path, capsys):
                 mean, half = expected[(task, point["step"])]
                 assert math.isclose(point["mean"], mean, abs_tol=1e-5)
                 lo, hi = point["ci95"]  # the report rounds to 6 decimals
-                assert math.isclose((hi - lo) / 2, half, rel_tol=1e-5) and math.isclose((hi + lo) / 2, mean, abs_tol=1e-5)
+                assert math.isclose((hi - lo) / 2, half, rel_tol=1e-5) and math.isclose((hi + lo) / 2, mean,
+                                                                                        abs_tol=1e-5)
     plot = next(c for c in nb["cells"] if c.get("id") == "plot")
     assert any("image/png" in o.get("data", {}) for o in plot["outputs"])
     page = (out / "report.html").read_text()

@@ -20,14 +20,15 @@ from pathlib import Path
 
 import psutil
 import pytest
-
-from helpers import sweep_envs as sweepenv
 from test_sweep import recorded, single_run
+
 from torchrl_render.cli import main
 from torchrl_render.sweep.cli import sweep_status
 from torchrl_render.sweep.store import EPISODES, read_records
 
+from helpers import sweep_envs as sweepenv
 from helpers.paths import TESTS
+
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]), "MUJOCO_GL": "egl"}
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import real_envs as R
-from helpers.mediaprobe import decode_frames
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.backends.mujoco import MujocoBackend
 from torchrl_render.frames import _GLYPHS, draw_overlay, overlay_lines
+
+from helpers import real_envs as R
+from helpers.mediaprobe import decode_frames
 
 METRICS = {"step": 123, "reward": -0.42, "return": 1234.5, "success": True}
 

@@ -14,7 +14,8 @@ from torchrl_render.storage import load_rollouts, save_rollouts
 
 def _run(tmp_path, **kw):
     kw.setdefault("out", tmp_path / "run.mp4")
-    return render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True, **kw))
+    return render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env",
+                                      from_pixels=True, **kw))
 
 
 def _assert_same(loaded, returned):

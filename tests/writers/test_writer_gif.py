@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers.mediaprobe import decode_frames, gif_frames
 from PIL import Image
 
 from torchrl_render.config import RenderConfig
 from torchrl_render.data import FrameBundle
 from torchrl_render.errors import NoFramesError, WriterError
 from torchrl_render.writers.gif import GifWriter
+
+from helpers.mediaprobe import decode_frames, gif_frames
 
 H, W = 32, 48
 COLOURS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255), (10, 20, 30)]

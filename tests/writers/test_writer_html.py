@@ -6,8 +6,6 @@ import mujoco
 import numpy as np
 import pytest
 
-from helpers.htmlread import episode_arrays, read_data
-from helpers.replay import mesh_model, mujoco_xpos, random_states
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.data import FrameBundle
 from torchrl_render.errors import ConfigError, NoFramesError, WriterError
@@ -15,6 +13,9 @@ from torchrl_render.replay.poses import CHUNK_FRAMES
 from torchrl_render.replay.scene import export_scene
 from torchrl_render.writers import WRITERS
 from torchrl_render.writers.html import HtmlWriter
+
+from helpers.htmlread import episode_arrays, read_data
+from helpers.replay import mesh_model, mujoco_xpos, random_states
 
 
 def _write(path, model, states, episode=0):
@@ -84,9 +85,9 @@ def test_abort_leaves_nothing(tmp_path):
 
 
 def test_bundle_without_state_is_refused(tmp_path):
-    with pytest.raises(WriterError, match="the html format needs MuJoCo states, and a frame came without one"):
-        with HtmlWriter(tmp_path / "r.html") as writer:
-            writer.write(FrameBundle({"default": np.zeros((2, 2, 3), np.uint8)}, 0, 0))
+    with (pytest.raises(WriterError, match="the html format needs MuJoCo states, and a frame came without one"),
+          HtmlWriter(tmp_path / "r.html") as writer):
+        writer.write(FrameBundle({"default": np.zeros((2, 2, 3), np.uint8)}, 0, 0))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -116,7 +117,8 @@ def test_several_envs_on_the_gymnasium_path_give_the_one_env_page(tmp_path):
 
 def test_envs_in_torchrl_workers_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="with --num-envs > 1 the envs live in worker processes"):
-        render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="helpers.torchrl_toys:torchrl_pendulum", max_steps=3,
+        render_policy(RenderConfig(policy="helpers.policies:linear_policy",
+                                   env="helpers.torchrl_toys:torchrl_pendulum", max_steps=3,
                                    num_trajs=2, num_envs=2, env_batch_mode="serial", out=str(tmp_path / "r.html")))
     assert not (tmp_path / "r.html").exists()
 
@@ -124,7 +126,8 @@ def test_envs_in_torchrl_workers_are_refused(tmp_path):
 def test_live_run_records_qpos_and_writes_poses_of_those_states(tmp_path):
     import gymnasium
 
-    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", max_steps=12,
+    result = render_policy(RenderConfig(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5",
+                                        max_steps=12,
                                         num_trajs=2, seed=3, out=str(tmp_path / "r.html"),
                                         mujoco_qpos_key=("next", "qpos")))
     model = gymnasium.make("InvertedPendulum-v5").unwrapped.model
@@ -151,7 +154,8 @@ def test_env_raising_mid_run_leaves_partial_metrics_only(tmp_path, capsys):
     from helpers.clicode import exit_code
 
     out = tmp_path / "run.html"
-    code = exit_code(["--policy", "helpers.policies:linear_policy", "--env", "helpers.replay:failing_pendulum", "--num-trajs", "4",
+    code = exit_code(["--policy", "helpers.policies:linear_policy", "--env", "helpers.replay:failing_pendulum",
+                      "--num-trajs", "4",
                  "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "the env raised at step 3 of episode 2: RuntimeError: pendulum exploded at t=3" in err
@@ -163,7 +167,8 @@ def test_env_raising_mid_run_leaves_partial_metrics_only(tmp_path, capsys):
 def test_only_hidden_temporary_names_before_the_end(tmp_path):
     from helpers import replay as replaycase
 
-    render_policy(RenderConfig(policy="helpers.replay:watching_pendulum_policy", policy_kwargs={"folder": str(tmp_path)},
+    render_policy(RenderConfig(policy="helpers.replay:watching_pendulum_policy",
+                               policy_kwargs={"folder": str(tmp_path)},
                                env="InvertedPendulum-v5", num_trajs=2, max_steps=30, out=str(tmp_path / "run.html")))
     seen = replaycase.WATCHED.pop(str(tmp_path))
     assert seen and all(name.startswith(".") for listing in seen for name in listing), seen[-1]
@@ -175,7 +180,8 @@ def test_the_cli_writes_a_replay(tmp_path, capsys):
     from torchrl_render.cli import main
 
     out = tmp_path / "replay.html"
-    assert main(["--policy", "helpers.policies:linear_policy", "--env", "InvertedPendulum-v5", "--num-trajs", "2", "--max-steps",
+    assert main(["--policy", "helpers.policies:linear_policy", "--env", "InvertedPendulum-v5", "--num-trajs", "2",
+                 "--max-steps",
                  "5", "--out", str(out), "--quiet"]) == 0
     assert capsys.readouterr().out.splitlines() == [str(out)]
     data = read_data(out)

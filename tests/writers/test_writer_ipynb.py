@@ -9,13 +9,13 @@ import json
 import nbformat
 import numpy as np
 import pytest
-from helpers.mediaprobe import probe_mp4
 from PIL import Image
-from helpers.mediaprobe import decode_embedded, x264_subme
 
 from torchrl_render import ConfigError, OutputExistsError, RenderConfig, WriterError, render_policy
 from torchrl_render.data import FrameBundle
 from torchrl_render.writers.ipynb import IpynbWriter
+
+from helpers.mediaprobe import decode_embedded, probe_mp4, x264_subme
 
 HEAD = ["title", "metrics", "config", "assets", "cfg"]
 SAVED = HEAD + ["returns-plot", "episodes", "episode-0", "episode-1", "rerun-heading", "rerun-kwargs", "rerun"]

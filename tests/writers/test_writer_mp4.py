@@ -6,13 +6,13 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from helpers.mediaprobe import decode_frames, has_faststart, probe_mp4
 
-from helpers.mediaprobe import x264_subme
 from torchrl_render.config import RenderConfig
 from torchrl_render.data import FrameBundle
 from torchrl_render.errors import NoFramesError, WriterError
 from torchrl_render.writers.mp4 import Mp4Writer
+
+from helpers.mediaprobe import decode_frames, has_faststart, probe_mp4, x264_subme
 
 pytestmark = pytest.mark.slow
 

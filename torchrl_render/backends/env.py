@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import BackendUnavailable
 from ..envs.unwrap import underlying_env
+from ..errors import BackendUnavailable
 from .base import RenderBackend
 from .mujoco import grow_offscreen_buffer, resolve_camera_id
 

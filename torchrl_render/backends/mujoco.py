@@ -272,7 +272,7 @@ class MujocoBackend(RenderBackend):
     def __del__(self) -> None:  # an unclosed backend frees its GL objects in its own context, not the current one
         try:  # never raise from a finaliser; no module global either (at interpreter exit they are None)
             self.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
 
@@ -307,7 +307,7 @@ def free_gymnasium_gl(env: Any) -> None:
             continue
         try:
             make_current()
-        except Exception as exc:  # noqa: BLE001 - a context that cannot be made current: leave its objects alone
+        except Exception as exc:
             log.debug("free_gymnasium_gl: cannot make a viewer's context current (%s); skipped", exc)
             continue
         con.free()  # mjr_freeContext zeroes what it freed: the collector's later free is a no-op

@@ -52,7 +52,9 @@ def _takes_nested(spec: Any) -> bool:
 
 
 def _same_key(a: Any, b: Any) -> bool:
-    norm = (lambda k: k if isinstance(k, tuple) else (k,))
+    def norm(k: Any) -> tuple:
+        return k if isinstance(k, tuple) else (k,)
+
     return norm(a) == norm(b)
 
 
@@ -82,7 +84,8 @@ class PixelsBackend(RenderBackend):
             raise BackendUnavailable(
                 f"the env has no pixel observation {_show(pixel_key)!r}",
                 expected=f"{_show(pixel_key)!r} in the env's observation spec",
-                got=f"observation keys {shown}" if keys is not None else f"{type(env).__name__} without an observation spec",
+                got=(f"observation keys {shown}" if keys is not None
+                     else f"{type(env).__name__} without an observation spec"),
                 fix="pass --from-pixels / from_pixels=True to the env factory, or point --pixel-key at the env's "
                     "image entry, or use --render-backend env / mujoco")
         if len(cameras) > 1:
@@ -97,7 +100,8 @@ class PixelsBackend(RenderBackend):
         if frame is None:
             if not self._missing_noted:
                 self._missing_noted = True
-                self.notes.append(f"pixels backend: a step had no {_show(self.pixel_key)!r} entry; its frame was skipped")
+                self.notes.append(f"pixels backend: a step had no {_show(self.pixel_key)!r} entry; "
+                                  "its frame was skipped")
                 log.warning("pixels backend: a step had no %r entry; its frame was skipped", _show(self.pixel_key))
             return None
         while getattr(frame, "ndim", 0) > 3 and frame.shape[0] == 1:

@@ -20,12 +20,11 @@ import sys
 import traceback
 from typing import Any
 
-from ..config import RenderConfig, load_mapping
-from ..errors import RenderError
-from ..backends import BACKENDS
-from ..writers import WRITERS
-from ..errors import did_you_mean
 from ..api import render_policy
+from ..backends import BACKENDS
+from ..config import RenderConfig, load_mapping
+from ..errors import RenderError, did_you_mean
+from ..writers import WRITERS
 
 __all__ = ["add_config_fields", "build_parser", "config_from_args", "fields_from_args", "main"]
 

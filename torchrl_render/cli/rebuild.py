@@ -26,16 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from ..data import Artifact, FrameBundle
-from ..errors import ConfigError, RenderError
-from ..envs.mujoco_state import episode_states, load_model
-from ..storage import load_rollouts
-from ..config import RenderConfig
-from ..config import parse_nested_key
-from ..writers.group import WriterGroup
-from ..errors import OutputExistsError
 from ..backends.mujoco import MujocoBackend
+from ..config import RenderConfig, parse_nested_key
+from ..data import Artifact, FrameBundle
+from ..envs.mujoco_state import episode_states, load_model
+from ..errors import ConfigError, OutputExistsError, RenderError
 from ..frames import apply_layout, to_uint8_hwc
+from ..storage import load_rollouts
+from ..writers.group import WriterGroup
 
 __all__ = ["REPLAY_FORMATS", "replay_rollouts"]
 

@@ -173,7 +173,7 @@ def _close_all(envs: list[Any]) -> None:
     for env in envs:
         try:
             env.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
 
@@ -303,7 +303,7 @@ class ProcessSlots(_Buffers):
                 conn.send(("close", None))
                 while conn.poll(5) and conn.recv()[0] != "closed":
                     pass
-            except Exception:  # noqa: BLE001 - a dead worker or a torn message: it is joined or killed below
+            except Exception:
                 pass
             conn.close()
         procs, self.procs = self.procs, []

@@ -20,7 +20,7 @@ from torchrl.envs import Transform
 from ..envs.unwrap import underlying_env
 from .seeding import reseed_for_reset
 
-__all__ = ["CONTROL_KEYS", "EpisodeControl", "FRAMES_KEY", "RENDER_KEY", "SEED_KEY"]
+__all__ = ["CONTROL_KEYS", "FRAMES_KEY", "RENDER_KEY", "SEED_KEY", "EpisodeControl"]
 
 SEED_KEY = "_episode_seed"
 RENDER_KEY = "_episode_render"

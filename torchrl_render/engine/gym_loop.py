@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ..policies.actions import check_actions, gym_bounds
 from ..envs import make_raw_env
 from ..envs.unwrap import find_simulation, plain_gymnasium
 from ..errors import ConfigError
-from .slot_loop import SlotLoop
-from .records import Episode, StepRecord
+from ..policies.actions import check_actions, gym_bounds
 from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
+from .records import Episode, StepRecord
+from .slot_loop import SlotLoop
 
 __all__ = ["PARALLEL_STEP_S", "actor", "prepare", "read_qpos", "release", "run_gymnasium"]
 

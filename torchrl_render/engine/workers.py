@@ -28,7 +28,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-
 import torch
 from tensordict import TensorDict
 from torchrl.envs import ParallelEnv, SerialEnv, TransformedEnv
@@ -264,7 +263,7 @@ class EpisodeOrderer:
                 fh.seek(0)
             for record in records:
                 if record.frames == {} and fh is not None:
-                    record.frames = pickle.load(fh)  # noqa: S301 - our own temp file
+                    record.frames = pickle.load(fh)
                 yield record
             if fh is not None:
                 fh.close()

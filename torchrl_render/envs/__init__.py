@@ -97,7 +97,8 @@ def _gymnasium(env_id: str, spec: RenderEnvSpec) -> Any:
         return gymnasium.make(env_id, **kwargs)
     except Exception as exc:
         raise EnvError(f"gymnasium.make({env_id!r}) raised {type(exc).__name__}: {exc}",
-                       fix="check --env-kwargs, or install the env's extra (e.g. pip install 'gymnasium[mujoco]')") from exc
+                       fix="check --env-kwargs, or install the env's extra "
+                           "(e.g. pip install 'gymnasium[mujoco]')") from exc
 
 
 def _check_pygame(env_id: str) -> None:

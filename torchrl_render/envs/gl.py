@@ -140,5 +140,6 @@ def missing_gl_library() -> BackendUnavailable | None:
     return BackendUnavailable(
         f"MUJOCO_GL={current}, but {library} cannot be loaded, so MuJoCo cannot start (its envs set up "
         "rendering when they are built, whatever the output format)",
-        expected=f"{library} installed for MUJOCO_GL={current}", got=f"no loadable {' or '.join(GL_LIBRARIES[current][:3])}",
+        expected=f"{library} installed for MUJOCO_GL={current}",
+        got=f"no loadable {' or '.join(GL_LIBRARIES[current][:3])}",
         fix=f"install it ({_INSTALL[current]}){instead}")

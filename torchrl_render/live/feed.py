@@ -28,8 +28,8 @@ import logging
 import time
 from typing import Any
 
-from ..notebook.display import display_page
 from ..envs.unwrap import find_simulation
+from ..notebook.display import display_page
 from .server import LiveHub, LiveServer
 
 __all__ = ["LIVE_FPS", "LiveFeed", "running_metrics", "ssh_hint"]

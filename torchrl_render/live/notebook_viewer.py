@@ -47,14 +47,21 @@ from typing import Any
 
 import numpy as np
 
+from ..envs.mujoco_state import MujocoStateReader, extract_qpos_trajectory, load_model
 from ..errors import ConfigError, ViewerError, ViewerTimeout
 from ..notebook.display import display_page, page_iframe
-from ..envs.mujoco_state import MujocoStateReader, extract_qpos_trajectory, load_model
 from .playback import TrajectoryPlayer, full_qpos, qpos_vector, waypoints
 from .server import LiveHub, LiveServer
 
-__all__ = ["MujocoViewer", "MujocoStateReader", "display_mujoco_wasm_viewer", "extract_qpos_trajectory",
-           "play_mujoco_wasm_trajectory", "send_mujoco_wasm_qpos", "write_mujoco_wasm_viewer"]
+__all__ = [
+    "MujocoStateReader",
+    "MujocoViewer",
+    "display_mujoco_wasm_viewer",
+    "extract_qpos_trajectory",
+    "play_mujoco_wasm_trajectory",
+    "send_mujoco_wasm_qpos",
+    "write_mujoco_wasm_viewer",
+]
 
 log = logging.getLogger("torchrl_render")
 

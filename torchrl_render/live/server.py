@@ -28,16 +28,16 @@ Example:
 
 from __future__ import annotations
 
-import html
 import hmac
+import html
 import json
 import logging
 import secrets
 import threading
 import time
 from collections import deque
-from importlib import resources
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -185,7 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
         code = {414: 400, 431: 400, 501: 405}.get(code, code)  # oversized line / headers, unknown method
         super().send_error(code, message, explain)
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         route = self._route()
         if route is not None:
             getattr(self, "_get_" + (route.strip("/").replace(".", "_") or "page"))()
@@ -278,7 +278,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             hub.unsubscribe(queue)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)
 
 

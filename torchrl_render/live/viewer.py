@@ -41,15 +41,25 @@ import threading
 import time
 from typing import Any
 
-from ..envs.unwrap import underlying_env
 from ..envs.gl import library_loads
+from ..envs.unwrap import find_simulation, underlying_env
 from ..errors import NoDisplayError, ViewerError
-from ..envs.unwrap import find_simulation
-from .windows import FrameWindow, MujocoWindow
 from .keys import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, LIVE_FIX, mjpython_error
+from .windows import FrameWindow, MujocoWindow
 
-__all__ = ["Controls", "KEY_ESCAPE", "KEY_RIGHT", "KEY_SPACE", "NoDisplayError", "Viewer", "ViewerError",
-           "check_display", "mjpython_error", "prepare_viewer", "stopped_note"]
+__all__ = [
+    "KEY_ESCAPE",
+    "KEY_RIGHT",
+    "KEY_SPACE",
+    "Controls",
+    "NoDisplayError",
+    "Viewer",
+    "ViewerError",
+    "check_display",
+    "mjpython_error",
+    "prepare_viewer",
+    "stopped_note",
+]
 
 log = logging.getLogger("torchrl_render")
 

@@ -27,8 +27,21 @@ from pathlib import Path
 from typing import Any
 
 from ..storage import atomic_path
-from .display import (EMBED_LIMIT_BYTES, Media, artifact_html, artifact_mimebundle, display_width, metrics_html,
-                      metrics_markdown, result_html, result_mimebundle, result_text, show, video_html, viewer_html)
+from .display import (
+    EMBED_LIMIT_BYTES,
+    Media,
+    artifact_html,
+    artifact_mimebundle,
+    display_width,
+    metrics_html,
+    metrics_markdown,
+    result_html,
+    result_mimebundle,
+    result_text,
+    show,
+    video_html,
+    viewer_html,
+)
 from .paths import asset_folder, portable_config, relative
 from .report import ReportVideo, build_report, equivalent_command
 

@@ -16,7 +16,9 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["EMBED_LIMIT_BYTES", "MAX_TABLE_ROWS", "Media", "artifact_html", "artifact_mimebundle", "display_page", "display_width", "fmt_cell", "fmt_size", "metrics_html", "metrics_markdown", "page_iframe", "result_html", "result_mimebundle", "result_text", "show", "video_html", "viewer_html"]
+__all__ = ["EMBED_LIMIT_BYTES", "MAX_TABLE_ROWS", "Media", "artifact_html", "artifact_mimebundle", "display_page",
+           "display_width", "fmt_cell", "fmt_size", "metrics_html", "metrics_markdown", "page_iframe", "result_html",
+           "result_mimebundle", "result_text", "show", "video_html", "viewer_html"]
 
 EMBED_LIMIT_BYTES = 20 * 2**20
 """Default cap on the video bytes embedded in one output or one report notebook (20 MiB)."""
@@ -62,7 +64,8 @@ def video_html(source: str | Path | bytes, *, mime: str | None = None, embed: bo
             src = _data_uri(path.read_bytes(), mime)
         else:
             src = link or _relative_link(path)
-            why = (f"it is {fmt_size(size)}, over the {fmt_size(limit_bytes)} embedding limit" if embed else "linking was asked")
+            why = (f"it is {fmt_size(size)}, over the {fmt_size(limit_bytes)} embedding limit" if embed
+                   else "linking was asked")
             note = (f'<p style="font-size:90%">Not embedded ({why}): it plays from '
                     f'<a href="{html.escape(src)}">{html.escape(src)}</a> while that file stays beside this '
                     "page; viewers of the notebook alone (GitHub, nbviewer) cannot play it.</p>")
@@ -121,7 +124,8 @@ def metrics_markdown(metrics: dict[str, Any], *, max_rows: int = MAX_TABLE_ROWS)
                   "|" + "--:|" * len(_COLUMNS)]
         lines += ["| " + " | ".join(fmt_cell(e.get(key)) for key, _ in _COLUMNS) + " |" for e in episodes[:max_rows]]
         if len(episodes) > max_rows:
-            lines += ["", f"... and {len(episodes) - max_rows} more episodes (all of them are in the metadata sidecar)."]
+            lines += ["",
+                      f"... and {len(episodes) - max_rows} more episodes (all of them are in the metadata sidecar)."]
     return "\n".join(lines)
 
 

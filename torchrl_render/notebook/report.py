@@ -34,8 +34,18 @@ from .._version import __version__
 from ..config import RenderConfig
 from ..registry import WRITERS
 from .display import EMBED_LIMIT_BYTES, fmt_cell, fmt_size, metrics_markdown, video_html, viewer_html
-from .report_cells import (ASSETS, CFG, LIVE_OVERRIDES, LIVE_SHOW, NO_METRICS, config_source, kwargs_source,
-                           live_source, rerun_heading, rerun_source)
+from .report_cells import (
+    ASSETS,
+    CFG,
+    LIVE_OVERRIDES,
+    LIVE_SHOW,
+    NO_METRICS,
+    config_source,
+    kwargs_source,
+    live_source,
+    rerun_heading,
+    rerun_source,
+)
 
 __all__ = ["LIVE_OVERRIDES", "ReportVideo", "build_report", "equivalent_command"]
 
@@ -233,8 +243,8 @@ def _linked_note(video: ReportVideo) -> str:
     left, limit = video.budget_left, video.limit_bytes
     if left is not None and limit is not None and video.size <= limit:  # it alone fits: the earlier ones used it
         why = (f"this video is {fmt_size(video.size)}, and the videos embedded before it already use "
-               f"{fmt_size(limit - left)} of the {fmt_size(limit)} embedding limit of this report (the limit is for all "
-               "videos together)")
+               f"{fmt_size(limit - left)} of the {fmt_size(limit)} embedding limit of this report "
+               "(the limit is for all videos together)")
     else:
         why = f"this video is {fmt_size(video.size)}, over the {fmt_size(limit)} embedding limit of this report"
     return (f'<p style="font-size:90%">Not embedded: {html.escape(why)}, so it is linked: '

@@ -55,7 +55,7 @@ def _first_parameter(policy: Any) -> inspect.Parameter | None:
     try:
         try:
             sig = inspect.signature(fn, eval_str=True)
-        except Exception:  # noqa: BLE001 - a string annotation that does not evaluate: read it as text
+        except Exception:
             sig = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin or an extension callable without a signature
         return None

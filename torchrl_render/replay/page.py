@@ -47,7 +47,7 @@ def _plain(value: Any) -> Any:
 
 
 def _finite(value: Any) -> Any:
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+    if (isinstance(value, float) and value != value) or value in (float("inf"), float("-inf")):
         return None
     return value
 

@@ -25,7 +25,6 @@ from typing import Any
 import mujoco
 import numpy as np
 
-
 __all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "follow_body", "pack_array"]
 
 SCENE_VERSION = 1

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, OutputExistsError
-from .grid import Cell, SweepConfig, expand_cells
-from .store import MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
 from ..sidecar import versions
+from .grid import Cell, SweepConfig, expand_cells
 from .local import LocalExecutor, machine_cpus
 from .report import write_derived
+from .store import MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
 
 __all__ = ["SweepResult", "plan_units", "sweep"]
 
@@ -116,7 +116,8 @@ def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tup
                                 fix="pass --resume to run only its missing episodes, or choose another --out")
     if manifest.get("grid") != _grid(cfg, cells):
         raise ConfigError(f"the sweep in {str(cfg.out)!r} has another grid than this config (other checkpoints, "
-                          "checkpoint contents, tasks or RenderConfig fields)", expected="the config it was started with",
+                          "checkpoint contents, tasks or RenderConfig fields)",
+                          expected="the config it was started with",
                           got=_first_difference(manifest.get("grid", {}), _grid(cfg, cells)),
                           fix="resume with the original config (its manifest.json has it), or choose another --out")
     store = Store.reopen(cfg.out)

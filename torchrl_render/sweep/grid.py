@@ -13,7 +13,8 @@ Example:
     >>> SweepConfig(ckpt=["a.pt"], env=["E"], base={"policy": "m:p"}, executor="slurm")
     Traceback (most recent call last):
     ...
-    torchrl_render.errors.ConfigError: executor must be one of local, ray. Expected: local, ray. Got: slurm. Fix: pass --executor local (the default) or --executor ray.
+    torchrl_render.errors.ConfigError: executor must be one of local, ray. Expected: local, ray. Got: slurm.
+    Fix: pass --executor local (the default) or --executor ray.
 """
 
 from __future__ import annotations
@@ -27,11 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..checkpoint import load_checkpoint, sha256_file
 from ..config import RenderConfig, _f, load_mapping
-from ..errors import ConfigError, did_you_mean
-from ..checkpoint import sha256_file
-from ..checkpoint import load_checkpoint
-from ..errors import RenderError
+from ..errors import ConfigError, RenderError, did_you_mean
 from ..writers import WRITERS
 
 __all__ = ["BASE_OWNED", "Cell", "SweepConfig", "expand_cells"]
@@ -73,7 +72,8 @@ class SweepConfig:
         >>> cfg = SweepConfig.from_dict({"ckpt": ["runs/s0/*.pt"], "env": ["HalfCheetah-v5", "Hopper-v5"],
         ...                              "policy": "mypkg.policy:make", "num_trajs": 20})
         >>> cfg.base, list(cfg.tasks), cfg.run
-        ({'policy': 'mypkg.policy:make', 'num_trajs': 20}, ['HalfCheetah-v5', 'Hopper-v5'], {'default': ['runs/s0/*.pt']})
+        ({'policy': 'mypkg.policy:make', 'num_trajs': 20}, ['HalfCheetah-v5', 'Hopper-v5'],
+         {'default': ['runs/s0/*.pt']})
     """
 
     ckpt: list[str] = _f([], help="Checkpoint paths or globs (repeatable); training step from the file name "

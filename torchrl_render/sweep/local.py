@@ -17,6 +17,7 @@ import signal
 import sys
 from multiprocessing.connection import wait
 from typing import Any
+
 from ..envs.gl import ensure_headless_gl
 from .work import run_unit
 

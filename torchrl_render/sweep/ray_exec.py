@@ -19,8 +19,8 @@ import sys
 import threading
 from typing import Any
 
-from ..errors import ConfigError
 from ..envs.gl import ensure_headless_gl
+from ..errors import ConfigError
 from .work import run_unit
 
 __all__ = ["RAY_EXTRA", "RayExecutor", "import_ray"]
@@ -74,7 +74,7 @@ class RayExecutor:
         for task in list(self.tasks):
             try:
                 self.ray.cancel(task, force=True)
-            except Exception:  # already finished or gone  # noqa: BLE001
+            except Exception:  # already finished or gone
                 pass
         self.tasks.clear()
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import aggregate
-from .store import read_manifest, read_records, write_json_atomic
 from .html import write_html
 from .notebook import write_notebook
+from .store import read_manifest, read_records, write_json_atomic
 
 __all__ = ["curves", "derive", "write_derived"]
 
@@ -60,7 +60,7 @@ def curves(records: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, 
              "ci95": [round(ci[0], 6), round(ci[1], 6)] if ci else None,
              "pc_success": agg["pc_success"]})
     for runs in out.values():
-        for run, pts in runs.items():
+        for pts in runs.values():
             pts.sort(key=lambda p: (p["step"] is None, p["step"] or 0, p["checkpoint"]))
     return out
 

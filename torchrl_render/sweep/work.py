@@ -20,9 +20,10 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from ..api import render_policy
 from ..config import RenderConfig
 from ..writers import WRITERS
-from ..api import render_policy
 
 __all__ = ["block_config", "run_unit"]
 

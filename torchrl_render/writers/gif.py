@@ -81,7 +81,7 @@ class GifWriter(Writer):
                               got=f"{width}x{height}", fix="render smaller frames, or write an mp4")
         self.frame_shape = (height, width)
         try:
-            self._file = open(self.tmp, "wb")  # noqa: SIM115 - owned by the writer, closed in _finish/_release
+            self._file = open(self.tmp, "wb")
         except OSError as exc:
             raise WriterError(f"cannot create the GIF file {str(self.path)!r}", got=str(exc),
                               fix="check that the folder exists and is writable") from exc

@@ -22,8 +22,14 @@ from ..errors import ConfigError, WriterError
 from ..registry import WRITERS
 from .base import Writer, remove
 
-__all__ = ["BackgroundWriters", "InlineWriters", "KeptFrames", "MAX_SPLIT_FILES", "WriterGroup",
-           "too_many_split_files"]
+__all__ = [
+    "MAX_SPLIT_FILES",
+    "BackgroundWriters",
+    "InlineWriters",
+    "KeptFrames",
+    "WriterGroup",
+    "too_many_split_files",
+]
 
 
 @contextmanager

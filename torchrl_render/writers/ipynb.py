@@ -323,9 +323,11 @@ class IpynbWriter(Writer):
         try:
             execute_notebook(nb, cwd, timeout=self.timeout, startup_timeout=STARTUP_TIMEOUT_S)
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-            failed = next((c.id for c in nb.cells if any(o.get("output_type") == "error" for o in c.get("outputs", []))),
+            failed = next((c.id for c in nb.cells if any(o.get("output_type") == "error" for o in c.get("outputs",
+                                                                                                        []))),
                           None)
-            what = f"{exc.ename}: {exc.evalue}" if isinstance(exc, CellExecutionError) else f"{type(exc).__name__}: {exc}"
+            what = f"{exc.ename}: {exc.evalue}" if isinstance(exc,
+                                                              CellExecutionError) else f"{type(exc).__name__}: {exc}"
             raise WriterError(f"executing the report notebook failed in cell {failed or '?'!r}: {what}",
                               fix="check that the env and policy factories import in a fresh Python kernel, "
                                   "or pass --no-execute to write the notebook without running it") from exc

@@ -132,7 +132,7 @@ class JsonlWriter(Writer):
     def _open(self) -> IO[bytes]:
         if self._file is None:
             try:
-                self._file = open(self.tmp, "wb", buffering=0)  # noqa: SIM115 - closed in _finish/_release
+                self._file = open(self.tmp, "wb", buffering=0)
             except OSError as exc:
                 raise WriterError(f"cannot create the log file {str(self.path)!r}", got=str(exc),
                                   fix="check that the folder exists and is writable") from exc

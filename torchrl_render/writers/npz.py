@@ -195,7 +195,7 @@ class _FrameSpool:
     def __init__(self, folder: Path, shape: tuple[int, ...]) -> None:
         self.shape = tuple(shape)
         self.count = 0
-        self.file: IO[bytes] | None = tempfile.TemporaryFile(dir=folder)  # noqa: SIM115 - closed in copy_into/close
+        self.file: IO[bytes] | None = tempfile.TemporaryFile(dir=folder)
 
     def add(self, frame: np.ndarray) -> None:
         self.file.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
