@@ -64,3 +64,16 @@ def test_package_never_imports_the_competitor():
     pattern = re.compile(r"^\s*(from|import)\s+torchrl\.render|import_module\(['\"]torchrl\.render", re.M)
     for path in root.rglob("*.py"):
         assert not pattern.search(path.read_text()), path
+
+
+#: torchrl.render's modules that keep their path here (a change of import reaches the same names).
+KEPT_MODULES = ["artifacts", "backends", "checkpoint", "cli", "config", "mujoco_wasm", "notebook", "video"]
+
+
+@pytest.mark.parametrize("name", KEPT_MODULES)
+def test_torchrl_render_module_paths_hold_their_names(name):
+    import importlib
+
+    theirs = importlib.import_module(f"torchrl.render.{name}")
+    ours = importlib.import_module(f"torchrl_render.{name}")
+    assert [n for n in theirs.__all__ if not hasattr(ours, n)] == []

@@ -30,14 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .data import FrameBundle, RenderResult  # torchrl.render's config module holds them too
 from .errors import ConfigError, did_you_mean
 from .keys import NestedKey, key_to_string, parse_nested_key
 from .metrics import SUCCESS_RULES
 from .registry import BACKENDS, WRITERS, needs_frames
 
-__all__ = ["CameraLayout", "EnvBackendName", "ExplorationMode", "NotebookRenderBackendName", "NotebookRolloutMode",
-           "RenderBackendName", "RenderConfig", "RenderEnvSpec", "RenderFormat", "RenderPolicySpec", "key_to_string",
-           "load_mapping", "parse_nested_key"]
+__all__ = ["CameraLayout", "EnvBackendName", "ExplorationMode", "FrameBundle", "NotebookRenderBackendName",
+           "NotebookRolloutMode", "RenderBackendName", "RenderConfig", "RenderEnvSpec", "RenderFormat",
+           "RenderPolicySpec", "RenderResult", "key_to_string", "load_mapping", "parse_nested_key"]
 
 # torchrl.render's Literal types, with our choices (a superset of theirs): a type checker accepts code
 # written against torchrl.render and ours. The choice tuples below are read from them (one list each).

@@ -46,8 +46,17 @@ from .safeload import CORRUPT_FIX as _CORRUPT_FIX
 from .safeload import torch_load as _torch_load
 from .torchrl_format import MANIFEST, TorchRLCheckpoint, is_torchrl_archive, save_unified
 
-__all__ = ["TorchRLCheckpoint", "check_payload", "infer_state_dict", "load_checkpoint", "load_into_policy",
-           "read_checkpoint", "save_render_checkpoint", "sha256_file"]
+__all__ = [
+    "TorchRLCheckpoint",
+    "check_payload",
+    "checkpoint_hash",
+    "infer_state_dict",
+    "load_checkpoint",
+    "load_into_policy",
+    "read_checkpoint",
+    "save_render_checkpoint",
+    "sha256_file",
+]
 
 STATE_DICT_KEYS = ("model_state_dict", "policy_state_dict", "state_dict", "policy", "model", "actor")
 _REMOTE = ("http://", "https://", "s3://", "gs://", "hf://", "ftp://")
@@ -70,6 +79,19 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
             while block := fh.read(chunk):
                 digest.update(block)
     return digest.hexdigest()
+
+
+def checkpoint_hash(path: str | Path) -> str:
+    """SHA-256 of a checkpoint file, or of a TorchRL checkpoint folder (relative paths and bytes, sorted).
+
+    Example:
+        >>> import hashlib, tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "w.pt"); _ = open(p, "wb").write(b"abc")
+        >>> checkpoint_hash(p) == hashlib.sha256(b"abc").hexdigest()
+        True
+    """
+    return sha256_file(check_checkpoint_path(path))
+
 
 
 def check_checkpoint_path(path: str | Path) -> Path:

@@ -19,12 +19,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from .. import config as _config
 from ..api import Run
-from ..checkpoint import check_checkpoint_path, check_payload, load_checkpoint, sha256_file
+from ..checkpoint import check_payload, checkpoint_hash, load_checkpoint
 from ..checkpoint import infer_state_dict as _infer_state_dict
 from ..envs import build_env, to_torchrl_env
 from ..envs.gl import ensure_headless_gl
@@ -104,18 +103,6 @@ def call_with_supported_kwargs(factory: Callable[..., Any], preferred_arg: Any, 
 
 
 # -- checkpoints -----------------------------------------------------------------------------------
-
-
-def checkpoint_hash(path: str | Path) -> str:
-    """SHA-256 of a checkpoint file, or of a TorchRL checkpoint folder (relative paths and bytes, sorted).
-
-    Example:
-        >>> import hashlib, tempfile, os
-        >>> p = os.path.join(tempfile.mkdtemp(), "w.pt"); _ = open(p, "wb").write(b"abc")
-        >>> checkpoint_hash(p) == hashlib.sha256(b"abc").hexdigest()
-        True
-    """
-    return sha256_file(check_checkpoint_path(path))
 
 
 def infer_state_dict(payload: Any, key: str | None = None) -> Mapping[str, Any]:
