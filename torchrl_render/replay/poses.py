@@ -34,6 +34,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from ..errors import WriterError
+
 __all__ = ["CHUNK_FRAMES", "PoseEncoder", "body_poses", "decode_chunk", "pose_message"]
 
 CHUNK_FRAMES = 256
@@ -91,8 +93,6 @@ class PoseEncoder:
         nq = self.model.nq
         qpos = np.asarray(qpos, dtype=np.float64).reshape(-1)
         if qpos.shape[0] != nq:
-            from ..errors import WriterError
-
             raise WriterError("a saved MuJoCo state does not fit the model", expected=f"qpos of {nq} values",
                               got=f"{qpos.shape[0]} values",
                               fix="pass the model file the rollout was recorded with (--mujoco-model-path)")

@@ -23,6 +23,7 @@ from ..errors import ConfigError, OutputExistsError
 from ..sidecar import versions
 from .grid import Cell, SweepConfig, expand_cells
 from .local import LocalExecutor, machine_cpus
+from .ray_exec import RayExecutor, import_ray
 from .report import write_derived
 from .store import MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
 
@@ -87,7 +88,6 @@ def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = N
     if config is not None and fields:
         cfg = SweepConfig.from_dict({**cfg.to_dict(), **fields})
     if cfg.executor == "ray":  # before anything is written: the error names the extra
-        from .ray_exec import import_ray
 
         import_ray()
     cells = expand_cells(cfg)
@@ -193,8 +193,6 @@ class _Driver:
 
     def _executor(self, n_units: int) -> Any:
         if self.cfg.executor == "ray":
-            from .ray_exec import RayExecutor
-
             return RayExecutor(self.cfg.ray_address, self.cfg.ray_num_cpus, self.cfg.ray_num_gpus)
 
         return LocalExecutor(min(self.cfg.workers or machine_cpus(), max(1, n_units)))

@@ -40,6 +40,7 @@ from typing import Any
 from ..config import callable_name
 from ..data import FrameBundle
 from ..errors import ConfigError, OutputExistsError, WriterError
+from ..live.notebook_viewer import write_mujoco_wasm_viewer
 from ..metrics import aggregate
 from ..notebook import EMBED_LIMIT_BYTES, display_width
 from ..notebook.kernel import execute_notebook
@@ -349,8 +350,6 @@ class IpynbWriter(Writer):
                                             encoding="utf-8")
         model = self.config.get("mujoco_model_path")
         if model and self.config.get("notebook_render_backend") == "mujoco_wasm":
-            from ..live.notebook_viewer import write_mujoco_wasm_viewer
-
             write_mujoco_wasm_viewer(folder / MUJOCO_VIEWER_DIR, model,
                                      asset_paths=self.config.get("mujoco_asset_paths") or None)
 
