@@ -653,15 +653,44 @@ class RenderEnvSpec:
                    config=config, checkpoint=checkpoint, width=config.width, height=config.height)
 
 
+class Deferred:
+    """A value computed at its first read (:class:`RenderPolicySpec`'s ``env_specs``: torchrl's specs of a
+    gymnasium env cost torchrl's import, which a factory that never reads them should not pay)."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+
+class _DeferredField:
+    """A dataclass field whose value may be :class:`Deferred`: made, and kept, when it is first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = f"_{name}"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            raise AttributeError(self.name)  # no class-level default: the field stays required
+        value = obj.__dict__[self.name]
+        if isinstance(value, Deferred):
+            value = obj.__dict__[self.name] = value.make()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+
 @dataclass
 class RenderPolicySpec:
-    """What a policy factory may ask for. Same fields as ``torchrl.render.RenderPolicySpec``."""
+    """What a policy factory may ask for. Same fields as ``torchrl.render.RenderPolicySpec``.
+
+    ``env_specs`` (torchrl's ``Composite`` of the env's specs) is built when the factory first reads it.
+    """
 
     ckpt_path: Path | None
     checkpoint: Any | None
     checkpoint_hash: str | None
     device: str
-    env_specs: Any | None
+    env_specs: Any | None = _DeferredField()  # type: ignore[assignment]  # still required: see __get__
     policy_kwargs: dict[str, Any]
     config: RenderConfig
 

@@ -81,7 +81,7 @@ def test_auto_batch_mode_times_an_env_of_its_own(tmp_path, monkeypatch):
     import torchrl_render.engine.gym_loop as gym_loop
 
     monkeypatch.setattr(gym_loop, "cpu_count", lambda: 2)            # time it on any machine
-    monkeypatch.setattr(gym_loop, "PARALLEL_STEP_S", 1.0)            # and keep the envs in this process
+    monkeypatch.setattr(gym_loop, "ORDER_S", 1.0)                    # and keep the envs in this process
     common = dict(policy=tanh_policy, env="helpers.eval_envs:normalized_pendulum", num_trajs=4, num_envs=2,
                   max_steps=40, seed=3)
     auto = render_policy(RenderConfig(out=tmp_path / "auto.jsonl", **common))

@@ -146,26 +146,59 @@ class InProcessSlots(_Buffers):
             env.close()
 
 
-def _worker(conn: Any, make: Callable[[], Any], count: int, extras: dict[Any, Callable[[Any], Any]]) -> None:
-    """A worker process: ``count`` envs built here, stepped on the parent's orders.
+class _Shared:
+    """One block of shared memory carved into the slots' arrays, the same views in the parent and its workers.
+
+    Args:
+        entries: ``(name, shape, dtype)`` of each array (``("obs", key)`` for observation entries).
+        ctx: The multiprocessing context whose ``RawArray`` holds the block (it travels to spawned workers
+            as a process argument, and forked ones inherit it).
+    """
+
+    def __init__(self, entries: list[tuple[Any, tuple[int, ...], Any]], ctx: Any) -> None:
+        self.entries, offset = [], 0
+        for name, shape, dtype in entries:
+            dtype = np.dtype(dtype)
+            offset = -(-offset // 64) * 64  # each array starts on a cache line
+            self.entries.append((name, tuple(shape), dtype.str, offset))
+            offset += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.block = ctx.RawArray("b", max(offset, 1))
+
+    def views(self) -> dict[Any, np.ndarray]:
+        """``{name: array}`` over the block (no copy)."""
+        flat = np.frombuffer(self.block, np.uint8)
+        out = {}
+        for name, shape, dtype, offset in self.entries:
+            size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            out[name] = flat[offset:offset + size].view(dtype).reshape(shape)
+        return out
+
+
+def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Shared, layout: list[str],
+            extras: dict[Any, Callable[[Any], Any]]) -> None:
+    """A worker process: one env per slot in ``slots``, built here and stepped on the parent's orders.
+
+    Observations, rewards, flags, success reports and extras go into the shared arrays; actions come
+    from them. The pipe carries only the orders (which slots) and the answers (done, or an error).
 
     Ctrl-C is the parent's to handle: a terminal sends SIGINT to the whole process group, so the
     worker ignores it and ends when the parent closes it, or quietly when the parent is gone (its
     end of the pipe closed: EOF or a broken pipe), with no traceback of its own.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    envs: list[Any] = []
+    envs: dict[int, Any] = {}
     try:
         try:
             quiet_mujoco_log()  # MuJoCo's warnings: debug log lines, not stderr nor a MUJOCO_LOG.TXT
-            envs.extend(make() for _ in range(count))
+            for i in slots:
+                envs[i] = make()
         except BaseException as exc:  # the parent raises it with the worker's traceback
             conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", None))
             return
         conn.send(("ok", None, None))
-        _serve(conn, envs, extras)
+        _serve(conn, envs, _Arrays(shared.views(), layout), extras)
     except (EOFError, OSError):  # the parent went away: nobody to answer
-        _close_all(envs)
+        _close_all(list(envs.values()))
 
 
 def _close_all(envs: list[Any]) -> None:
@@ -177,33 +210,61 @@ def _close_all(envs: list[Any]) -> None:
             pass
 
 
-def _serve(conn: Any, envs: list[Any], extras: dict[Any, Callable[[Any], Any]]) -> None:
-    """Answers ``reset`` / ``step`` orders until ``close``; an env's error names its env (local index)."""
+class _Arrays:
+    """The shared arrays by role (what :class:`_Buffers` holds, plus the actions)."""
+
+    def __init__(self, views: dict[Any, np.ndarray], layout: list[str]) -> None:
+        self.obs = {name[1]: v for name, v in views.items() if isinstance(name, tuple) and name[0] == "obs"}
+        self.reward, self.terminated, self.truncated = views["reward"], views["terminated"], views["truncated"]
+        self.success, self.actions = views["success"], views["actions"]
+        self.layout = layout
+        self.single = "observation" if layout == ["observation"] else None
+
+    def put(self, i: int, obs: Any, env: Any, extras: dict[Any, Callable[[Any], Any]]) -> None:
+        if self.single is not None:
+            self.obs[self.single][i] = obs
+        else:
+            for key in self.layout:
+                self.obs[key][i] = obs[key]
+        for key, fn in extras.items():
+            self.obs[key][i] = fn(env)
+
+
+def _serve(conn: Any, envs: dict[int, Any], arrays: _Arrays, extras: dict[Any, Callable[[Any], Any]]) -> None:
+    """Answers ``reset`` / ``step`` orders until ``close``; an env's error names its slot."""
+    put, reward, terminated, truncated, success, actions = arrays.put, arrays.reward, arrays.terminated, \
+        arrays.truncated, arrays.success, arrays.actions
     while True:
         cmd, arg = conn.recv()
         if cmd == "close":
-            _close_all(envs)
+            _close_all(list(envs.values()))
             conn.send(("closed", None, None))
             return
-        j, out = None, []
+        i = None
         try:
-            for j, value in arg:
-                env = envs[j]
-                if cmd == "reset":
-                    obs, info = env.reset(seed=value)
-                    out.append((obs, _success(info), {k: fn(env) for k, fn in extras.items()}))
-                else:
-                    obs, r, term, trunc, info = env.step(value)
-                    out.append((obs, float(r), bool(term), bool(trunc), _success(info) if info else -1,
-                                {k: fn(env) for k, fn in extras.items()}))
+            if cmd == "reset":
+                for i, seed in arg:
+                    obs, info = envs[i].reset(seed=seed)
+                    put(i, obs, envs[i], extras)
+                    success[i] = _success(info)
+            else:
+                for i in arg:
+                    obs, r, term, trunc, info = envs[i].step(actions[i].copy())
+                    put(i, obs, envs[i], extras)
+                    reward[i], terminated[i], truncated[i] = r, term, trunc
+                    success[i] = _success(info) if info else -1
         except BaseException as exc:  # SIGINT is ignored here: this is the env's own error, for the parent
-            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", j))
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", i))
             continue
-        conn.send(("ok", out, None))
+        conn.send(("ok", None, None))
 
 
 class ProcessSlots(_Buffers):
     """K gymnasium envs in ``workers`` processes (each holds K/workers of them), started at once.
+
+    The slots' arrays (observations, rewards, flags, actions) live in shared memory, as gymnasium's
+    ``AsyncVectorEnv(shared_memory=True)`` keeps its observations: a step sends each worker the list of
+    its slots to step and waits for a short answer; nothing else crosses the pipes.
 
     Args:
         make: A picklable (or, with ``method="fork"``, any) callable returning one gymnasium env.
@@ -211,22 +272,35 @@ class ProcessSlots(_Buffers):
         workers: Worker processes; slot ``i`` lives in worker ``i % workers``.
         layout: The observation layout (:func:`obs_layout` of the env's space).
         method: The multiprocessing start method.
+        extras: Further per-step entries (see :class:`_Buffers`).
+        action_shape, action_dtype: One env's action, as the env takes it.
     """
 
     kind = "parallel"
 
     def __init__(self, make: Callable[[], Any], num: int, workers: int,
                  layout: dict[str, tuple[tuple[int, ...], np.dtype]], method: str = "spawn",
-                 extras: dict[Any, Any] | None = None) -> None:
+                 extras: dict[Any, Any] | None = None, action_shape: tuple[int, ...] = (),
+                 action_dtype: Any = np.float32) -> None:
         super().__init__(num, layout, extras)
+        ctx = mp.get_context(method)
+        entries: list[tuple[Any, tuple[int, ...], Any]] = [(("obs", key), buf.shape, buf.dtype)
+                                                           for key, buf in self.obs.items()]
+        entries += [("reward", (num,), np.float64), ("terminated", (num,), bool), ("truncated", (num,), bool),
+                    ("success", (num,), np.int8), ("actions", (num, *action_shape), action_dtype)]
+        shared = _Shared(entries, ctx)
+        arrays = _Arrays(shared.views(), list(layout))  # the parent's views replace _Buffers' own arrays
+        self.obs, self.reward, self.terminated, self.truncated = arrays.obs, arrays.reward, arrays.terminated, \
+            arrays.truncated
+        self.success, self.actions = arrays.success, arrays.actions
+        self.success[:] = -1
         self.conns: list[Any] = []
         self.procs: list[Any] = []
-        ctx = mp.get_context(method)
         self.workers = max(1, min(workers, num))
         for w in range(self.workers):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, make, len(range(w, num, self.workers)), self.extras),
-                               daemon=True,
+            proc = ctx.Process(target=_worker, args=(child, make, list(range(w, num, self.workers)), shared,
+                                                     list(layout), self.extras), daemon=True,
                                name=f"torchrl_render-env-{w}")
             proc.start()
             child.close()
@@ -243,54 +317,52 @@ class ProcessSlots(_Buffers):
     def _recv(self, w: int, what: str) -> Any:
         """Worker ``w``'s answer; its env's error as a :class:`SlotError` (naming the slot)."""
         try:
-            status, payload, local = self.conns[w].recv()
+            status, payload, slot = self.conns[w].recv()
         except EOFError as exc:
             raise RolloutError(f"env worker process {w} died while {what} (exit code {self.procs[w].exitcode})",
                                fix="check the env factory in a single process (--num-envs 1)") from exc
         if status != "error":
             return payload
         lines = payload.strip().splitlines()
-        if local is not None:
-            raise SlotError(local * self.workers + w, lines[0], " | ".join(lines[-3:]))
+        if slot is not None:
+            raise SlotError(slot, lines[0], " | ".join(lines[-3:]))
         raise RolloutError(f"an env worker raised while {what}: {lines[0]}",
                            fix="check the env factory and its reset()/step(); the worker's traceback: "
                                + " | ".join(lines[-3:]))
 
-    def _gather(self, orders: list[list[tuple[int, Any]]], what: str) -> list[tuple[int, Any]]:
-        """Every worker's answer to its order (all are read, so none stays in a pipe), then the first error."""
-        answers, error = [], None
-        for w, order in enumerate(orders):
-            if order:
+    def _order(self, cmd: str, per_worker: list[list[Any]], what: str) -> None:
+        """Sends each worker its part of the order, then reads every answer (so none stays in a pipe) and
+        raises the first error."""
+        self._wait_ready()
+        for w, part in enumerate(per_worker):
+            if part:
+                self.conns[w].send((cmd, part))
+        error = None
+        for w, part in enumerate(per_worker):
+            if part:
                 try:
-                    answers.extend(zip([i for i, _ in order], self._recv(w, what)))
+                    self._recv(w, what)
                 except (SlotError, RolloutError) as exc:
                     error = error or exc
         if error is not None:
             raise error
-        return answers
-
-    def _scatter(self, cmd: str, rows: Sequence[int], values: Sequence[Any]) -> list[list[tuple[int, Any]]]:
-        self._wait_ready()
-        orders: list[list[tuple[int, Any]]] = [[] for _ in range(self.workers)]
-        for i, value in zip(rows, values):
-            orders[i % self.workers].append((i, value))
-        for w, order in enumerate(orders):
-            if order:
-                self.conns[w].send((cmd, [(i // self.workers, v) for i, v in order]))
-        return orders
 
     def reset(self, rows: Sequence[int], seeds: Sequence[int | None]) -> None:
-        for i, (obs, success, extra) in self._gather(self._scatter("reset", rows, seeds), "resetting"):
-            self._put(i, obs, extra)
-            self.success[i] = success
+        parts: list[list[Any]] = [[] for _ in range(self.workers)]
+        for i, seed in zip(rows, seeds):
+            parts[i % self.workers].append((i, seed))
+        self._order("reset", parts, "resetting")
+        for i in rows:
             self.terminated[i] = self.truncated[i] = False
             self.reward[i] = 0.0
 
     def step(self, rows: Sequence[int], actions: np.ndarray) -> None:
-        answers = self._gather(self._scatter("step", rows, [actions[i] for i in rows]), "stepping")
-        for i, (obs, r, term, trunc, success, extra) in answers:
-            self._put(i, obs, extra)
-            self.reward[i], self.terminated[i], self.truncated[i], self.success[i] = r, term, trunc, success
+        if actions is not self.actions:
+            self.actions[rows] = actions[rows]
+        parts: list[list[int]] = [[] for _ in range(self.workers)]
+        for i in rows:
+            parts[i % self.workers].append(i)
+        self._order("step", parts, "stepping")
 
     def env(self, i: int) -> Any:
         return None  # lives in another process
