@@ -45,7 +45,8 @@ SHIPPED = ["--ckpt", str(CHEETAH / "policy.pt"), "--policy", f"{CHEETAH / 'polic
 @pytest.mark.slow
 @pytest.mark.parametrize("out", ["eval_info.json", "run.jsonl", "run.mp4", "replay.html"])
 def test_a_gymnasium_run_of_a_module_policy_imports_neither_tensordict_nor_torchrl(tmp_path, out):
-    got = run_cli(tmp_path, *SHIPPED, "--num-trajs", "2", "--no-trajectories", "--out", str(tmp_path / out),
+    # the command's default: nobody receives the trajectories, so no TensorDict is built for them
+    got = run_cli(tmp_path, *SHIPPED, "--num-trajs", "2", "--out", str(tmp_path / out),
                   "--render-quality", "fast", "--width", "48", "--height", "48")
     assert got == {"code": 0, "loaded": []}
     meta = json.loads((tmp_path / f"{out}.metadata.json").read_text())
@@ -64,9 +65,11 @@ def test_worker_processes_of_a_gymnasium_run_need_no_tensordict_either(tmp_path)
 
 @pytest.mark.slow
 def test_what_needs_torchrl_still_gets_it(tmp_path):
-    # trajectories kept (the default): each episode's TensorDict
-    got = run_cli(tmp_path, *SHIPPED, "--num-trajs", "1", "--out", str(tmp_path / "a.json"))
+    # trajectories asked for, or saved beside the artifact: each episode's TensorDict
+    got = run_cli(tmp_path, *SHIPPED, "--num-trajs", "1", "--trajectories", "--out", str(tmp_path / "a.json"))
     assert got["code"] == 0 and "tensordict" in got["loaded"]
+    got = run_cli(tmp_path, *SHIPPED, "--num-trajs", "1", "--save-rollout", "--out", str(tmp_path / "s.json"))
+    assert got["code"] == 0 and "tensordict" in got["loaded"] and (tmp_path / "s_rollouts").is_dir()
     # a factory that reads spec.env_specs gets torchrl's specs (built when it reads them)
     got = run_cli(tmp_path, "--policy", "helpers.policies:linear_policy", "--env", "InvertedPendulum-v5",
                   "--max-steps", "5", "--no-trajectories", "--out", str(tmp_path / "b.json"))

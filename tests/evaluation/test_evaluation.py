@@ -171,6 +171,22 @@ def test_success_rule_final_on_the_torchrl_path(tmp_path):
 # -- the 95% interval of the mean return ---------------------------------------------------------------------------
 
 
+def test_the_t_quantile_equals_scipys_without_importing_scipy():
+    # scipy.stats costs seconds to import: the interval's quantile is computed without it, and must
+    # still equal scipy's (to its own precision: scipy's closed form at 4 dof loses digits near 1/2)
+    code = "import sys; from torchrl_render.metrics import t_quantile; t_quantile(0.975, 9); print('scipy' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    from scipy.stats import t
+
+    from torchrl_render.metrics import t_quantile
+
+    for dof in [*range(1, 120), 250, 1000, 5000, 5001, 10**4, 10**6]:
+        for p in (0.5000001, 0.6, 0.74, 0.76, 0.9, 0.95, 0.975, 0.99, 0.9995, 0.999999, 0.025, 0.1):
+            assert t_quantile(p, dof) == pytest.approx(float(t.ppf(p, dof)), rel=1e-10, abs=1e-9), (p, dof)
+    with pytest.raises(ValueError, match="0 < p < 1"):
+        t_quantile(1.0, 3)
+
+
 @pytest.mark.parametrize("n", [2, 7, 31, 32, 50, 60, 200])
 def test_ci95_uses_the_exact_t_quantile_at_every_n(n):
     returns = list(np.random.default_rng(n).normal(100.0, 15.0, n))
