@@ -18,14 +18,14 @@ import pytest
 
 from helpers.paths import ROOT, TESTS
 
-HEAVY = ("tensordict", "torchrl", "torch._dynamo")
+HEAVY = ("tensordict", "torchrl", "torch._dynamo", "scipy")
 
-PROBE = """
+PROBE = f"""
 import json, sys
 from torchrl_render.cli import main
 code = main(sys.argv[1:])
-print("PROBE " + json.dumps({"code": code, "loaded": [m for m in %r if m in sys.modules]}))
-""" % (HEAVY,)
+print("PROBE " + json.dumps({{"code": code, "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}))
+"""
 
 
 def run_cli(tmp_path, *argv: str) -> dict:

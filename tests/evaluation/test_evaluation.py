@@ -174,7 +174,8 @@ def test_success_rule_final_on_the_torchrl_path(tmp_path):
 def test_the_t_quantile_equals_scipys_without_importing_scipy():
     # scipy.stats costs seconds to import: the interval's quantile is computed without it, and must
     # still equal scipy's (to its own precision: scipy's closed form at 4 dof loses digits near 1/2)
-    code = "import sys; from torchrl_render.metrics import t_quantile; t_quantile(0.975, 9); print('scipy' in sys.modules)"
+    code = ("import sys; from torchrl_render.metrics import t_quantile; t_quantile(0.975, 9); "
+            "print('scipy' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
     from scipy.stats import t
 
