@@ -61,7 +61,8 @@ class RayExecutor:
             options = {"address": address, "log_to_driver": False, "logging_level": logging.WARNING,
                        "runtime_env": {"env_vars": env_vars}}
             try:
-                if address:  # the user's cluster, on the user's network: joined as it is
+                # the user's cluster, on the user's network, joined as it is (ray.init joins $RAY_ADDRESS too)
+                if address or os.environ.get("RAY_ADDRESS"):
                     self.ray.init(**options)
                 else:
                     with _loopback_only():
