@@ -307,16 +307,18 @@ def test_more_envs_than_episodes_runs_one_env_per_episode(tmp_path):
 # -- an env that raises at K envs names its episode ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["serial", "parallel"])
+# the env seeded 2 raises: at --seed 0 it is episode 2, which parallel slots step in this process (slot 2 of
+# parts 0/1), at --seed 1 episode 1, which a worker process steps (slot 1)
+@pytest.mark.parametrize(("mode", "seed"), [("serial", 0), ("parallel", 0), ("parallel", 1)])
 @pytest.mark.slow
-def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, capsys, mode):
+def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, capsys, mode, seed):
     out = tmp_path / "run.jsonl"
     code = exit_code(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.eval_envs:exploding_env",
-                      "--num-trajs", "8",
+                      "--num-trajs", "8", "--seed", str(seed),
                  "--num-envs", "4", "--env-batch-mode", mode, "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
-    assert "the env raised at step 3 of episode 2: RuntimeError: exploded at t=3" in err, err
+    assert f"the env raised at step 3 of episode {2 - seed}: RuntimeError: exploded at t=3" in err, err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -29,9 +29,9 @@ from .slot_loop import SlotLoop
 
 __all__ = ["ORDER_S", "actor", "parallel_wins", "prepare", "read_qpos", "release", "run_gymnasium"]
 
-#: What one order to an env worker costs (send, wake, answer; seconds), against which ``auto`` weighs
-#: the env time that worker processes save (measured with benchmarks/eval_throughput.py).
-ORDER_S = 6e-5
+#: What an order to the env workers costs (wake, answer; seconds) beyond the env steps, against which
+#: ``auto`` weighs the env time that they save: 60-90 us measured on a 2-core VM (a no-op env's batch step).
+ORDER_S = 1e-4
 
 
 def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
@@ -122,17 +122,23 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
         return InProcessSlots([raw, *owned], extras), owned
     make = partial(make_raw_env, cfg, engine.payload, engine.render_mode)
     method = _start_method(make, engine.notes)
-    engine.info["workers"], engine.info["start_method"] = workers, method
+    engine.info["workers"], engine.info["start_method"] = workers - 1, method  # besides this process
     space = raw.action_space
     return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method, extras=extras,
                         action_shape=tuple(space.shape), action_dtype=np.dtype(space.dtype)), []
 
 
-def parallel_wins(step_s: float, k: int, workers: int) -> bool:
-    """Whether K envs step faster in ``workers`` processes than one after another here: the env time a
-    batch step saves (``K - ceil(K / workers)`` steps) beats what the workers' orders cost."""
-    saved = step_s * (k - -(-k // workers))
-    return saved > ORDER_S * workers
+def parallel_wins(step_s: float, k: int, parts: int) -> bool:
+    """Whether K envs step faster split over ``parts`` processes (this one and ``parts - 1`` workers) than
+    one after another here: the env time a batch step saves (``K - ceil(K / parts)`` steps) beats what
+    waking the workers costs (they wake at once, while this process steps its own part).
+
+    Example:
+        >>> parallel_wins(40e-6, 8, 2), parallel_wins(40e-6, 2, 2), parallel_wins(2e-3, 2, 2)
+        (True, False, True)
+    """
+    saved = step_s * (k - -(-k // parts))
+    return saved > ORDER_S * (parts - 1)
 
 
 def _start_method(make: Any, notes: list[str]) -> str:
