@@ -22,7 +22,7 @@ import numpy as np
 from ..envs import make_raw_env
 from ..envs.unwrap import find_simulation, plain_gymnasium
 from ..errors import ConfigError
-from ..policies.actions import check_actions, gym_bounds
+from ..policies.actions import ActionGuard, gym_bounds
 from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
 from .records import Episode, StepRecord
 from .slot_loop import SlotLoop
@@ -162,18 +162,27 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
     views = {key: torch.from_numpy(slots.obs[key]) for key in slots.layout}  # share the slots' memory
     spec = policy.gym_check.spec  # the action as the gymnasium env takes it (an index for Discrete)
     out = np.zeros((slots.num, *spec.shape), np.dtype(str(spec.dtype).replace("torch.", "")))
-    bounds = gym_bounds(plain_gymnasium(policy.env).action_space)
+    guard = ActionGuard(out, gym_bounds(plain_gymnasium(policy.env).action_space))
     if per_env:
         rows = [(policy.for_worker(i), {k: v[i] for k, v in views.items()}) for i in range(slots.num)]
+
+        def begin(i: int, seed: int | None) -> None:
+            rows[i][0].begin_episode(seed)
+
+        if slots.num == 1:  # one env: no loop over the rows
+            runner, obs = rows[0]
+
+            def act_one(active: np.ndarray) -> np.ndarray:
+                out[0] = runner.act(obs).numpy()
+                return guard(active)
+
+            return act_one, begin
 
         def act(active: np.ndarray) -> np.ndarray:
             for i in active.tolist():
                 runner, obs = rows[i]
                 out[i] = runner.act(obs).numpy()
-            return check_actions(out, active, bounds)
-
-        def begin(i: int, seed: int | None) -> None:
-            rows[i][0].begin_episode(seed)
+            return guard(active)
 
         return act, begin
 
@@ -183,6 +192,6 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
 
     def act_batch(active: np.ndarray) -> np.ndarray:
         out[:] = policy.act(views, batch).numpy()
-        return check_actions(out, active, bounds)
+        return guard(active)
 
     return act_batch, (lambda i, seed: None)

@@ -78,7 +78,8 @@ class SlotLoop:
             actions = self._act(rows)
             before = {k: v[rows].copy() for k, v in self.slots.obs.items()} if self.reward_fn else None
             self._step(rows, actions)
-            ended = self._book(rows, actions, before)
+            ended = self._book_one(int(rows[0]), actions) if len(rows) == 1 and before is None else \
+                self._book(rows, actions, before)
             if rendered:
                 yield from self._records(rows, rendered)
             if ended.size:

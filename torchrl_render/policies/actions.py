@@ -18,6 +18,7 @@ only value checks (finite, whole numbers, a valid index or one-hot) look at the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..errors import PolicyError
 
-__all__ = ["ActionChecker", "ActionLayout", "check_actions", "gym_action_layout", "gym_bounds", "non_finite_action"]
+__all__ = ["ActionChecker", "ActionGuard", "ActionLayout", "gym_action_layout", "gym_bounds", "non_finite_action"]
 
 _UNPLANNED = object()
 
@@ -297,19 +298,47 @@ def _to_index(one_hot: Any, sizes: list[int], multi: bool, start: Any) -> Any:
     return index + start if not (isinstance(start, int) and start == 0) else index
 
 
-def check_actions(out: np.ndarray, rows: np.ndarray, bounds: tuple[Any, Any] | None) -> np.ndarray:
-    """``out`` (the batch's actions), after refusing a NaN or infinite action in ``rows``, or an integer
-    action outside ``bounds`` (one numpy check for the batch each)."""
-    if out.dtype.kind == "f" and not np.isfinite(out).all():
-        bad = out[rows]
-        if not np.isfinite(bad).all():
-            raise non_finite_action(bad[~np.isfinite(bad).all(axis=tuple(range(1, bad.ndim)))][0])
-    if bounds is not None:
-        actions = out[rows]
-        outside = (actions < bounds[0]) | (actions > bounds[1])
-        if outside.any():
-            raise _out_of_space(actions[outside.reshape(len(rows), -1).any(-1)][0], bounds)
-    return out
+class ActionGuard:
+    """Refuses a NaN or infinite action, or an integer action outside the space, in a batch of actions:
+    one numpy check for the whole batch per step, and the rows looked at only when it fails.
+
+    Args:
+        out: The batch's action array (``[K, ...]``), filled anew before each call.
+        bounds: The lowest and highest valid integer actions (:func:`gym_bounds`), None for a Box.
+
+    Example:
+        >>> out = np.zeros((2, 3), np.float32)
+        >>> guard = ActionGuard(out, None)
+        >>> guard(np.arange(2)) is out
+        True
+        >>> out[1, 2] = np.nan
+        >>> guard(np.array([0]))[0].tolist()      # a row that is not stepped may hold anything
+        [0.0, 0.0, 0.0]
+        >>> guard(np.array([0, 1]))
+        Traceback (most recent call last):
+        ...
+        torchrl_render.errors.PolicyError: the policy produced a NaN or infinite action. Got: [0.0, 0.0, nan].
+        Fix: check the checkpoint's weights and the observation normalisation.
+    """
+
+    def __init__(self, out: np.ndarray, bounds: tuple[Any, Any] | None) -> None:
+        self.out, self.bounds = out, bounds
+        self.floats = out.dtype.kind == "f"
+        self.flat = out.reshape(-1)  # a view: x . 0 is 0 for finite x, NaN for NaN and inf (one BLAS call)
+        self.zeros = np.zeros_like(self.flat)
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        out = self.out
+        if self.floats and not math.isfinite(self.flat.dot(self.zeros)):
+            bad = out[rows]
+            if not np.isfinite(bad).all():
+                raise non_finite_action(bad[~np.isfinite(bad).all(axis=tuple(range(1, bad.ndim)))][0])
+        if self.bounds is not None:
+            actions = out[rows]
+            outside = (actions < self.bounds[0]) | (actions > self.bounds[1])
+            if outside.any():
+                raise _out_of_space(actions[outside.reshape(len(rows), -1).any(-1)][0], self.bounds)
+        return out
 
 
 def _out_of_space(actions: np.ndarray, bounds: tuple[Any, Any]) -> Exception:

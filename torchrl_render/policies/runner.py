@@ -255,7 +255,9 @@ class PolicyRunner:
         cast = dtype != in_dtype or device != in_device
         shape, out_dtype, out_device = action.shape, action.dtype, action.device
         plan = (self._gym_check or self.gym_check).plan_of(action, batch, finite=False)
-        no_grad, tensor_type, mode = torch.no_grad, torch.Tensor, self.mode
+        tensor_type, mode = torch.Tensor, self.mode
+        # what torch.no_grad() does on entry and exit, without building a context manager each step
+        grad_enabled, set_grad = torch.is_grad_enabled, torch._C._set_grad_enabled
 
         def fast(obs: dict[Any, Any]) -> Any:
             tensor = obs.get(key)
@@ -264,17 +266,20 @@ class PolicyRunner:
             if cast:
                 tensor = tensor.to(device, dtype)
             explore = "tensordict.nn" in sys.modules  # then a module of the policy may read the exploration type
+            grad = grad_enabled()
+            set_grad(False)
             try:
-                with no_grad():
-                    if explore:
-                        with _exploration_context(mode):
-                            out = policy(tensor)
-                    else:
+                if explore:
+                    with _exploration_context(mode):
                         out = policy(tensor)
+                else:
+                    out = policy(tensor)
             except RenderError:
                 raise
             except Exception as exc:
                 raise UserPolicyError(f"{type(exc).__name__}: {exc}") from exc
+            finally:
+                set_grad(grad)
             if type(out) is not tensor_type or out.shape != shape or out.dtype != out_dtype or \
                     out.device != out_device:
                 return self._full(out, batch)
