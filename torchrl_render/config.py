@@ -154,8 +154,9 @@ class RenderConfig:
     max_steps: int | None = _f(None, help="Maximum steps per trajectory (default: until done).")
     num_envs: int = _f(1, help="Envs stepped at once as one batch; each runs whole episodes and takes the next "
                                 "when done.")
-    env_batch_mode: str = _f("auto", help="With --num-envs > 1: serial (in this process), parallel (worker "
-                             "processes) or auto (workers only for envs whose step is slow).",
+    env_batch_mode: str = _f("auto", help="With --num-envs > 1: serial (in this process), parallel (this process "
+                             "and worker processes step their share of the envs at once, on shared memory) or auto "
+                             "(parallel when the env time it saves beats the workers' wake-up cost).",
                              choices=ENV_BATCH_MODES)
     policy_batch: str = _f("batched", help="batched: one policy call per batch step; per-env: one per env (per-"
                            "episode numbers bit-identical for every --num-envs).", choices=POLICY_BATCHES)
@@ -167,7 +168,8 @@ class RenderConfig:
                            "step, as lerobot-eval) or final (the last step's report, as SB3's EvalCallback).",
                            choices=SUCCESS_RULES)
     trajectories: bool = _f(True, help="Return the trajectories as TensorDicts (--no-trajectories keeps only "
-                            "metrics: flat memory for thousands of episodes).")
+                            "metrics: flat memory for thousands of episodes). The command line builds them only "
+                            "when they are saved (--save-rollout) or asked for with --trajectories.")
     max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all).")
     overlay: bool = _f(False, help="Draw step, reward and return (and success) onto the frames.")
     progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
