@@ -183,6 +183,8 @@ class RenderConfig:
     exploration_mode: str | None = _f(None, help="TorchRL exploration type; overrides --deterministic.",
                                       choices=EXPLORATION_MODES)
     seed: int | None = _f(0, help="Base seed; trajectory i uses seed+i.")
+    bootstrap_reps: int = _f(2000, help="Bootstrap resamples of the IQM's, the median's and the profiles' 95% "
+                             "intervals (seeded from --seed; 0: none; papers use more, e.g. 50000).")
     seed_mode: str = _f("per-episode", help="per-episode: episode i is reset with seed+i as its env's ecosystem "
                         "seeds it (gymnasium's reset(seed=seed+i)); torchrl: as torchrl.render, the env is seeded "
                         "once (env.set_seed(seed)) and its episodes follow one another (--num-envs 1).",
@@ -447,6 +449,10 @@ def _validate(cfg: RenderConfig) -> None:
                           expected="with num_envs > 1, a factory: 'module:object', a gymnasium id, or a callable",
                           got=f"a {type(cfg.env).__qualname__} object",
                           fix="pass a function that builds a new env (env=lambda: MyEnv()), or num_envs=1")
+    _check_type("bootstrap_reps", cfg.bootstrap_reps, int, "a non-negative integer")
+    if cfg.bootstrap_reps < 0:
+        raise ConfigError("bootstrap_reps must not be negative", expected="0 (no intervals) or more",
+                          got=cfg.bootstrap_reps, fix="pass e.g. --bootstrap-reps 2000")
     if cfg.max_episodes_rendered is not None:
         _check_type("max_episodes_rendered", cfg.max_episodes_rendered, int, "a non-negative integer or None")
         if cfg.max_episodes_rendered < 0:

@@ -35,6 +35,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sweep": "torchrl_render.sweep.cli:sweep_main",
     "sweep-status": "torchrl_render.sweep.cli:status_main",
     "replay": "torchrl_render.cli.replay:main",  # saved rollouts -> html/mp4/gif/frames
+    "compare": "torchrl_render.cli.compare:main",  # two eval_info.json: P(B > A), the IQM difference
 }
 #: Above this many episodes the CLI prints a summary instead of a line per episode (--verbose: all lines).
 TABLE_MAX = 30

@@ -109,7 +109,7 @@ def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tup
                                     got=str(cfg.out), fix="choose another --out (a new or empty folder)")
         manifest = {"torchrl_render_sweep": 1, "created": time.time(), "command": command, "grid": _grid(cfg, cells),
                     "config": cfg.to_dict(), "cells": [c.to_dict() for c in cells], "tasks": cfg.tasks,
-                    "groups": cfg.groups, "versions": versions()}
+                    "groups": cfg.groups, "baselines": cfg.baselines, "versions": versions()}
         return Store.create(cfg.out, manifest), []
     if not cfg.resume:
         raise OutputExistsError(f"{str(cfg.out)!r} already holds a sweep", got=str(cfg.out),

@@ -31,9 +31,10 @@ from typing import Any
 from ..checkpoint import load_checkpoint, sha256_file
 from ..config import RenderConfig, _f, load_mapping
 from ..errors import ConfigError, RenderError, did_you_mean
+from ..metrics.robust import check_baselines
 from ..writers import WRITERS
 
-__all__ = ["BASE_OWNED", "Cell", "SweepConfig", "expand_cells"]
+__all__ = ["BASE_OWNED", "Cell", "SweepConfig", "expand_cells", "load_baselines"]
 
 EXECUTORS = ("local", "ray")
 #: RenderConfig fields a sweep sets itself for each cell (not part of the shared base).
@@ -66,6 +67,9 @@ class SweepConfig:
         ray_address: Ray cluster to join (``auto``, ``HOST:PORT``); default a local Ray instance.
         ray_num_cpus: CPUs each Ray task declares.
         ray_num_gpus: GPUs each Ray task declares.
+        score_baselines: JSON/YAML/TOML file of per-task baselines, ``{task: {"random": R, "reference": S}}``:
+            the across-task estimates are on normalised scores ``(return - R) / (S - R)``; read once, kept in
+            the manifest (``baselines``).
         base: RenderConfig fields shared by every cell (``policy``, ``num_trajs``, ``format``...).
 
     Example:
@@ -94,6 +98,9 @@ class SweepConfig:
     ray_address: str | None = _f(None, help="Ray cluster to join (auto, HOST:PORT); default: a local instance.")
     ray_num_cpus: float = _f(1.0, help="CPUs each Ray task declares.")
     ray_num_gpus: float = _f(0.0, help="GPUs each Ray task declares.")
+    score_baselines: str | None = _f(None, help="JSON/YAML file {task: {random: R, reference: S}}: normalise each "
+                                     "task's returns to (return-R)/(S-R) for the estimates across tasks (default: "
+                                     "raw returns, with a note).", metavar="FILE")
     base: dict[str, Any] = _f({}, help="RenderConfig fields shared by every cell (the CLI: their own flags).")
 
     def __post_init__(self) -> None:
@@ -106,6 +113,7 @@ class SweepConfig:
         self.tasks = _tasks(self.env)
         self.groups = _groups(self.group, self.tasks)
         _validate(self)
+        self.baselines = load_baselines(self.score_baselines, self.tasks)
         self.base = _base(self.base)
         for spec in self.tasks.values():  # every cell's RenderConfig is valid before anything runs
             self.render_config(spec, None)
@@ -276,6 +284,14 @@ def _groups(group: dict[str, list[str]], tasks: dict[str, str]) -> dict[str, lis
                                   fix="name tasks with --env NAME=SPEC and list those names in --group")
     return {**group, **({"ungrouped": rest} if (rest := [t for t in tasks if not any(t in m for m in
                                                                                       group.values())]) else {})}
+
+
+def load_baselines(path: str | None, tasks: Mapping[str, str]) -> dict[str, dict[str, float]] | None:
+    """The per-task baselines in the file ``path`` (None without a file), checked against the sweep's tasks
+    (:func:`torchrl_render.metrics.robust.check_baselines`; a task may be named by its env spec too)."""
+    if path is None:
+        return None
+    return check_baselines(load_mapping(path), tasks, str(path))
 
 
 def _validate(cfg: SweepConfig) -> None:

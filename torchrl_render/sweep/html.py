@@ -4,6 +4,11 @@ Return-against-training-step curves per task (one line per run, the 95% confiden
 the mean return shaded), a success-rate and return table (checkpoints x tasks), failures,
 and the rendered episodes of each cell (``<video>`` elements pointing at the cells' files).
 The curve images are also written as ``report_files/curve_<task>.png``.
+
+Across tasks, per checkpoint (rliable's three figures, from the ``scores`` and ``comparisons`` of
+``eval_info.json``): the IQM, median and mean with their 95% stratified bootstrap intervals
+(``report_files/aggregates.png``), the performance profiles with their bands (``profiles.png``) and the
+probability of improvement of each checkpoint over each other (``improvement.png``).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["episode_videos", "plot_curve", "success_table", "write_html"]
+__all__ = ["episode_videos", "plot_aggregates", "plot_curve", "plot_improvement", "plot_profiles", "robust_table",
+           "success_table", "write_html"]
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}"
@@ -47,6 +53,130 @@ def plot_curve(task: str, runs: dict[str, list[dict[str, Any]]], path: Path) -> 
     return path
 
 
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _label(entry: dict[str, Any]) -> str:
+    name = Path(entry["checkpoint"]).name
+    return f"{entry['run']}/{name}" if entry.get("run") not in (None, "default") else name
+
+
+def _scored(info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(_label(e), e["overall"]["scores"]) for e in info["per_checkpoint"]
+            if (e.get("overall") or {}).get("scores", {}).get("iqm") is not None]
+
+
+def plot_aggregates(info: dict[str, Any], path: Path) -> Path:
+    """Each checkpoint's IQM, median and mean across tasks, as points with their 95% intervals (rliable's
+    interval-estimates figure)."""
+    plt = _pyplot()
+    rows = _scored(info)
+    keys = [k for k in ("iqm", "median", "mean", "optimality_gap") if rows and k in rows[0][1]]
+    fig, axes = plt.subplots(1, len(keys), figsize=(2.6 * len(keys) + 1.6, 0.42 * len(rows) + 1.4), dpi=100,
+                             sharey=True, squeeze=False)
+    try:
+        for ax, key in zip(axes[0], keys):
+            for y, (_, sc) in enumerate(rows):
+                ci = sc.get(f"{key}_ci95")
+                if ci:
+                    ax.plot(ci, [y, y], lw=6, alpha=0.35, color=f"C{y % 10}", solid_capstyle="butt")
+                ax.plot([sc[key]], [y], "|", ms=14, mew=2, color=f"C{y % 10}")
+            ax.set(title={"iqm": "IQM", "median": "Median", "mean": "Mean", "optimality_gap": "Optimality gap"}[key])
+            ax.grid(axis="x", alpha=0.3)
+        axes[0][0].set_yticks(range(len(rows)), [r[0] for r in rows])
+        axes[0][0].invert_yaxis()
+        score = rows[0][1]["score"] if rows else "raw"
+        fig.supxlabel("normalised score" if score == "normalised" else "return (raw: no --score-baselines)",
+                      fontsize="small")
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_profiles(info: dict[str, Any], path: Path) -> Path:
+    """Each checkpoint's performance profile (the fraction of episodes above tau) with its 95% band."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
+    try:
+        rows = _scored(info)
+        for i, (label, sc) in enumerate(rows):
+            prof = sc["performance_profile"]
+            ax.plot(prof["tau"], prof["fraction"], label=label, color=f"C{i % 10}")
+            if prof["ci95"]:
+                ax.fill_between(prof["tau"], prof["ci95"][0], prof["ci95"][1], alpha=0.2, color=f"C{i % 10}")
+        normalised = bool(rows) and rows[0][1]["score"] == "normalised"
+        ax.set(xlabel=r"normalised score $\tau$" if normalised else r"return $\tau$",
+               ylabel=r"fraction of episodes > $\tau$", title="Performance profiles", ylim=(-0.02, 1.02))
+        ax.grid(alpha=0.3)
+        if rows:
+            ax.legend(loc="best", fontsize="small")
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_improvement(info: dict[str, Any], path: Path) -> Path:
+    """The matrix of P(column's return > row's return), each cell annotated with its 95% interval."""
+    plt = _pyplot()
+    labels = [_label(e) for e in info["per_checkpoint"]]
+    names = [e["checkpoint"] for e in info["per_checkpoint"]]
+    k = len(names)
+    matrix = [[float("nan")] * k for _ in range(k)]
+    bands: dict[tuple[int, int], list[float] | None] = {}
+    for c in info.get("comparisons", []):
+        i, j = names.index(c["checkpoint_a"]), names.index(c["checkpoint_b"])
+        matrix[i][j] = c["probability_of_improvement"]
+        bands[(i, j)] = c["probability_of_improvement_ci95"]
+    side = 1.1 * k + 2.2
+    fig, ax = plt.subplots(figsize=(side + 1.2, side), dpi=100)
+    try:
+        image = ax.imshow(matrix, vmin=0, vmax=1, cmap="RdBu")
+        if k <= 12:
+            for (i, j), ci in bands.items():
+                text = f"{matrix[i][j]:.2f}" + (f"\n[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+                ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                        color="white" if abs(matrix[i][j] - 0.5) > 0.3 else "black")
+        ax.set_xticks(range(k), labels, rotation=45, ha="right", fontsize="small")
+        ax.set_yticks(range(k), labels, fontsize="small")
+        ax.set(xlabel="B (column)", ylabel="A (row)", title="P(a return of B > a return of A)")
+        fig.colorbar(image, ax=ax, fraction=0.046)
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def robust_table(info: dict[str, Any]) -> str:
+    """Each checkpoint's estimates across tasks (IQM, median, mean, optimality gap) with their 95% intervals."""
+    rows = _scored(info)
+    if not rows:
+        return "<p>No estimate yet.</p>"
+    keys = [k for k in ("iqm", "median", "mean", "optimality_gap") if k in rows[0][1]]
+    head = "<tr><th>checkpoint</th>" + "".join(f"<th>{k.replace('_', ' ')} [95% CI]</th>" for k in keys) + "</tr>"
+    body = []
+    for label, sc in rows:
+        cells = "".join(f"<td>{_num(sc[k])}{_band(sc.get(f'{k}_ci95'))}</td>" for k in keys)
+        body.append(f"<tr><td>{html.escape(label)}</td>{cells}</tr>")
+    note = rows[0][1].get("note")
+    caption = f"<p>Scores: {html.escape(rows[0][1]['score'])}" + (f" ({html.escape(note)})" if note else "") + ".</p>"
+    return f"{caption}<table>{head}{''.join(body)}</table>"
+
+
+def _band(ci: list[float] | None) -> str:
+    return f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
+
+
 def write_html(folder: Path, info: dict[str, Any]) -> Path:
     """Writes ``report.html`` (and its curve PNGs) into the sweep folder; returns its path."""
     folder = Path(folder)
@@ -63,6 +193,13 @@ def write_html(folder: Path, info: dict[str, Any]) -> Path:
             f"{_num(info['overall']['avg_sum_reward'])}, success {_num(info['overall']['pc_success'])}%.</p>",
             "<h2>Return against training step</h2>", "".join(figures) or "<p>No episode yet.</p>",
             "<h2>Success rate and mean return</h2>", success_table(info)]
+    if _scored(info):
+        robust = [plot_aggregates(info, files / "aggregates.png"), plot_profiles(info, files / "profiles.png")]
+        if info.get("comparisons"):
+            robust.append(plot_improvement(info, files / "improvement.png"))
+        body += ["<h2>Across tasks: IQM, median, mean (95% stratified bootstrap intervals)</h2>", robust_table(info),
+                 "".join(f'<figure><img width=540 src="report_files/{p.name}" alt="{p.stem}"></figure>'
+                         for p in robust)]
     if info["failures"]:
         body.append("<h2>Failures</h2><ul>" + "".join(f"<li class=failed><b>{html.escape(c)}</b>: {html.escape(e)}"
                                                        "</li>" for c, e in info["failures"].items()) + "</ul>")
@@ -81,7 +218,8 @@ def _num(value: Any) -> str:
 
 
 def success_table(info: dict[str, Any]) -> str:
-    """The success rate and mean return (with its 95% CI half-width) of each checkpoint x task, as an HTML table."""
+    """The success rate, mean return (with its 95% CI half-width) and IQM (with its 95% bootstrap interval) of
+    each checkpoint x task, as an HTML table."""
     tasks = [t["task"] for t in info["per_task"]]
     head = "<tr><th>run</th><th>checkpoint</th><th>step</th>" + "".join(
         f"<th>{html.escape(t)}<br>success % / return</th>" for t in tasks) + "</tr>"
@@ -92,8 +230,10 @@ def success_table(info: dict[str, Any]) -> str:
             c = entry["per_task"].get(task, {})
             ci = c.get("ci95_sum_reward")
             band = f" &plusmn; {(ci[1] - ci[0]) / 2:.2f}" if ci else ""
+            iqm = f"<br>IQM {_num(c['iqm_sum_reward'])}{_band(c.get('iqm_sum_reward_ci95'))}" \
+                if c.get("iqm_sum_reward") is not None else ""
             cells.append(f"<td class={c.get('status', 'pending')}>{_num(c.get('pc_success'))} / "
-                         f"{_num(c.get('avg_sum_reward'))}{band} (n={c.get('n_episodes', 0)})</td>")
+                         f"{_num(c.get('avg_sum_reward'))}{band} (n={c.get('n_episodes', 0)}){iqm}</td>")
         rows.append(f"<tr><td>{html.escape(str(entry['run']))}</td><td>{html.escape(Path(entry['checkpoint']).name)}"
                     f"</td><td>{_num(entry['step'])}</td>{''.join(cells)}</tr>")
     return f"<table>{head}{''.join(rows)}</table>"

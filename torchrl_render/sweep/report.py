@@ -18,12 +18,17 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..metrics import aggregate
+from ..metrics.robust import DEFAULT_REPS, Draws, keyed_seed, level_estimates, pair_estimates, pooled_estimates
 from .html import write_html
 from .notebook import write_notebook
 from .store import read_manifest, read_records, write_json_atomic
@@ -32,13 +37,41 @@ __all__ = ["curves", "derive", "write_derived"]
 
 EVAL_INFO = "eval_info.json"
 _KEYS = ("avg_sum_reward", "avg_max_reward", "pc_success", "n_episodes", "eval_s", "eval_ep_s", "std_sum_reward",
-         "ci95_sum_reward", "avg_length")
+         "ci95_sum_reward", "avg_length", "iqm_sum_reward", "iqm_sum_reward_ci95", "median_sum_reward",
+         "median_sum_reward_ci95")
 _VIDEO_SUFFIXES = (".mp4", ".gif", ".webm", ".html")
 
 
-def _agg(metrics: list[dict[str, Any]], videos: list[str]) -> dict[str, Any]:
-    full = aggregate(metrics, eval_s=sum(float(m.get("wall_s") or 0.0) for m in metrics))
+@dataclass
+class _Stats:
+    """How the sweep's bootstrap runs: resamples, the seed (the cells' ``--seed``), the per-task baselines."""
+
+    reps: int = DEFAULT_REPS
+    seed: int = 0
+    baselines: dict[str, dict[str, float]] | None = None
+
+    @classmethod
+    def of(cls, manifest: dict[str, Any]) -> _Stats:
+        base = (manifest.get("config") or {}).get("base") or {}
+        return cls(int(base.get("bootstrap_reps", DEFAULT_REPS)), int(base.get("seed") or 0), manifest.get("baselines"))
+
+    def draws(self, cell: str, metrics: list[dict[str, Any]]) -> Draws:
+        """The cell's resamples, seeded with the sweep's seed and the cell's id."""
+        returns = _returns(metrics)
+        return Draws(returns, self.reps if len(returns) > 1 else 0, np.random.default_rng(keyed_seed(self.seed, cell)))
+
+
+def _agg(metrics: list[dict[str, Any]], videos: list[str], draws: Draws | None = None) -> dict[str, Any]:
+    """The aggregates of ``metrics``: with the cell's ``draws``, the IQM's and the median's intervals; without (a
+    level across tasks, whose intervals are in ``scores``), the IQM and median of the pooled returns alone."""
+    full = aggregate(metrics, eval_s=sum(float(m.get("wall_s") or 0.0) for m in metrics), reps=0, draws=draws)
     return {**{k: full[k] for k in _KEYS}, "video_paths": list(videos)}
+
+
+def _returns(metrics: list[dict[str, Any]]) -> list[float]:
+    """The finite returns (a NaN return is left out of every estimate, as of the means)."""
+    return [float(m["sum_reward"]) for m in metrics
+            if m.get("sum_reward") is not None and math.isfinite(float(m["sum_reward"]))]
 
 
 def curves(records: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
@@ -86,14 +119,29 @@ def derive(folder: Path) -> dict[str, Any]:
     status = {c["id"]: "done" if len(episodes[c["id"]]) >= c["num_trajs"] else
               "failed" if c["id"] in errors else "pending" for c in cells}
     by = _grouped(cells, episodes, videos)
+    stats = _Stats.of(manifest)
+    groups = manifest.get("groups", {})
+    draws = {c["id"]: stats.draws(c["id"], [r["metrics"] for r in episodes[c["id"]]]) for c in cells}
+    by_task: dict[str, list[tuple[str, Draws]]] = defaultdict(list)
+    for c in cells:
+        by_task[c["task"]].append((c["task"], draws[c["id"]]))
+    everything = [(t, _point(d)) for pairs in by_task.values() for t, d in pairs]
+    overall_scores = _pooled_note(level_estimates(everything, stats.baselines))
     info = {
         "per_task": [{"task_group": group, "task_id": i, "task": task,
                       "task_spec": (manifest.get("tasks") or {}).get(task, task),
-                      "metrics": {**_agg(*by["task"][task]), **_lists(by["task"][task][0])}}
-                     for group, tasks in manifest.get("groups", {}).items() for i, task in enumerate(tasks)],
-        "per_group": {group: _agg(*by["group"][group]) for group in manifest.get("groups", {})},
-        "overall": _agg(*by["all"][None]),
-        "per_checkpoint": _per_checkpoint(cells, episodes, videos, status, errors),
+                      "metrics": {**_agg(*by["task"][task]), **pooled_estimates([_point(d) for _, d in by_task[task]]),
+                                  **_lists(by["task"][task][0])}}
+                     for group, tasks in groups.items() for i, task in enumerate(tasks)],
+        "per_group": {group: {**_agg(*by["group"][group]),
+                              "scores": overall_scores if set(tasks) >= set(by_task) else
+                              _pooled_note(level_estimates([(t, _point(d)) for t in tasks for _, d in by_task[t]],
+                                                           stats.baselines))}
+                      for group, tasks in groups.items()},
+        "overall": {**_agg(*by["all"][None]), "scores": overall_scores},
+        "per_checkpoint": (per_checkpoint := _per_checkpoint(cells, episodes, videos, status, errors, draws, stats,
+                                                             groups)),
+        "comparisons": _comparisons(per_checkpoint, cells, draws),
         "curves": curves(records),
         "progress": {"cells": len(cells), **{s: list(status.values()).count(s) for s in ("done", "failed", "pending")},
                      "episodes": sum(len(v) for v in episodes.values()),
@@ -122,22 +170,71 @@ def _lists(metrics: list[dict[str, Any]]) -> dict[str, list[Any]]:
             "successes": [m["success"] for m in metrics]}
 
 
+def _point(draws: Draws) -> Draws:
+    """The cell's returns without resamples: the sweep-wide levels pool checkpoints, and a bootstrap interval of
+    a mixture of checkpoints answers no question (each checkpoint's levels have theirs)."""
+    return Draws(draws.values, 0, np.random.default_rng(0))
+
+
+def _pooled_note(scores: dict[str, Any]) -> dict[str, Any]:
+    note = "pooled over every checkpoint: point estimates only (per_checkpoint has each checkpoint's intervals)"
+    return {**scores, "note": f"{scores['note']}; {note}" if scores.get("note") else note}
+
+
+def _comparisons(per_checkpoint: list[dict[str, Any]], cells: list[dict[str, Any]],
+                 draws: dict[str, Draws]) -> list[dict[str, Any]]:
+    """One entry per ordered pair of checkpoints: P(a return of B > a return of A), over their shared tasks.
+
+    Each unordered pair is computed once; ``(B, A)`` is ``1 -`` ``(A, B)`` on the same resamples.
+    """
+    by_ckpt: dict[str, dict[str, Draws]] = defaultdict(dict)
+    for cell in cells:
+        by_ckpt[cell["ckpt"]][cell["task"]] = draws[cell["id"]]
+    entries = {e["checkpoint"]: e for e in per_checkpoint}
+    names = list(entries)
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            est = pair_estimates(by_ckpt[a], by_ckpt[b])
+            if est is None:
+                continue
+            ci = est["probability_of_improvement_ci95"]
+            for x, y, p, band in ((a, b, est["probability_of_improvement"], ci),
+                                  (b, a, 1.0 - est["probability_of_improvement"],
+                                   [1.0 - ci[1], 1.0 - ci[0]] if ci else None)):
+                out.append({"checkpoint_a": x, "checkpoint_b": y,
+                            "checkpoint_a_sha256": entries[x]["checkpoint_sha256"],
+                            "checkpoint_b_sha256": entries[y]["checkpoint_sha256"], "run_a": entries[x]["run"],
+                            "run_b": entries[y]["run"], "step_a": entries[x]["step"], "step_b": entries[y]["step"],
+                            "tasks": est["tasks"], "probability_of_improvement": p,
+                            "probability_of_improvement_ci95": band})
+    out.sort(key=lambda e: (names.index(e["checkpoint_a"]), names.index(e["checkpoint_b"])))
+    return out
+
+
 def _per_checkpoint(cells: list[dict[str, Any]], episodes: dict[str, list[dict[str, Any]]],
-                    videos: dict[str, list[str]], status: dict[str, str], errors: dict[str, str]) -> list[dict]:
+                    videos: dict[str, list[str]], status: dict[str, str], errors: dict[str, str],
+                    draws: dict[str, Draws], stats: _Stats, groups: dict[str, list[str]]) -> list[dict]:
     out: dict[str, dict[str, Any]] = {}
     for cell in cells:
         entry = out.setdefault(cell["ckpt"], {"run": cell["run"], "checkpoint": cell["ckpt"],
                                               "checkpoint_sha256": cell["sha256"], "step": cell["step"],
-                                              "per_task": {}, "_all": ([], [])})
+                                              "per_task": {}, "_all": ([], []), "_draws": []})
         metrics = [r["metrics"] for r in episodes[cell["id"]]]
-        entry["per_task"][cell["task"]] = {**_agg(metrics, videos[cell["id"]]), "cell": cell["id"],
+        entry["per_task"][cell["task"]] = {**_agg(metrics, videos[cell["id"]], draws[cell["id"]]), "cell": cell["id"],
                                            "status": status[cell["id"]], "n_expected": cell["num_trajs"],
                                            "error": errors.get(cell["id"]) if status[cell["id"]] == "failed" else None,
-                                           "episodes": [r["episode_ix"] for r in episodes[cell["id"]]]}
+                                           "episodes": [r["episode_ix"] for r in episodes[cell["id"]]],
+                                           "sum_rewards": [m["sum_reward"] for m in metrics]}
         entry["_all"][0].extend(metrics)
         entry["_all"][1].extend(videos[cell["id"]])
+        entry["_draws"].append((cell["task"], draws[cell["id"]]))
     for entry in out.values():
-        entry["overall"] = _agg(*entry.pop("_all"))
+        mine = entry.pop("_draws")
+        entry["overall"] = {**_agg(*entry.pop("_all")), "scores": level_estimates(mine, stats.baselines)}
+        entry["per_group"] = {group: {"scores": entry["overall"]["scores"] if set(tasks) >= {t for t, _ in mine} else
+                                      level_estimates([p for p in mine if p[0] in tasks], stats.baselines)}
+                              for group, tasks in groups.items()}
     return list(out.values())
 
 

@@ -5,7 +5,8 @@ One JSON object, written when the run ends (atomically, like every artifact)::
     {"per_episode": [{"episode_ix", "seed", "sum_reward", "max_reward", "length", "success",
                       "terminated", "truncated", "wall_s", "num_frames", ...}, ...],
      "aggregated": {"avg_sum_reward", "avg_max_reward", "pc_success", "n_episodes", "eval_s",
-                    "eval_ep_s", "std_sum_reward", "ci95_sum_reward", "ci95_success", ...},
+                    "eval_ep_s", "std_sum_reward", "ci95_sum_reward", "ci95_success",
+                    "iqm_sum_reward", "iqm_sum_reward_ci95", "median_sum_reward", "median_sum_reward_ci95", ...},
      "overall": <the same as aggregated, lerobot-eval's top-level name>}
 
 Nothing is rendered and no step is stored: the leanest output, for evaluations of thousands of
@@ -32,6 +33,7 @@ from typing import Any
 
 from ..data import FrameBundle
 from ..metrics import aggregate, json_ready
+from ..metrics.robust import DEFAULT_REPS
 from .base import Writer
 
 __all__ = ["JsonWriter"]
@@ -42,14 +44,22 @@ class JsonWriter(Writer):
 
     Args:
         path: Target file; written under a temporary name and renamed on close.
+        bootstrap_reps: Resamples of the IQM's and the median's bootstrap intervals (0: none).
+        seed: Their generator's seed (default: the first episode's seed).
     """
 
     format = "json"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, bootstrap_reps: int = DEFAULT_REPS, seed: int | None = None) -> None:
         super().__init__(path)
         self._episodes: list[dict[str, Any]] = []
         self._t0 = time.perf_counter()
+        self.bootstrap_reps, self.seed = bootstrap_reps, seed
+
+    @classmethod
+    def from_config(cls, path: Path, cfg: Any) -> JsonWriter:
+        """Reads ``bootstrap_reps`` and ``seed``."""
+        return cls(path, bootstrap_reps=getattr(cfg, "bootstrap_reps", DEFAULT_REPS), seed=getattr(cfg, "seed", None))
 
     def write(self, bundle: FrameBundle) -> None:
         """A data format: frames are not written."""
@@ -58,7 +68,7 @@ class JsonWriter(Writer):
         self._episodes.append(dict(metrics))
 
     def _finish(self) -> dict[str, Any]:
-        agg = aggregate(self._episodes, time.perf_counter() - self._t0)
+        agg = aggregate(self._episodes, time.perf_counter() - self._t0, reps=self.bootstrap_reps, seed=self.seed)
         data = {"per_episode": self._episodes, "aggregated": agg, "overall": agg}
         text = json.dumps(json_ready(data), indent=2, allow_nan=False, default=str)
         with open(self.tmp, "w", encoding="utf-8") as fh:

@@ -8,7 +8,10 @@ deviation (ddof=0), as ``numpy.std``, SB3's ``evaluate_policy`` and imitation re
 ``ci95_sum_reward`` is the Student-t 95% interval of the mean, which uses the sample standard
 deviation (ddof=1), as that interval requires, and the exact quantile ``t(0.975, n-1)`` at every
 ``n`` (scipy's); ``ci95_success`` is the 95% Wilson score interval of ``pc_success`` (in
-percent). An episode cut by ``max_steps`` is ``truncated``. ``n_traj`` is imitation's name for
+percent). ``iqm_sum_reward`` is the interquartile mean of the returns (the 25%-trimmed mean);
+``iqm_sum_reward_ci95`` and ``median_sum_reward_ci95`` are their 95% percentile bootstrap intervals over
+the episodes (:mod:`torchrl_render.metrics.robust`, rliable's definitions), seeded with the run's seed
+(its first episode's) unless told. An episode cut by ``max_steps`` is ``truncated``. ``n_traj`` is imitation's name for
 ``n_episodes``.
 
 ``success`` is read from a ``success`` or ``is_success`` entry of the step
@@ -37,6 +40,10 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import numpy as np
+
+from .robust import DEFAULT_REPS, Draws, cell_estimates
 
 __all__ = ["SUCCESS_RULES", "EpisodeMetrics", "aggregate", "json_ready", "nonfinite_note", "read_success",
            "step_success", "t_quantile", "wilson_interval"]
@@ -109,10 +116,19 @@ def _finite_only(values: list[float | None]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v)]
 
 
-def aggregate(episodes: list[dict[str, Any]], eval_s: float) -> dict[str, Any]:
-    """Aggregates per-episode dicts (see module docstring for the names)."""
+def aggregate(episodes: list[dict[str, Any]], eval_s: float, *, reps: int = DEFAULT_REPS,
+              seed: int | None = None, draws: Draws | None = None) -> dict[str, Any]:
+    """Aggregates per-episode dicts (see module docstring for the names).
+
+    ``reps``: bootstrap resamples of the IQM's and the median's intervals (0: no interval); ``seed``: their
+    generator's seed (default: the smallest episode seed, which is the run's ``--seed``, else 0);
+    ``draws``: resamples of the finite returns drawn already (a sweep's cell), used instead.
+    """
     n = len(episodes)
     returns = _finite_only([_number(e["sum_reward"]) for e in episodes])
+    if seed is None:
+        seeds = [e["seed"] for e in episodes if isinstance(e.get("seed"), int)]
+        seed = min(seeds) if seeds else 0
     lengths = [int(e["length"]) for e in episodes]
     maxes = _finite_only([_number(e["max_reward"]) for e in episodes])
     successes = [bool(e["success"]) for e in episodes if e["success"] is not None]
@@ -120,7 +136,8 @@ def aggregate(episodes: list[dict[str, Any]], eval_s: float) -> dict[str, Any]:
            "avg_max_reward": statistics.fmean(maxes) if maxes else None,
            "pc_success": 100.0 * sum(successes) / len(successes) if successes else None,
            "avg_length": statistics.fmean(lengths) if n else None,
-           "eval_s": eval_s, "eval_ep_s": eval_s / n if n else None}
+           "eval_s": eval_s, "eval_ep_s": eval_s / n if n else None,
+           **cell_estimates(draws if draws is not None else returns, reps, np.random.default_rng(seed))}
     if len(returns) < n:
         out["nonfinite_sum_reward"] = [e["episode_ix"] for e in episodes
                                        if not _finite_only([_number(e["sum_reward"])])]

@@ -1,0 +1,174 @@
+"""``python -m torchrl_render compare A/eval_info.json B/eval_info.json``: is B better than A?
+
+Two separate evaluations (single runs or sweeps, each one checkpoint) are compared on the tasks they
+share: the probability of improvement ``P(a return of B > a return of A) + 0.5 P(equal)`` averaged over
+the tasks, each side's IQM and the IQM difference ``B - A``, each with its 95% bootstrap interval (both
+sides resampled independently within each task; :mod:`torchrl_render.metrics.robust`). With
+``--score-baselines`` the IQMs are on normalised scores. A single run's ``eval_info.json`` holds one task
+(it does not name it): it matches the other side's only task.
+
+Example::
+
+    python -m torchrl_render compare runs/a/eval_info.json runs/b/eval_info.json --seed 0
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import load_mapping
+from ..errors import ConfigError, RenderError
+from ..metrics.robust import (
+    DEFAULT_REPS,
+    Draws,
+    JoinedDraws,
+    check_baselines,
+    interval95,
+    iqm,
+    keyed_seed,
+    normalise,
+    pair_estimates,
+)
+from . import PROG, Parser
+
+__all__ = ["compare", "main", "read_evaluation"]
+
+_ONE_TASK = "(the run's env)"
+
+
+def read_evaluation(path: Path, checkpoint: str | None = None) -> tuple[str, dict[str, list[float]]]:
+    """``(label, {task: finite returns})`` of one evaluation: a single run's ``eval_info.json`` or a sweep's
+    (one checkpoint: the only one, or the one named by ``checkpoint``, its path, file name or sha256 prefix)."""
+    fix = "pass the eval_info.json of a run (--format json) or of a sweep (its --out folder)"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{str(path)!r} does not exist", expected="an eval_info.json file", got=str(path),
+                          fix=fix) from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{str(path)!r} is not a JSON file ({exc})", expected="an eval_info.json file",
+                          got=str(path), fix=fix) from None
+    if isinstance(data, dict) and isinstance(data.get("per_episode"), list):
+        return str(path), {_ONE_TASK: _finite([e.get("sum_reward") for e in data["per_episode"]])}
+    if isinstance(data, dict) and isinstance(data.get("per_checkpoint"), list) and data["per_checkpoint"]:
+        entries = data["per_checkpoint"]
+        names = [e["checkpoint"] for e in entries]
+        if checkpoint is not None:
+            entries = [e for e in entries if checkpoint in (e["checkpoint"], Path(e["checkpoint"]).name)
+                       or str(e.get("checkpoint_sha256", "")).startswith(checkpoint)]
+        if len(entries) != 1:
+            raise ConfigError(f"{str(path)!r} is a sweep of {len(names)} checkpoints"
+                              + (f"; {checkpoint!r} names {len(entries)} of them" if checkpoint else ""),
+                              expected="one checkpoint", got=", ".join(names),
+                              fix="name one with --checkpoint-a / --checkpoint-b (path, file name or sha256 prefix); "
+                                  "the sweep's own eval_info.json has every pair under 'comparisons'")
+        entry = entries[0]
+        missing = [t for t, c in entry["per_task"].items() if "sum_rewards" not in c]
+        if missing:
+            raise ConfigError(f"{str(path)!r} has no per-episode returns for {', '.join(missing)}",
+                              expected="per_checkpoint[].per_task[].sum_rewards", got="a sweep report without them",
+                              fix="rewrite the report with this version (python -m torchrl_render sweep --resume "
+                                  "on its folder)")
+        label = f"{entry['checkpoint']} (sha256 {str(entry.get('checkpoint_sha256', ''))[:12]})"
+        return label, {t: _finite(c["sum_rewards"]) for t, c in entry["per_task"].items()}
+    raise ConfigError(f"{str(path)!r} is not an eval_info.json", expected="a run's (per_episode) or a sweep's "
+                      "(per_checkpoint) eval_info.json", got="other JSON", fix=fix)
+
+
+def _finite(values: list[Any]) -> list[float]:
+    return [float(v) for v in values if v is not None and np.isfinite(float(v))]
+
+
+def _match(a: dict[str, list[float]], b: dict[str, list[float]]) -> tuple[dict, dict]:
+    """Renames a single run's one task to the other side's only task."""
+    if _ONE_TASK in a and len(b) == 1:
+        a = {next(iter(b)): a[_ONE_TASK]}
+    elif _ONE_TASK in b and len(a) == 1:
+        b = {next(iter(a)): b[_ONE_TASK]}
+    return a, b
+
+
+def compare(a: dict[str, list[float]], b: dict[str, list[float]], *, reps: int = DEFAULT_REPS, seed: int = 0,
+            baselines: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    """The comparison of two evaluations' returns by task (see the module docstring)."""
+    a, b = _match(a, b)
+    shared = [t for t in a if t in b and a[t] and b[t]]
+    if not shared:
+        raise ConfigError("the two evaluations share no task with returns", expected="the same task names",
+                          got=f"A: {', '.join(a) or 'none'}; B: {', '.join(b) or 'none'}",
+                          fix="compare evaluations of the same tasks (a single run matches a one-task sweep)")
+    if baselines is not None:
+        if shared == [_ONE_TASK] and len(baselines) == 1:  # two single runs: the file's one entry is their task
+            baselines = {_ONE_TASK: next(iter(baselines.values()))}
+        baselines = check_baselines(baselines, shared, "--score-baselines")
+    normalised = baselines is not None and all(t in baselines for t in shared)
+    draws = [{t: Draws(side[t], reps, np.random.default_rng(keyed_seed(seed, f"{name}:{t}"))) for t in shared}
+             for name, side in (("a", a), ("b", b))]
+    pair = pair_estimates(*draws)
+    scores = [[normalise(d[t].values, baselines[t] if normalised else None) for t in shared] for d in draws]
+    iqms = [iqm(np.concatenate(s)) for s in scores]
+    out: dict[str, Any] = {"tasks": shared, "score": "normalised" if normalised else "raw",
+                           "n_episodes": [sum(d[t].n for t in shared) for d in draws], "bootstrap_reps": reps,
+                           "seed": seed, "probability_of_improvement": pair["probability_of_improvement"],
+                           "probability_of_improvement_ci95": pair["probability_of_improvement_ci95"],
+                           "iqm_a": iqms[0], "iqm_b": iqms[1], "iqm_difference": iqms[1] - iqms[0],
+                           "iqm_a_ci95": None, "iqm_b_ci95": None, "iqm_difference_ci95": None}
+    if reps > 0 and min(out["n_episodes"]) > 1:
+        samples = [JoinedDraws([d[t] for t in shared], s, reps).trimmed() for d, s in zip(draws, scores)]
+        out.update({"iqm_a_ci95": interval95(samples[0]), "iqm_b_ci95": interval95(samples[1]),
+                    "iqm_difference_ci95": interval95(samples[1] - samples[0])})
+    return out
+
+
+def _text(result: dict[str, Any], label_a: str, label_b: str) -> str:
+    def band(ci: list[float] | None) -> str:
+        return f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci else ""
+
+    unit = "normalised score" if result["score"] == "normalised" else "return"
+    p = result["probability_of_improvement"]
+    return "\n".join([
+        f"A: {label_a}", f"B: {label_b}",
+        f"tasks: {', '.join(result['tasks'])} ({result['n_episodes'][0]} and {result['n_episodes'][1]} episodes; "
+        f"95% intervals: {result['bootstrap_reps']} bootstrap resamples, seed {result['seed']})",
+        f"P(B > A) = {p:.4f}{band(result['probability_of_improvement_ci95'])}",
+        f"IQM {unit}: A {result['iqm_a']:.4g}{band(result['iqm_a_ci95'])}, B {result['iqm_b']:.4g}"
+        f"{band(result['iqm_b_ci95'])}",
+        f"IQM difference B - A = {result['iqm_difference']:.4g}{band(result['iqm_difference_ci95'])}",
+    ])
+
+
+def main(argv: list[str]) -> int:
+    """``compare A B``: prints the comparison (``--json``: as JSON); returns the exit code."""
+    parser = Parser(prog=f"{PROG} compare", description="Compare two evaluations: the probability that B's return "
+                    "beats A's, and the IQM difference, with bootstrap intervals.")
+    parser.add_argument("a", help="A's eval_info.json (a run's or a one-checkpoint sweep's).")
+    parser.add_argument("b", help="B's eval_info.json.")
+    parser.add_argument("--checkpoint-a", metavar="NAME", help="A sweep's checkpoint (path, file name or sha256 "
+                        "prefix) when it has several.")
+    parser.add_argument("--checkpoint-b", metavar="NAME", help="The same for B.")
+    parser.add_argument("--score-baselines", metavar="FILE", help="JSON/YAML {task: {random: R, reference: S}}: IQMs "
+                        "on normalised scores.")
+    parser.add_argument("--bootstrap-reps", type=int, default=DEFAULT_REPS, help="Bootstrap resamples (default: "
+                        "%(default)s; 0: no intervals).")
+    parser.add_argument("--seed", type=int, default=0, help="The bootstrap's seed (default: %(default)s).")
+    parser.add_argument("--json", action="store_true", help="Print the result as JSON.")
+    args = parser.parse_args(argv)
+    try:
+        if args.bootstrap_reps < 0:
+            raise ConfigError("--bootstrap-reps must not be negative", expected="0 or more", got=args.bootstrap_reps,
+                              fix="pass e.g. --bootstrap-reps 2000")
+        label_a, a = read_evaluation(Path(args.a), args.checkpoint_a)
+        label_b, b = read_evaluation(Path(args.b), args.checkpoint_b)
+        baselines = load_mapping(args.score_baselines) if args.score_baselines else None
+        result = compare(a, b, reps=args.bootstrap_reps, seed=args.seed, baselines=baselines)
+    except RenderError as exc:
+        print(f"{PROG} compare: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    print(json.dumps({"a": label_a, "b": label_b, **result}, indent=2) if args.json else _text(result, label_a,
+                                                                                                  label_b))
+    return 0

@@ -1,0 +1,331 @@
+"""Aggregates that hold up with few runs: IQM, bootstrap intervals, performance profiles, probability of improvement.
+
+The definitions are rliable's (Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical
+Precipice", NeurIPS 2021; github.com/google-research/rliable, ``rliable/metrics.py`` and ``library.py``),
+with an episode in the place of rliable's run:
+
+- **IQM** (:func:`iqm`): the 25%-trimmed mean, ``scipy.stats.trim_mean(x, 0.25)``: sort the ``n`` scores,
+  drop ``int(0.25 n)`` from each end, average the rest. Over several tasks, the trimmed mean of all
+  their scores together (rliable's ``aggregate_iqm``, ``axis=None``).
+- **Median**: of one cell's returns, the median; over several tasks, the median of the per-task mean
+  scores (rliable's ``aggregate_median``). **Mean** over tasks: the mean of the per-task means.
+- **Optimality gap** (with normalised scores): ``gamma - mean(min(score, gamma))``, ``gamma`` = 1 (the
+  reference return; rliable's ``aggregate_optimality_gap``).
+- **Performance profile** (:func:`profile`): the fraction of all scores strictly above each threshold tau
+  (rliable's score distribution, ``np.mean(scores > tau)``).
+- **Probability of improvement** (:func:`probability_of_improvement`): the mean over the shared tasks of
+  ``P(Y > X) + 0.5 P(Y = X)`` for a score ``X`` of the first and ``Y`` of the second (the Mann-Whitney U
+  statistic over ``n m``, rliable's ``probability_of_improvement`` with the arguments in that order).
+- **Intervals**: 95% percentile bootstrap intervals (rliable's default method): ``reps`` resamples of the
+  episodes *within each task* (the stratified bootstrap); the probability of improvement resamples both
+  sides independently within each task (rliable's ``StratifiedIndependentBootstrap``).
+
+How it is computed: each cell (one checkpoint on one task) draws its ``reps`` resamples once
+(:class:`Draws`), as counts (how often each of its episodes, in return order, is drawn), from a generator
+seeded with the run's seed and the cell's name (:func:`keyed_seed`). Every estimate at every level uses
+those same resamples: a level across tasks joins its cells' resamples (so it is resampled within each
+task, the stratified bootstrap), and a pair of checkpoints uses both sides' own (independent) resamples.
+No resample is materialised or sorted: each statistic is a weighted sum over sorted scores, so the cost
+is a few passes over ``reps x episodes`` numbers, and the memory ``4 reps x episodes`` bytes.
+
+Example:
+    >>> x = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 100.0]
+    >>> iqm(x), round(float(np.mean(x)), 3)
+    (3.5, 15.125)
+    >>> probability_of_improvement([[0.0, 1.0]], [[1.0, 2.0]])
+    0.875
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, did_you_mean
+
+__all__ = ["DEFAULT_REPS", "TAUS", "Draws", "JoinedDraws", "cell_estimates", "check_baselines", "interval95", "iqm",
+           "keyed_seed", "level_estimates", "normalise", "pair_estimates", "pooled_estimates",
+           "probability_of_improvement", "profile"]
+
+#: Bootstrap resamples unless told (rliable's papers use 50,000 for the figures they publish).
+DEFAULT_REPS = 2000
+#: The thresholds of a performance profile on normalised scores (0 = random, 1 = the reference return).
+TAUS = np.linspace(0.0, 2.0, 41)
+_BLOCK = 4_000_000  # random numbers drawn at once (32 MB)
+
+
+def iqm(scores: Sequence[float] | np.ndarray) -> float:
+    """The interquartile mean: the mean of the scores left once ``int(0.25 n)`` are cut at each end."""
+    x = np.sort(np.asarray(scores, dtype=float).ravel())
+    cut = int(0.25 * x.size)
+    return float(np.mean(x[cut:x.size - cut]))
+
+
+def profile(scores: Sequence[float] | np.ndarray, taus: Sequence[float] | np.ndarray = TAUS) -> np.ndarray:
+    """The fraction of the scores strictly above each threshold."""
+    x = np.sort(np.asarray(scores, dtype=float).ravel())
+    return 1.0 - np.searchsorted(x, np.asarray(taus, dtype=float), side="right") / x.size
+
+
+def probability_of_improvement(x_tasks: Sequence[Sequence[float]], y_tasks: Sequence[Sequence[float]]) -> float:
+    """The mean over tasks of ``P(Y > X) + 0.5 P(Y = X)`` (``x_tasks[t]``, ``y_tasks[t]``: task t's scores)."""
+    values = []
+    for x, y in zip(x_tasks, y_tasks):
+        x, y = np.sort(np.asarray(x, dtype=float)), np.asarray(y, dtype=float)
+        below = np.searchsorted(x, y, side="left")
+        equal = np.searchsorted(x, y, side="right") - below
+        values.append(float(np.sum(below + 0.5 * equal)) / (x.size * y.size))
+    return float(np.mean(values))
+
+
+def keyed_seed(seed: int | None, key: str) -> int:
+    """A seed for the resamples of ``key`` (a cell) drawn from the run's ``seed``, so that each number depends
+    on its own episodes and the seed only, not on which others were computed before it."""
+    return int(np.random.SeedSequence([int(seed or 0) & 0xFFFFFFFF, zlib.crc32(key.encode())]).generate_state(1)[0])
+
+
+def normalise(scores: np.ndarray, baseline: dict[str, float] | None) -> np.ndarray:
+    """``(score - random) / (reference - random)``; the scores as they are without a baseline."""
+    if baseline is None:
+        return scores
+    return (scores - baseline["random"]) / (baseline["reference"] - baseline["random"])
+
+
+def check_baselines(data: Any, tasks: Mapping[str, str] | Sequence[str], source: str) -> dict[str, dict[str, float]]:
+    """Per-task baselines ``{task: {"random": R, "reference": S}}``, checked: known tasks (by name, or by env spec
+    when ``tasks`` maps names to specs), finite numbers, ``S > R`` (a higher return is better). ``source``
+    names the file in the errors."""
+    specs = dict(tasks) if isinstance(tasks, Mapping) else {t: t for t in tasks}
+    spec_to_name = {spec: name for name, spec in specs.items()}
+    fix = f"write {source} as {{TASK: {{random: R, reference: S}}}} for the tasks {', '.join(specs)}"
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"score baselines in {source} must be a mapping of tasks", expected="{TASK: {random: R, "
+                          "reference: S}}", got=type(data).__name__, fix=fix)
+    out: dict[str, dict[str, float]] = {}
+    for key, entry in data.items():
+        task = key if key in specs else spec_to_name.get(key)
+        if task is None:
+            raise ConfigError(f"score baselines in {source} name an unknown task {key!r}."
+                              f"{did_you_mean(str(key), sorted(specs))}",
+                              expected=f"one of the tasks: {', '.join(specs)}", got=str(key), fix=fix)
+        if not isinstance(entry, Mapping) or not {"random", "reference"} <= set(entry):
+            raise ConfigError(f"the score baseline of task {key!r} needs a 'random' and a 'reference' return",
+                              expected="{random: R, reference: S}", got=repr(entry), fix=fix)
+        values = {k: entry[k] for k in ("random", "reference")}
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                   for v in values.values()) or not values["reference"] > values["random"]:
+            raise ConfigError(f"the score baseline of task {key!r} must be two finite numbers, reference > random",
+                              expected="random < reference (the return of a random policy, then of a good one)",
+                              got=repr(values), fix=fix)
+        out[task] = {k: float(v) for k, v in values.items()}
+    return out
+
+
+class Draws:
+    """One cell's returns (sorted) and ``reps`` bootstrap resamples of them, as cumulative counts.
+
+    ``counts[r, i]`` is how often resample ``r`` draws the ``i``-th smallest return, ``cum[r, i]`` how many
+    of its draws are among the ``i`` smallest (what rank statistics read).
+    """
+
+    def __init__(self, returns: Sequence[float], reps: int, rng: np.random.Generator) -> None:
+        self.values = np.sort(np.asarray(returns, dtype=float))
+        n = self.n = self.values.size
+        self.reps = reps
+        self.cum = np.zeros((reps, n + 1), dtype=np.int32)
+        self.counts = np.zeros((reps, n), dtype=np.int32)
+        if n == 0 or reps == 0:
+            return
+        step = max(1, _BLOCK // n)
+        for start in range(0, reps, step):  # uniform draws with replacement are exchangeable: draw the
+            block = min(step, reps - start)  # counts of the sorted returns directly
+            drawn = rng.integers(0, n, size=(block, n)) + (np.arange(block) * n)[:, None]
+            self.counts[start:start + block] = np.bincount(drawn.ravel(), minlength=block * n).reshape(block, n)
+        np.cumsum(self.counts, axis=1, out=self.cum[:, 1:])
+
+    def sums(self, values: np.ndarray | None = None) -> np.ndarray:
+        """Each resample's sum of ``values`` (default the returns), one per sorted return."""
+        return self.counts @ (self.values if values is None else values).astype(float)
+
+
+def _trimmed(sorted_values: np.ndarray, cum: np.ndarray, cut: float = 0.25) -> np.ndarray:
+    """Each resample's trimmed mean, from its cumulative counts over ``sorted_values``."""
+    total = int(cum[0, -1])
+    k = int(cut * total)
+    window = np.clip(cum, k, total - k)
+    return np.diff(window, axis=1) @ sorted_values / (total - 2 * k)  # copies of each value inside the rank window
+
+
+def _median(sorted_values: np.ndarray, cum: np.ndarray) -> np.ndarray:
+    """Each resample's median (numpy's: the mean of the two middle order statistics when n is even)."""
+    total = int(cum[0, -1])
+    lo = np.sum(cum[:, 1:] <= (total - 1) // 2, axis=1)  # index of the order statistic (total-1)//2
+    hi = np.sum(cum[:, 1:] <= total // 2, axis=1)
+    return (sorted_values[lo] + sorted_values[hi]) / 2
+
+
+def interval95(samples: np.ndarray, axis: int = 0) -> list:
+    """The 95% percentile interval of bootstrap ``samples`` along ``axis``."""
+    low, high = np.percentile(samples, [2.5, 97.5], axis=axis)
+    return [low.tolist(), high.tolist()]
+
+
+def cell_estimates(draws: Draws | Sequence[float], reps: int = DEFAULT_REPS,
+                   rng: np.random.Generator | None = None) -> dict[str, Any]:
+    """One cell's ``iqm_sum_reward``, ``median_sum_reward`` and their bootstrap 95% intervals (``..._ci95``).
+
+    ``draws``: the cell's :class:`Draws`, or its returns (then drawn here with ``reps`` and ``rng``).
+    """
+    if not isinstance(draws, Draws):
+        draws = Draws(draws, reps if len(draws) > 1 else 0, rng if rng is not None else np.random.default_rng(0))
+    x = draws.values
+    out: dict[str, Any] = {"iqm_sum_reward": iqm(x) if x.size else None,
+                           "median_sum_reward": float(np.median(x)) if x.size else None,
+                           "iqm_sum_reward_ci95": None, "median_sum_reward_ci95": None}
+    if x.size > 1 and draws.reps > 0:
+        out["iqm_sum_reward_ci95"] = interval95(_trimmed(x, draws.cum))
+        out["median_sum_reward_ci95"] = interval95(_median(x, draws.cum))
+    return out
+
+
+class JoinedDraws:
+    """Rank statistics of the joined resamples of several cells (resampled each within itself), without joining
+    them: the ``q``-th order statistic of each resample by a bisection over the pooled sorted scores, whose
+    counts come from each cell's cumulative counts (``log2 N`` rounds, each a search per cell)."""
+
+    def __init__(self, draws: Sequence[Draws], scores: Sequence[np.ndarray], reps: int) -> None:
+        self.draws, self.scores, self.reps = list(draws), list(scores), reps
+        self.pooled = np.sort(np.concatenate(self.scores))
+        self.total = self.pooled.size
+        self.rows = np.arange(reps)
+        self._prefix: list[np.ndarray] | None = None
+
+    def _count(self, v: np.ndarray, side: str) -> np.ndarray:
+        """Per resample, its draws below ``v`` (``left``) or below or equal (``right``)."""
+        return sum(d.cum[self.rows, np.searchsorted(s, v, side=side)] for d, s in zip(self.draws, self.scores))
+
+    def order_stat(self, q: int) -> np.ndarray:
+        """Each resample's score of rank ``q`` (0-based)."""
+        lo = np.zeros(self.reps, dtype=np.int64)
+        hi = np.full(self.reps, self.total - 1, dtype=np.int64)
+        while np.any(lo < hi):
+            mid = (lo + hi) // 2
+            enough = self._count(self.pooled[mid], "right") > q
+            hi = np.where(enough, mid, hi)
+            lo = np.where(enough, lo, mid + 1)
+        return self.pooled[lo]
+
+    def smallest_sum(self, q: int) -> np.ndarray:
+        """Each resample's sum of its ``q`` smallest scores."""
+        if q == 0:
+            return np.zeros(self.reps)
+        if self._prefix is None:
+            self._prefix = [np.concatenate([np.zeros((self.reps, 1)), np.cumsum(d.counts[:self.reps] * s, axis=1)],
+                                           axis=1) for d, s in zip(self.draws, self.scores)]
+        v = self.order_stat(q - 1)
+        below = sum(p[self.rows, np.searchsorted(s, v, side="left")] for p, s in zip(self._prefix, self.scores))
+        return below + (q - self._count(v, "left")) * v
+
+    def trimmed(self, cut: float = 0.25) -> np.ndarray:
+        k = int(cut * self.total)
+        return (self.smallest_sum(self.total - k) - self.smallest_sum(k)) / (self.total - 2 * k)
+
+    def median(self) -> np.ndarray:
+        return (self.order_stat((self.total - 1) // 2) + self.order_stat(self.total // 2)) / 2
+
+
+def pooled_estimates(draws: Sequence[Draws]) -> dict[str, Any]:
+    """:func:`cell_estimates` of several cells' returns together (one task's cells of several checkpoints),
+    resampled within each cell."""
+    draws = [d for d in draws if d.n]
+    if len(draws) == 1:
+        return cell_estimates(draws[0])
+    x = np.sort(np.concatenate([d.values for d in draws])) if draws else np.zeros(0)
+    out: dict[str, Any] = {"iqm_sum_reward": iqm(x) if x.size else None,
+                           "median_sum_reward": float(np.median(x)) if x.size else None,
+                           "iqm_sum_reward_ci95": None, "median_sum_reward_ci95": None}
+    reps = min((d.reps for d in draws), default=0)
+    if x.size > 1 and reps > 0:
+        joined = JoinedDraws(draws, [d.values for d in draws], reps)
+        out["iqm_sum_reward_ci95"] = interval95(joined.trimmed())
+        out["median_sum_reward_ci95"] = interval95(joined.median())
+    return out
+
+
+def level_estimates(cells: Sequence[tuple[str, Draws]], baselines: dict[str, dict[str, float]] | None,
+                    taus: np.ndarray = TAUS) -> dict[str, Any]:
+    """The estimates across the tasks of ``cells`` (``(task, draws)`` pairs; a task may have several cells,
+    e.g. the sweep's levels that pool checkpoints), normalised when ``baselines`` covers every task.
+
+    Returns ``score`` (``normalised`` or ``raw``), ``tasks``, ``iqm``, ``median`` (of the per-task means),
+    ``mean`` (of the per-task means) and, normalised, ``optimality_gap``, each with its ``..._ci95``;
+    ``performance_profile`` (``tau``, ``fraction``, ``ci95``: a low and a high list); ``note`` when raw.
+    """
+    cells = [(t, d) for t, d in cells if d.n]
+    names = list(dict.fromkeys(t for t, _ in cells))
+    normalised = bool(baselines) and all(t in baselines for t in names)
+    out: dict[str, Any] = {"score": "normalised" if normalised else "raw", "tasks": names}
+    if not normalised:
+        missing = [t for t in names if not baselines or t not in baselines]
+        out["note"] = ("returns as they are (no --score-baselines)" if not baselines else
+                       f"returns as they are: --score-baselines has no entry for {', '.join(missing)}")
+    keys = ("iqm", "median", "mean") + (("optimality_gap",) if normalised else ())
+    if not cells:
+        return {**out, **dict.fromkeys(keys), **{f"{k}_ci95": None for k in keys}, "performance_profile": None}
+    scores = [normalise(d.values, baselines[t] if normalised else None) for t, d in cells]  # still sorted
+    flat = np.concatenate(scores)
+    by_task = {t: [i for i, (u, _) in enumerate(cells) if u == t] for t in names}
+    task_means = [np.mean(np.concatenate([scores[i] for i in ix])) for ix in by_task.values()]
+    out.update({"iqm": iqm(flat), "median": float(np.median(task_means)), "mean": float(np.mean(task_means))})
+    if normalised:
+        out["optimality_gap"] = float(1.0 - np.mean(np.minimum(flat, 1.0)))
+    taus = np.asarray(taus if normalised else np.linspace(flat.min(), flat.max(), 41), dtype=float)
+    out["performance_profile"] = {"tau": taus.tolist(), "fraction": profile(flat, taus).tolist(), "ci95": None}
+    reps = min(d.reps for _, d in cells)
+    if reps == 0 or flat.size < 2:
+        return {**out, **{f"{k}_ci95": None for k in keys}}
+    total = flat.size
+    out["iqm_ci95"] = interval95(JoinedDraws([d for _, d in cells], scores, reps).trimmed())
+    sums = [d.sums(s) for (_, d), s in zip(cells, scores)]
+    means = np.stack([sum(sums[i] for i in ix) / sum(cells[i][1].n for i in ix) for ix in by_task.values()], axis=1)
+    out["median_ci95"] = interval95(np.median(means, axis=1))
+    out["mean_ci95"] = interval95(means.mean(axis=1))
+    if normalised:
+        clipped = sum(d.sums(np.minimum(s, 1.0)) for (_, d), s in zip(cells, scores))
+        out["optimality_gap_ci95"] = interval95(1.0 - clipped / total)
+    above = sum(d.n - d.cum[:, np.searchsorted(s, taus, side="right")] for (_, d), s in zip(cells, scores))
+    out["performance_profile"]["ci95"] = interval95(above / total)
+    return out
+
+
+def pair_estimates(a: dict[str, Draws], b: dict[str, Draws]) -> dict[str, Any] | None:
+    """P(a return of B > a return of A) + 0.5 P(equal), averaged over the tasks both have, with its interval.
+
+    Both sides' own resamples (independent, each within its task) make the bootstrap; None when they share no
+    task. ``P(A > B)`` is ``1 -`` this (the two add to 1), and its interval ``1 -`` this one's, reversed.
+    """
+    shared = [t for t in a if t in b and a[t].n and b[t].n]
+    if not shared:
+        return None
+    point = probability_of_improvement([a[t].values for t in shared], [b[t].values for t in shared])
+    out = {"tasks": shared, "probability_of_improvement": point, "probability_of_improvement_ci95": None}
+    reps = min(min(a[t].reps, b[t].reps) for t in shared)
+    if reps == 0:
+        return out
+    total = np.zeros(reps)
+    for t in shared:
+        x, y = a[t], b[t]
+        below = np.searchsorted(x.values, y.values, side="left")  # per return of B: how many of A's are below it,
+        upto = np.searchsorted(x.values, y.values, side="right")  # and below or equal
+        # resample r: sum over B's draws of (A's draws below + half of those equal), over n m
+        if np.array_equal(below, upto):  # no tie between the two: one gather
+            twice = 2 * np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below], dtype=np.int64)
+        else:
+            twice = np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below] + x.cum[:reps, upto], dtype=np.int64)
+        total += twice / (2 * x.n * y.n)
+    out["probability_of_improvement_ci95"] = interval95(total / len(shared))
+    return out
