@@ -78,7 +78,7 @@ def plot_aggregates(info: dict[str, Any], path: Path) -> Path:
     plt = _pyplot()
     rows = _scored(info)
     keys = [k for k in ("iqm", "median", "mean", "optimality_gap") if rows and k in rows[0][1]]
-    fig, axes = plt.subplots(1, len(keys), figsize=(2.6 * len(keys) + 1.6, 0.42 * len(rows) + 1.4), dpi=100,
+    fig, axes = plt.subplots(1, len(keys), figsize=(2.6 * len(keys) + 1.6, 0.5 * len(rows) + 1.7), dpi=100,
                              sharey=True, squeeze=False)
     try:
         for ax, key in zip(axes[0], keys):
@@ -166,15 +166,15 @@ def robust_table(info: dict[str, Any]) -> str:
     head = "<tr><th>checkpoint</th>" + "".join(f"<th>{k.replace('_', ' ')} [95% CI]</th>" for k in keys) + "</tr>"
     body = []
     for label, sc in rows:
-        cells = "".join(f"<td>{_num(sc[k])}{_band(sc.get(f'{k}_ci95'))}</td>" for k in keys)
+        cells = "".join(f"<td>{sc[k]:.3f}{_band(sc.get(f'{k}_ci95'), 3)}</td>" for k in keys)
         body.append(f"<tr><td>{html.escape(label)}</td>{cells}</tr>")
     note = rows[0][1].get("note")
     caption = f"<p>Scores: {html.escape(rows[0][1]['score'])}" + (f" ({html.escape(note)})" if note else "") + ".</p>"
     return f"{caption}<table>{head}{''.join(body)}</table>"
 
 
-def _band(ci: list[float] | None) -> str:
-    return f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
+def _band(ci: list[float] | None, digits: int = 2) -> str:
+    return f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else ""
 
 
 def write_html(folder: Path, info: dict[str, Any]) -> Path:
@@ -198,8 +198,8 @@ def write_html(folder: Path, info: dict[str, Any]) -> Path:
         if info.get("comparisons"):
             robust.append(plot_improvement(info, files / "improvement.png"))
         body += ["<h2>Across tasks: IQM, median, mean (95% stratified bootstrap intervals)</h2>", robust_table(info),
-                 "".join(f'<figure><img width=540 src="report_files/{p.name}" alt="{p.stem}"></figure>'
-                         for p in robust)]
+                 "".join(f'<figure><img width={1100 if p.stem == "aggregates" else 540} src="report_files/{p.name}" '
+                         f'alt="{p.stem}"></figure>' for p in robust)]
     if info["failures"]:
         body.append("<h2>Failures</h2><ul>" + "".join(f"<li class=failed><b>{html.escape(c)}</b>: {html.escape(e)}"
                                                        "</li>" for c, e in info["failures"].items()) + "</ul>")
