@@ -143,7 +143,8 @@ class Draws:
         step = max(1, _BLOCK // n)
         for start in range(0, reps, step):  # uniform draws with replacement are exchangeable: draw the
             block = min(step, reps - start)  # counts of the sorted returns directly
-            drawn = rng.integers(0, n, size=(block, n)) + (np.arange(block) * n)[:, None]
+            drawn = rng.integers(0, n, size=(block, n))
+            drawn += (np.arange(block) * n)[:, None]
             self.counts[start:start + block] = np.bincount(drawn.ravel(), minlength=block * n).reshape(block, n)
         np.cumsum(self.counts, axis=1, out=self.cum[:, 1:])
 
@@ -156,8 +157,11 @@ def _trimmed(sorted_values: np.ndarray, cum: np.ndarray, cut: float = 0.25) -> n
     """Each resample's trimmed mean, from its cumulative counts over ``sorted_values``."""
     total = int(cum[0, -1])
     k = int(cut * total)
-    window = np.clip(cum, k, total - k)
-    return np.diff(window, axis=1) @ sorted_values / (total - 2 * k)  # copies of each value inside the rank window
+    # the sum of the values whose rank falls in [k, total - k): sum_i v_i (w_{i+1} - w_i), w = cum clipped to the
+    # window, summed by parts (w_0 = k and w_n = total - k)
+    window = np.clip(cum[:, 1:-1], k, total - k).astype(float)
+    kept = (total - k) * sorted_values[-1] - k * sorted_values[0] - window @ np.diff(sorted_values)
+    return kept / (total - 2 * k)
 
 
 def _median(sorted_values: np.ndarray, cum: np.ndarray) -> np.ndarray:
@@ -224,8 +228,11 @@ class JoinedDraws:
         if q == 0:
             return np.zeros(self.reps)
         if self._prefix is None:
-            self._prefix = [np.concatenate([np.zeros((self.reps, 1)), np.cumsum(d.counts[:self.reps] * s, axis=1)],
-                                           axis=1) for d, s in zip(self.draws, self.scores)]
+            self._prefix = []
+            for d, s in zip(self.draws, self.scores):  # prefix[r, i]: resample r's sum of the i smallest scores
+                prefix = np.zeros((self.reps, d.n + 1))
+                np.cumsum(np.multiply(d.counts[:self.reps], s), axis=1, out=prefix[:, 1:])
+                self._prefix.append(prefix)
         v = self.order_stat(q - 1)
         below = sum(p[self.rows, np.searchsorted(s, v, side="left")] for p, s in zip(self._prefix, self.scores))
         return below + (q - self._count(v, "left")) * v
