@@ -179,3 +179,13 @@ def test_bootstrap_reps_is_a_checked_config_field():
         RenderConfig(policy="m:p", env="E", bootstrap_reps=-1)
     with pytest.raises(ConfigError, match="bootstrap_reps has the wrong type"):
         RenderConfig(policy="m:p", env="E", bootstrap_reps=2.5)
+
+
+def test_a_runs_intervals_are_drawn_in_blocks_equal_to_one_draw_of_all_resamples(monkeypatch):
+    """A long run's resamples are drawn block by block (flat memory); the numbers are those of one draw."""
+    x = np.random.default_rng(11).normal(size=40)
+    whole = R.cell_estimates(R.Draws(x, 500, np.random.default_rng(3)))
+    monkeypatch.setattr(R, "_BLOCK", 40 * 64)  # blocks of 64 resamples
+    assert R.cell_estimates(x, 500, np.random.default_rng(3)) == whole
+    blocked = R.Draws(x, 500, np.random.default_rng(3))
+    assert R.cell_estimates(blocked) == whole

@@ -178,3 +178,13 @@ def test_a_real_sweep_reports_the_three_figures(tmp_path, capsys):
         assert f'src="report_files/{name}.png"' in page
         assert (out / "report_files" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     assert "optimality gap [95% CI]" in page and "Scores: normalised" in page
+    # baselines only change the report: a resume with others renormalises it and runs nothing
+    iqm = info["per_checkpoint"][0]["overall"]["scores"]["iqm"]
+    base.write_text(json.dumps({"a": {"random": -120.0, "reference": 0.0}, "b": {"random": -120.0, "reference": 0.0}}))
+    code = exit_code(["sweep", "--ckpt", f"{tmp_path}/ckpt_*.pt", "--env", "a=helpers.tinyenv:make_env", "--env",
+                      "b=helpers.tinyenv:make_env", "--policy", "helpers.tinyenv:make_policy", "--num-trajs", "6",
+                      "--max-episodes-rendered", "0", "--workers", "1", "--score-baselines", str(base),
+                      "--bootstrap-reps", "500", "--seed", "3", "--no-report", "--out", str(out), "--resume"])
+    assert code == 0
+    again = json.loads((out / "eval_info.json").read_text())["per_checkpoint"][0]["overall"]["scores"]["iqm"]
+    assert again == pytest.approx(1 + (iqm - 1) / 2)  # (r + 120) / 120 = 1 + ((r + 60) / 60 - 1) / 2

@@ -184,8 +184,20 @@ def cell_estimates(draws: Draws | Sequence[float], reps: int = DEFAULT_REPS,
 
     ``draws``: the cell's :class:`Draws`, or its returns (then drawn here with ``reps`` and ``rng``).
     """
-    if not isinstance(draws, Draws):
-        draws = Draws(draws, reps if len(draws) > 1 else 0, rng if rng is not None else np.random.default_rng(0))
+    if not isinstance(draws, Draws):  # a run's returns: resampled block by block, so memory stays flat
+        x = np.sort(np.asarray(draws, dtype=float))
+        rng = rng if rng is not None else np.random.default_rng(0)
+        out = cell_estimates(Draws(x, 0, rng))
+        if x.size > 1 and reps > 0:
+            step = max(1, _BLOCK // x.size)  # Draws' own block: the same draws as one Draws of all reps
+            trimmed, median = [], []
+            for start in range(0, reps, step):
+                block = Draws(x, min(step, reps - start), rng)
+                trimmed.append(_trimmed(x, block.cum))
+                median.append(_median(x, block.cum))
+            out["iqm_sum_reward_ci95"] = interval95(np.concatenate(trimmed))
+            out["median_sum_reward_ci95"] = interval95(np.concatenate(median))
+        return out
     x = draws.values
     out: dict[str, Any] = {"iqm_sum_reward": iqm(x) if x.size else None,
                            "median_sum_reward": float(np.median(x)) if x.size else None,

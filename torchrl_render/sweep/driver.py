@@ -32,7 +32,7 @@ __all__ = ["SweepResult", "plan_units", "sweep"]
 log = logging.getLogger("torchrl_render")
 DRIVER = "driver.json"
 _HOW = ("executor", "workers", "block_size", "resume", "max_attempts", "report", "ray_address", "ray_num_cpus",
-        "ray_num_gpus", "out")
+        "ray_num_gpus", "out", "score_baselines")  # baselines change the report only: a resume may change them
 
 
 @dataclass
@@ -120,6 +120,9 @@ def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tup
                           expected="the config it was started with",
                           got=_first_difference(manifest.get("grid", {}), _grid(cfg, cells)),
                           fix="resume with the original config (its manifest.json has it), or choose another --out")
+    if cfg.baselines is not None and manifest.get("baselines") != cfg.baselines:  # --resume --score-baselines
+        # FILE: the report renormalises (baselines are not part of the grid; a resume without them keeps the old)
+        write_json_atomic(cfg.out / MANIFEST, {**manifest, "baselines": cfg.baselines})
     store = Store.reopen(cfg.out)
     return store, read_records(cfg.out)
 
