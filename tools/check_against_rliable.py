@@ -54,7 +54,7 @@ def main() -> int:
                                                                - dist["a"]))), 0.0, 1e-12)
     funcs = {"iqm": metrics.aggregate_iqm, "median": metrics.aggregate_median, "mean": metrics.aggregate_mean,
              "optimality_gap": metrics.aggregate_optimality_gap}
-    points, cis = rly.get_interval_estimates({"a": a}, lambda s: np.array([f(s) for f in funcs.values()]),
+    _, cis = rly.get_interval_estimates({"a": a}, lambda s: np.array([f(s) for f in funcs.values()]),
                                              reps=REPS, random_state=np.random.RandomState(0))
     for i, key in enumerate(funcs):
         width = cis["a"][1, i] - cis["a"][0, i]

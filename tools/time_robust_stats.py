@@ -20,10 +20,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from helpers.sweep_records import write_sweep  # noqa: E402
+from torchrl_render.metrics import robust as R
+from torchrl_render.sweep.report import derive
 
-from torchrl_render.metrics import robust as R  # noqa: E402
-from torchrl_render.sweep.report import derive  # noqa: E402
+from helpers.sweep_records import write_sweep
 
 
 def best(fn, n=3) -> float:

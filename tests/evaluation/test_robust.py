@@ -189,3 +189,12 @@ def test_a_runs_intervals_are_drawn_in_blocks_equal_to_one_draw_of_all_resamples
     assert R.cell_estimates(x, 500, np.random.default_rng(3)) == whole
     blocked = R.Draws(x, 500, np.random.default_rng(3))
     assert R.cell_estimates(blocked) == whole
+
+
+def test_the_clis_summary_of_many_episodes_prints_the_iqm_and_its_interval():
+    from torchrl_render.cli import TABLE_MAX, _mean_line
+
+    x = np.random.default_rng(12).normal(size=TABLE_MAX + 5)
+    agg = aggregate(episodes(x), 1.0, reps=200)
+    lo, hi = agg["iqm_sum_reward_ci95"]
+    assert f"; IQM {agg['iqm_sum_reward']:.2f} [{lo:.2f}, {hi:.2f}]" in _mean_line(agg)

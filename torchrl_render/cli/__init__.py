@@ -318,6 +318,8 @@ def _mean_line(agg: dict[str, Any]) -> str:
                   f"max {agg['max_sum_reward']:.2f}")
         ci = agg.get("ci95_sum_reward")
         spread += f"; 95% CI of the mean [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+        iqm = agg.get("iqm_sum_reward_ci95")
+        spread += f"; IQM {agg['iqm_sum_reward']:.2f} [{iqm[0]:.2f}, {iqm[1]:.2f}]" if iqm else ""
         spread += f"; success {agg['pc_success']:.1f}%" if agg.get("pc_success") is not None else ""
     return (f"mean return {agg['avg_sum_reward']:.2f} +- {agg['std_sum_reward']:.2f} over {n} episode(s) in "
             f"{agg['eval_s']:.1f}s{spread}")
