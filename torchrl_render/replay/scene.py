@@ -25,7 +25,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-__all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "follow_body", "pack_array"]
+__all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "follow_body", "follow_choice", "moving_bodies", "pack_array"]
 
 SCENE_VERSION = 1
 #: mjtGeom value -> the page's name; other types (hfield, sdf, flex) are not drawn
@@ -79,7 +79,8 @@ def export_scene(model: Any, data: Any = None) -> dict[str, Any]:
                           "diffuse": _floats(head.diffuse)}
     scene["stat"] = {"extent": float(model.stat.extent), "center": _floats(model.stat.center)}
     scene["camera"] = _camera(model, data)
-    scene["follow_body"] = follow_body(model)
+    scene["follow_body"], scene["follow_reason"] = follow_choice(model)
+    scene["moving"] = moving_bodies(model)
     return scene
 
 
@@ -168,10 +169,31 @@ def _camera(model: Any, data: Any) -> dict[str, Any]:
     return {"free": free, "track": track, **clip}
 
 
-def follow_body(model: Any) -> int:
-    """The body a follow camera tracks: the tracking camera's, else the first child of the world."""
+def moving_bodies(model: Any) -> list[int]:
+    """The bodies that can move: below a joint (not welded to the world) or mocap bodies."""
+    return [b for b in range(1, model.nbody) if int(model.body_weldid[b]) != 0 or int(model.body_mocapid[b]) >= 0]
+
+
+def follow_choice(model: Any) -> tuple[int | None, str]:
+    """``(body, reason)`` the follow camera tracks, from the model alone.
+
+    The first tracking camera's target (or its own body) when that body moves; else the body of the
+    first free joint (the root of the moving tree); else ``None``: the page then follows the body that
+    moves most over the episode. A camera in the world body or in a static body is never followed.
+    """
+    moving = set(moving_bodies(model))
     for c in range(model.ncam):
         if int(model.cam_mode[c]) in _TRACKING:
-            return int(model.cam_targetbodyid[c]) if int(model.cam_targetbodyid[c]) > 0 else int(model.cam_bodyid[c])
-    roots = [b for b in range(1, model.nbody) if int(model.body_parentid[b]) == 0]
-    return roots[0] if roots else 0
+            target = int(model.cam_targetbodyid[c]) if int(model.cam_targetbodyid[c]) > 0 else int(model.cam_bodyid[c])
+            if target in moving:
+                name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, c) or str(c)
+                return target, f"tracking camera {name!r}"
+    for j in range(model.njnt):
+        if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
+            return int(model.jnt_bodyid[j]), "free joint"
+    return None, "moves most"
+
+
+def follow_body(model: Any) -> int | None:
+    """The body a follow camera tracks (see :func:`follow_choice`); ``None``: the one that moves most."""
+    return follow_choice(model)[0]

@@ -134,10 +134,42 @@ RP.View = class {
     this.controls.enableDamping = false;
     this.controls.screenSpacePanning = true;
     this.controls.addEventListener("change", () => { this.dirty = true; });
-    this.followBody = scene.follow_body;
+    this.followBody = scene.follow_body || 0;
+    this.followReason = scene.follow_reason;
     this.follow = true;
     this.dirty = true;
     this.extent = extent;
+  }
+
+  // the body the follow camera tracks in this episode: the scene's (a moving tracking camera's body, a
+  // free joint's body), else the body that moves most over the episode; never the world nor a static body
+  chooseFollow(ep) {
+    const sc = this.scene;
+    if (sc.follow_body !== null && sc.follow_body !== undefined) {
+      this.followBody = sc.follow_body; this.followReason = sc.follow_reason;
+      return;
+    }
+    const B = this.bodies.length;
+    let best = 0, bestSpan = 0;
+    for (const b of sc.moving || []) {
+      const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
+      for (let f = 0; f < ep.frames; f++) {
+        for (let k = 0; k < 3; k++) {
+          const x = ep.pos[(f * B + b) * 3 + k];
+          if (x < lo[k]) lo[k] = x;
+          if (x > hi[k]) hi[k] = x;
+        }
+      }
+      const span = Math.hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]);
+      if (span > bestSpan) { best = b; bestSpan = span; }
+    }
+    this.followBody = best;
+    this.followReason = best ? "moves most" : "nothing moves";
+  }
+
+  followInfo() {
+    const b = this.followBody;
+    return { body: b, body_name: this.scene.bodies[b].name, follow_reason: this.followReason };
   }
 
   // poses of frame f of a decoded episode onto the body groups
