@@ -130,7 +130,9 @@ def test_asset_paths_feed_the_model_its_meshes(tmp_path, capsys):
     base = ["replay", str(tmp_path / "rollouts"), "--mujoco-model-path", str(xml), "--out", str(tmp_path / "r.html")]
     with pytest.raises(SystemExit) as exc:
         main(base)
-    assert exc.value.code == 2 and "MuJoCo cannot load" in capsys.readouterr().err  # the mesh is not beside the model
+    err = capsys.readouterr().err  # the mesh is not beside the model
+    assert exc.value.code == 2 and "names the file 'tet.obj', found neither beside the model" in err
+    assert "folders searched: none (no --mujoco-asset-paths)" in err
     assert main([*base, "--mujoco-asset-paths", str(assets)]) == 0
     data = read_data(tmp_path / "r.html")
     assert data["scene"]["meshes"][0]["num_vertices"] == 4
@@ -139,3 +141,41 @@ def test_asset_paths_feed_the_model_its_meshes(tmp_path, capsys):
     for f in range(3):
         np.testing.assert_allclose(arrays["xpos"][f], mujoco_xpos(model, qpos[f].numpy()), atol=1e-6)
     np.testing.assert_array_equal(arrays["return"], [0.0, 1.0, 2.0])
+
+
+TET_OBJ = "v 0 0 0\nv .3 0 0\nv 0 .3 0\nv 0 0 .3\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+
+
+def test_asset_paths_given_a_parent_folder_find_the_models_relative_mesh_paths(tmp_path):
+    """The model says meshdir="meshes" and file="arm/link.obj"; the folder given is two levels above the
+    meshes, and another folder holds a different link.obj that must not be taken."""
+    import mujoco
+
+    from torchrl_render.envs.mujoco_state import load_model
+    from torchrl_render.errors import ConfigError
+
+    xml = tmp_path / "robot" / "scene.xml"
+    xml.parent.mkdir()
+    xml.write_text('<mujoco><compiler meshdir="meshes"/><asset><mesh name="link" file="arm/link.obj"/>'
+                   '<mesh name="tet" file="tet.obj"/></asset><worldbody><body><freejoint/>'
+                   '<geom type="mesh" mesh="link"/><geom type="mesh" mesh="tet" pos="1 0 0"/></body></worldbody>'
+                   '</mujoco>')
+    parent = tmp_path / "downloads"
+    (parent / "robot_assets" / "meshes" / "arm").mkdir(parents=True)
+    (parent / "robot_assets" / "meshes" / "arm" / "link.obj").write_text(TET_OBJ.replace(".3", ".5"))
+    (parent / "robot_assets" / "meshes" / "tet.obj").write_text(TET_OBJ)
+    (parent / "aaa_other" / "leg").mkdir(parents=True)
+    (parent / "aaa_other" / "leg" / "link.obj").write_text(TET_OBJ.replace(".3", ".9"))
+    model = load_model(xml, [parent])
+    assert model.nmesh == 2
+    meshes = parent / "robot_assets" / "meshes"
+    expected = mujoco.MjModel.from_xml_path(str(xml), {"link.obj": (meshes / "arm" / "link.obj").read_bytes(),
+                                                       "tet.obj": (meshes / "tet.obj").read_bytes()})
+    np.testing.assert_array_equal(model.mesh_vert, expected.mesh_vert)  # arm/link.obj, not leg/link.obj
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError) as exc:
+        load_model(xml, [empty, tmp_path / "robot"])
+    text = str(exc.value)
+    assert "names the file 'arm/link.obj'" in text and "'meshes/arm/link.obj'" in text
+    assert f"folders searched: '{empty}', '{tmp_path / 'robot'}'" in text and "or a parent of it" in text

@@ -33,7 +33,7 @@ from ..errors import ConfigError
 from .unwrap import find_simulation, underlying_env
 
 __all__ = ["LiveStates", "MujocoStateReader", "episode_states", "extract_qpos_trajectory", "find_simulation",
-           "load_model", "store_qpos"]
+           "load_model", "model_asset_files", "store_qpos"]
 
 _STATE_FIELDS = ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "time")
 
@@ -168,8 +168,65 @@ def store_qpos(transition: Any, qpos_key: Any, before: np.ndarray | None, after:
     transition.set(nxt, torch.as_tensor(after).reshape(*shape, -1))
 
 
+_FILE_ATTRS = {"mesh": ("file",), "skin": ("file",), "hfield": ("file",),
+               "texture": ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")}
+
+
+def model_asset_files(model_path: str | Path) -> list[tuple[str, str]]:
+    """``(written, looked_for)`` of every asset file an MJCF model names (its ``<include>`` files too):
+    ``written`` as in the ``file`` attribute, ``looked_for`` with the compiler's ``meshdir`` /
+    ``texturedir`` / ``assetdir`` in front, as MuJoCo resolves it from the model's folder."""
+    import xml.etree.ElementTree as ET
+
+    found: list[tuple[str, str]] = []
+    dirs = {"mesh": "", "texture": ""}
+
+    def walk(path: Path, depth: int) -> None:
+        try:
+            root = ET.parse(path).getroot()
+        except (ET.ParseError, OSError):
+            return
+        for el in root.iter():
+            if el.tag == "compiler":
+                asset = el.get("assetdir")
+                dirs["mesh"] = el.get("meshdir", asset if asset is not None else dirs["mesh"])
+                dirs["texture"] = el.get("texturedir", asset if asset is not None else dirs["texture"])
+            elif el.tag == "include" and el.get("file") and depth < 8:
+                walk(Path(model_path).parent / el.get("file"), depth + 1)
+            for attr in _FILE_ATTRS.get(el.tag, ()):
+                written = el.get(attr)
+                if written:
+                    base = dirs["texture"] if el.tag == "texture" else dirs["mesh"]
+                    looked = written if Path(written).is_absolute() or not base else f"{base.rstrip('/')}/{written}"
+                    found.append((written, looked))
+
+    walk(Path(model_path), 0)
+    return found
+
+
+def _search(folders: Sequence[Path], written: str, looked: str) -> Path | None:
+    """The file of a model's asset reference in the given folders: the longest match of the path as MuJoCo
+    looks for it (``meshdir/file``), then as written, then its name alone, anywhere below a folder."""
+    wanted = [Path(looked).parts, Path(written).parts, Path(written).parts[-1:]]
+    for parts in wanted:
+        for folder in folders:
+            direct = folder.joinpath(*parts)
+            if direct.is_file():
+                return direct
+        for folder in folders:
+            for candidate in sorted(folder.rglob(parts[-1])):
+                if candidate.is_file() and candidate.parts[-len(parts):] == tuple(parts):
+                    return candidate
+    return None
+
+
 def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -> Any:
-    """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets."""
+    """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets.
+
+    For an XML model, each file the model names (meshes, textures, height fields, skins) that is not
+    beside the model is searched for in the folders given, at any depth (a parent folder of the meshes
+    works); a file found nowhere is named, with the folders searched.
+    """
     import mujoco
 
     path = Path(model_path)
@@ -177,15 +234,21 @@ def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -
         raise ConfigError(f"the MuJoCo model file {str(path)!r} does not exist", expected="an .xml or .mjb file",
                           got=str(path), fix="pass --mujoco-model-path with the model the rollouts were recorded with")
     assets: dict[str, bytes] = {}
+    folders: list[Path] = []
     for item in map(Path, asset_paths):
         if not item.exists():
             raise ConfigError(f"the MuJoCo asset path {str(item)!r} does not exist", expected="a file or a folder",
                               got=str(item), fix="correct --mujoco-asset-paths")
-        files = [item] if item.is_file() else [p for p in item.rglob("*") if p.is_file()]
-        for f in files:
-            assets[f.name] = f.read_bytes()
-            if item.is_dir():
-                assets[f.relative_to(item).as_posix()] = assets[f.name]
+        if item.is_file():
+            assets[item.name] = item.read_bytes()
+        else:
+            folders.append(item)
+    if path.suffix.lower() == ".mjb":
+        for folder in folders:
+            for f in (p for p in folder.rglob("*") if p.is_file()):
+                assets.setdefault(f.name, f.read_bytes())
+    else:
+        _xml_assets(path, folders, assets)
     try:
         if path.suffix.lower() == ".mjb":
             return mujoco.MjModel.from_binary_path(str(path), assets)
@@ -193,6 +256,33 @@ def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -
     except ValueError as exc:
         raise ConfigError(f"MuJoCo cannot load {str(path)!r}: {exc}", expected="a valid MJCF/MJB model",
                           fix="check the file; pass its meshes/textures with --mujoco-asset-paths") from exc
+
+
+def _xml_assets(path: Path, folders: Sequence[Path], assets: dict[str, bytes]) -> None:
+    """Fills ``assets`` with the model's files found in ``folders`` (MuJoCo keys them by file name)."""
+    chosen: dict[str, Path] = {}
+    for written, looked in model_asset_files(path):
+        name = Path(written).name
+        if name in assets and name not in chosen:
+            continue  # given as a file
+        found = _search(folders, written, looked) if folders else None
+        if found is None:
+            if (path.parent / looked).is_file() or Path(looked).is_file():
+                continue  # MuJoCo finds it beside the model
+            searched = ", ".join(repr(str(f)) for f in folders) or "none (no --mujoco-asset-paths)"
+            raise ConfigError(f"the model {str(path)!r} names the file {written!r}, found neither beside the model "
+                              f"({str(path.parent / looked)!r}) nor in the asset folders",
+                              expected=f"{looked!r} (or {Path(written).name!r}) below a folder of --mujoco-asset-paths",
+                              got=f"folders searched: {searched}",
+                              fix="pass the folder that holds the model's meshes/textures (or a parent of it) "
+                                  "with --mujoco-asset-paths")
+        if name in chosen and chosen[name].resolve() != found.resolve():
+            raise ConfigError(f"the model names two different files called {name!r} ({str(chosen[name])!r} and "
+                              f"{str(found)!r}), and MuJoCo keys the assets it is given by file name",
+                              got=written, fix="load the model from its own folder (its files beside it), or "
+                                               "give the files distinct names")
+        chosen[name] = found
+        assets[name] = found.read_bytes()
 
 
 class LiveStates:
