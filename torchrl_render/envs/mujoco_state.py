@@ -30,7 +30,7 @@ import numpy as np
 
 from ..data import FrameBundle
 from ..errors import ConfigError
-from .unwrap import find_simulation, underlying_env
+from .unwrap import SIMULATION_PLACES, describe_env, find_simulation, underlying_env
 
 __all__ = ["LiveStates", "MujocoStateReader", "episode_states", "extract_qpos_trajectory", "find_simulation",
            "load_model", "model_asset_files", "store_qpos"]
@@ -365,12 +365,14 @@ class LiveStates:
             raise ConfigError(
                 "the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
                 "and this env has none",
-                expected="a gymnasium MuJoCo env or a dm_control env (a mujoco.MjModel behind the env)",
-                got=type(env).__name__,
+                expected="a gymnasium MuJoCo env or a dm_control env (a mujoco.MjModel behind the env; looked "
+                         "for at " + "; ".join(SIMULATION_PLACES) + ")",
+                got=describe_env(env),
                 fix="use a video format (--out run.mp4), or --notebook-render-backend static for a notebook")
         raise ConfigError("mujoco_qpos_key records the env's MuJoCo state, and this env exposes none",
                           expected="a gymnasium MuJoCo or dm_control env, or an env whose get_state() returns "
-                                   "a mapping with 'qpos'", got=type(env).__name__,
+                                   "a mapping with 'qpos' (looked for at " + "; ".join(SIMULATION_PLACES) + ")",
+                          got=describe_env(env),
                           fix="drop --mujoco-qpos-key, or give the env a get_state() returning qpos")
 
     def _read(self, record: Any, needed: bool) -> tuple[Any, dict[str, Any]] | None:
