@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..envs import make_raw_env
+from ..envs.mujoco_state import mocap_extras
 from ..envs.unwrap import describe_env, find_simulation, plain_gymnasium
 from ..errors import ConfigError
 from ..policies.actions import check_actions, gym_bounds
@@ -100,7 +101,7 @@ def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
                           got=describe_env(raw), fix="drop --mujoco-qpos-key, or use a MuJoCo env")
     if isinstance(key, tuple) and key[0] == "next":  # the state after the action: stored under the root key too
         key = key[1] if len(key) == 2 else key[1:]
-    return {key: (read_qpos(raw).shape, read_qpos)}
+    return {key: (read_qpos(raw).shape, read_qpos), **mocap_extras(key, raw)}  # + mocap poses, if any
 
 
 def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:

@@ -32,8 +32,9 @@ from ..data import FrameBundle
 from ..errors import ConfigError
 from .unwrap import SIMULATION_PLACES, describe_env, find_simulation, underlying_env
 
-__all__ = ["LiveStates", "MujocoStateReader", "episode_states", "extract_qpos_trajectory", "find_simulation",
-           "load_model", "model_asset_files", "store_qpos"]
+__all__ = ["MOCAP_FIELDS", "LiveStates", "MujocoStateReader", "episode_mocap", "episode_states",
+           "extract_qpos_trajectory", "find_simulation", "load_model", "mocap_extras", "mocap_keys",
+           "model_asset_files", "read_mocap_pos", "read_mocap_quat", "store_qpos"]
 
 _STATE_FIELDS = ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "time")
 
@@ -220,6 +221,53 @@ def _search(folders: Sequence[Path], written: str, looked: str) -> Path | None:
     return None
 
 
+#: the mocap bodies' poses, recorded beside qpos when the model has mocap bodies
+MOCAP_FIELDS = ("mocap_pos", "mocap_quat")
+
+
+def mocap_keys(qpos_key: Any) -> dict[str, Any]:
+    """The keys the mocap poses are stored under: siblings of the qpos key (``"qpos"`` -> ``"mocap_pos"``,
+    ``("obs", "qpos")`` -> ``("obs", "mocap_pos")``), before the action; their ``("next", ...)`` after."""
+    root, _ = _candidates(qpos_key)
+    if isinstance(root, tuple) and root[0] == "next":
+        root = root[1] if len(root) == 2 else root[1:]
+    if isinstance(root, tuple):
+        return {f: (*root[:-1], f) for f in MOCAP_FIELDS}
+    return {f: f for f in MOCAP_FIELDS}
+
+
+def read_mocap_pos(env: Any) -> np.ndarray:
+    """The mocap bodies' positions of ``env``'s simulation (a flat copy)."""
+    return np.array(find_simulation(env)[1].mocap_pos, dtype=np.float64).reshape(-1)
+
+
+def read_mocap_quat(env: Any) -> np.ndarray:
+    """The mocap bodies' orientations of ``env``'s simulation (a flat copy, w first)."""
+    return np.array(find_simulation(env)[1].mocap_quat, dtype=np.float64).reshape(-1)
+
+
+def mocap_extras(qpos_key: Any, env: Any) -> dict[Any, tuple[tuple[int, ...], Any]]:
+    """The engine's per-step extras for the mocap poses (none when the model has no mocap body)."""
+    sim = find_simulation(env)
+    if qpos_key is None or sim is None or not sim[0].nmocap:
+        return {}
+    keys = mocap_keys(qpos_key)
+    return {keys["mocap_pos"]: ((3 * sim[0].nmocap,), read_mocap_pos),
+            keys["mocap_quat"]: ((4 * sim[0].nmocap,), read_mocap_quat)}
+
+
+def episode_mocap(rollout: Any, qpos_key: Any = "qpos") -> dict[str, np.ndarray]:
+    """The ``T + 1`` mocap poses of an episode (``mocap_pos``, ``mocap_quat``), as :func:`episode_states`;
+    empty when the rollout holds none (a model without mocap bodies, or an older rollout)."""
+    out = {}
+    for field, key in mocap_keys(qpos_key).items():
+        try:
+            out[field] = episode_states(rollout, key)
+        except KeyError:
+            continue
+    return out
+
+
 def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -> Any:
     """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets.
 
@@ -291,7 +339,7 @@ class LiveStates:
     The sink (or the torchrl loop) calls :meth:`step` per record: it reads the env's state with a
     :class:`MujocoStateReader` (built once per env), stores ``qpos`` into the transition under
     ``mujoco_qpos_key`` (the state before the action under the key, the state after under
-    ``("next", key)``), and, for rendered episodes of a format that takes states (``html``; ``ipynb``
+    ``("next", key)``; with mocap bodies their poses too, under :func:`mocap_keys`), and, for rendered episodes of a format that takes states (``html``; ``ipynb``
     with the 3-D viewer), returns a state :class:`~torchrl_render.data.FrameBundle` for the writers.
 
     Args:
@@ -331,9 +379,12 @@ class LiveStates:
             return None
         model, state = found
         if self.qpos_key is not None:
+            keys = {"qpos": self.qpos_key, **{f: k for f, k in mocap_keys(self.qpos_key).items() if f in state}}
+            prev = self._prev or {}
             if transition is not None:
-                store_qpos(transition, self.qpos_key, self._prev, state["qpos"])
-            self._prev = state["qpos"]
+                for field, key in keys.items():
+                    store_qpos(transition, key, prev.get(field), state[field])
+            self._prev = {field: state[field] for field in keys}
         if not to_writers or model is None:  # a get_state() env without a model: qpos only, nothing to draw
             return None
         metrics = {"step": record.step, "reward": record.reward, "return": ret}
