@@ -48,7 +48,7 @@ def test_video_replay_poses_the_mocap_body_too(tmp_path):
 
     model = mujoco.MjModel.from_xml_string(MOCAP_XML)
     cfg = RenderConfig(policy="(replay)", env="x", out=tmp_path / "r.mp4", width=64, height=64)
-    drawer = _Drawer(model, cfg)
+    drawer = _Drawer(model, cfg, ["-1"])
     try:
         still = next(iter(drawer.frames({"qpos": model.qpos0}).values())).copy()
         moved = drawer.frames({"qpos": model.qpos0, "mocap_pos": np.array([[0.2, 0.2, 0.3]]),

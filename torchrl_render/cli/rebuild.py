@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.mujoco import MujocoBackend
+from ..backends.mujoco import MujocoBackend, camera_names
 from ..config import RenderConfig, parse_nested_key
 from ..data import Artifact, FrameBundle
 from ..envs.mujoco_state import episode_mocap, episode_states, load_model
@@ -112,11 +112,20 @@ def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, a
         if path.exists() and not cfg.overwrite:
             raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
                                     fix="pass --overwrite or choose another --out")
-    drawer = _Drawer(model, cfg) if cfg.format != "html" else None
+    cameras, note = _cameras(model, cfg)
+    drawer = _Drawer(model, cfg, cameras) if cfg.format != "html" else None
     try:
         for index, td, states in episodes:
             _write_episode(group, drawer, model, index, td, states, parse_nested_key(qpos_key, "qpos_key"))
-        return group.close()
+        artifacts = group.close()
+        for artifact in artifacts:
+            notes = list(artifact.info.get("notes") or [])
+            if drawer is not None:
+                artifact.info["cameras"] = cameras
+                notes.append(note)
+            if notes:
+                artifact.info["notes"] = notes
+        return artifacts
     except BaseException:
         group.abort()
         raise
@@ -145,15 +154,26 @@ def _write_episode(group: Any, drawer: Any, model: Any, index: int, td: Any, sta
                       "truncated": _flag(td, "truncated")})
 
 
+def _cameras(model: Any, cfg: Any) -> tuple[list[str], str]:
+    """The cameras a video replay films, and the note that says so. A bare model file has no env to say
+    which view is its own, and its camera 0 may be anything (Fetch's is its head camera): without
+    ``--camera`` the free camera framed on the model is used, as the html page opens."""
+    names = camera_names(model)
+    listed = ", ".join(repr(n) if n else f"#{i}" for i, n in enumerate(names)) or "none"
+    if list(cfg.camera) == ["default"]:
+        return ["-1"], (f"filmed with MuJoCo's free camera framed on the model (as the html page opens); the "
+                        f"model's cameras: {listed} (--camera NAME films one of them)")
+    return list(cfg.camera), f"filmed with camera {', '.join(map(str, cfg.camera))}; the model's cameras: {listed}"
+
+
 class _Drawer:
     """Frames of the model at given states, drawn by the ``mujoco`` backend."""
 
-    def __init__(self, model: Any, cfg: Any) -> None:
+    def __init__(self, model: Any, cfg: Any, cameras: list[str]) -> None:
         import mujoco
 
-
         self._mujoco, self.model, self.data = mujoco, model, mujoco.MjData(model)
-        self.backend = MujocoBackend(model, self.data, list(cfg.camera), width=cfg.width, height=cfg.height,
+        self.backend = MujocoBackend(model, self.data, cameras, width=cfg.width, height=cfg.height,
                                      render_quality=cfg.render_quality)
         self.layout = cfg.camera_layout
 
