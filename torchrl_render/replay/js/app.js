@@ -46,6 +46,22 @@
       return { position: v.camera.position.toArray(), target: v.controls.target.toArray(),
                mode: st.follow ? "follow" : "free", ...v.followInfo() };
     },
+    setCamera(position, target, which) {
+      const v = view(which, "setCamera"), ok = (a) => Array.isArray(a) && a.length === 3 && a.every(Number.isFinite);
+      if (!ok(position) || !(target === undefined || ok(target))) {
+        throw new TypeError("replay.setCamera(position, target, view): position and target must be [x, y, z] of " +
+                            "finite numbers, got " + describe(position) + ", " + describe(target));
+      }
+      v.camera.position.set(...position);
+      if (target) v.controls.target.set(...target);
+      v.controls.update();
+      v.lastFollow = v.bodies[v.followBody].position.clone();
+      v.dirty = true;
+      v.draw(true);
+      return api.camera(which);
+    },
+    drawn() { return JSON.parse(JSON.stringify(scene.drawn || {})); },
+    drawnVertices(kind, index, which) { return view(which, "drawnVertices").drawnVertices(kind, index); },
     state() {
       return { episode: st.primary, compare: st.secondary, frame: st.frame, playing: st.playing,
                speed: st.speed, loop: st.loop, follow: st.follow };
@@ -144,11 +160,14 @@
     }
     const sha = head.facts.checkpoint_sha256;
     rows.push(["checkpoint sha256", sha ? sha.slice(0, 16) + "..." : null], ["env", head.facts.env]);
+    const left = (scene.drawn && scene.drawn.not_drawn) || [];
+    if (left.length) rows.push(["not drawn", left.length + " (hover)"]);
     $("facts").innerHTML = "";
     for (const [k, v] of rows) {
       const tr = $("facts").insertRow(), a = tr.insertCell(), b = tr.insertCell();
       a.textContent = k; b.textContent = fmt(v);
       if (k === "checkpoint sha256" && sha) b.title = sha;
+      if (k === "not drawn") b.title = left.join("\n");
     }
   }
 
