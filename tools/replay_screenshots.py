@@ -59,10 +59,11 @@ def main() -> None:
     import mujoco
     import numpy as np
 
-    from helpers.browser import open_page
     from torchrl_render import RenderConfig, render_policy
     from torchrl_render.data import FrameBundle
     from torchrl_render.writers.html import HtmlWriter
+
+    from helpers.browser import open_page
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

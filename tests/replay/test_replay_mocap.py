@@ -42,9 +42,9 @@ def test_replay_from_rollouts_draws_the_mocap_body_where_the_run_had_it(tmp_path
 
 @pytest.mark.slow
 def test_video_replay_poses_the_mocap_body_too(tmp_path):
-    from torchrl_render.cli.rebuild import _Drawer
-
     import mujoco
+
+    from torchrl_render.cli.rebuild import _Drawer
 
     model = mujoco.MjModel.from_xml_string(MOCAP_XML)
     cfg = RenderConfig(policy="(replay)", env="x", out=tmp_path / "r.mp4", width=64, height=64)

@@ -58,7 +58,7 @@ def test_the_dogs_skin_is_drawn_where_mujoco_skins_it(dog):
     out, result = dog
     model = suite.load("dog", "walk").physics.model.ptr
     states = episode_states(result.trajectories[0], "qpos")
-    with open_page(out) as (page, top):
+    with open_page(out) as (page, _):
         for frame in (0, 40):
             drawn = np.array(page.js(f"replay.seek({frame}, 0), replay.drawnVertices('skin', 0)")).reshape(-1, 3)
             expected = _mujoco_skin(model, states[frame])

@@ -339,8 +339,9 @@ class LiveStates:
     The sink (or the torchrl loop) calls :meth:`step` per record: it reads the env's state with a
     :class:`MujocoStateReader` (built once per env), stores ``qpos`` into the transition under
     ``mujoco_qpos_key`` (the state before the action under the key, the state after under
-    ``("next", key)``; with mocap bodies their poses too, under :func:`mocap_keys`), and, for rendered episodes of a format that takes states (``html``; ``ipynb``
-    with the 3-D viewer), returns a state :class:`~torchrl_render.data.FrameBundle` for the writers.
+    ``("next", key)``; with mocap bodies their poses too, under :func:`mocap_keys`), and, for
+    rendered episodes of a format that takes states (``html``; ``ipynb`` with the 3-D viewer), returns
+    a state :class:`~torchrl_render.data.FrameBundle` for the writers.
 
     Args:
         cfg: The run's config (``format``, ``mujoco_qpos_key``, ``notebook_render_backend``).

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SIMULATION_PLACES", "describe_env", "find_simulation", "is_dm_env", "is_gymnasium", "plain_gymnasium", "underlying_env"]
+__all__ = ["SIMULATION_PLACES", "describe_env", "find_simulation", "is_dm_env", "is_gymnasium", "plain_gymnasium",
+           "underlying_env"]
 
 
 def underlying_env(env: Any) -> Any:

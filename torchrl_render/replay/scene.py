@@ -25,8 +25,16 @@ from typing import Any
 import mujoco
 import numpy as np
 
-__all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "follow_body", "drawn_summary", "follow_choice", "moving_bodies",
-           "pack_array"]
+__all__ = [
+    "GEOM_TYPES",
+    "SCENE_VERSION",
+    "drawn_summary",
+    "export_scene",
+    "follow_body",
+    "follow_choice",
+    "moving_bodies",
+    "pack_array",
+]
 
 SCENE_VERSION = 2
 #: mjtGeom value -> the page's name; other types (sdf) are not drawn, and are counted in ``drawn``
