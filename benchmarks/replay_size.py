@@ -52,7 +52,7 @@ def parts(path: Path) -> dict:
 
 
 def load_times(path: Path, loads: int, screenshot: str | None = None) -> dict:
-    from browser import ARGS, CHROMIUM
+    from helpers.browser import ARGS, CHROMIUM
     from playwright.sync_api import sync_playwright
 
     page_ms, wall_ms, blocked, stages = [], [], [], []
