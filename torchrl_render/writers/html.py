@@ -139,8 +139,11 @@ class HtmlWriter(Writer):
         self._release()
         drawn = self._scene.get("drawn") or {}
         info = {"size": os.path.getsize(self.tmp), "episodes": len(self._episodes), "replay": drawn}
-        if drawn.get("not_drawn"):
-            info["notes"] = ["the 3-D replay does not draw: " + "; ".join(drawn["not_drawn"])]
+        # the note names what the model shows and the page does not (not a skybox, nor unused textures)
+        shown = [line for line in drawn.get("not_drawn", ()) if not line.startswith("skybox")
+                 and "no material uses it" not in line and "no visible geom or skin uses it" not in line]
+        if shown:
+            info["notes"] = ["the 3-D replay does not draw: " + "; ".join(shown)]
         return info
 
     def _release(self) -> None:
