@@ -182,3 +182,56 @@ def test_what_stays_undrawn_is_named_by_the_replay_command(tmp_path, capsys):
     assert "1 flex object(s)" in err
     drawn = read_data(out)["scene"]["drawn"]
     assert drawn["flex"] == {"model": 1, "drawn": 0} and drawn["textures"] == {"model": 1, "drawn": 0}
+
+
+@pytest.mark.slow
+def test_each_cube_face_is_oriented_as_mujoco_draws_it(tmp_path):
+    """A white square in one corner of each face image: seen from each side, the page puts it in the same
+    corner as MuJoCo's own renderer."""
+    import math
+
+    import mujoco
+    from PIL import Image, ImageDraw
+
+    names = ["right", "left", "up", "down", "front", "back"]
+    for n in names:
+        img = Image.new("RGB", (64, 64), (60, 60, 160))
+        ImageDraw.Draw(img).rectangle([0, 0, 20, 20], fill=(255, 255, 255))
+        img.save(tmp_path / f"{n}.png")
+    files = " ".join(f'file{n}="{n}.png"' for n in names)
+    (tmp_path / "c.xml").write_text(f'<mujoco><visual><headlight ambient=".6 .6 .6"/></visual><asset>'
+                                    f'<texture name="t" type="cube" {files}/><material name="m" texture="t"/></asset>'
+                                    '<worldbody><geom type="box" size=".3 .3 .3" material="m"/></worldbody></mujoco>')
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "c.xml"))
+    model.vis.global_.fovy = 45
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    _write(tmp_path / "c.html", model, [model.qpos0, model.qpos0])
+    sides = {"+x": [1, 0, 0], "-x": [-1, 0, 0], "+y": [0, 1, 0], "-y": [0, -1, 0], "+z": [0, -1e-3, 1],
+             "-z": [0, -1e-3, -1]}
+
+    def corner(pixels):
+        ys, xs = np.nonzero(np.asarray(pixels, float).min(2) > 200)
+        return ("left" if xs.mean() < pixels.shape[1] / 2 else "right", "top" if ys.mean() < pixels.shape[0] / 2
+                else "bottom")
+
+    expected = {}
+    renderer = mujoco.Renderer(model, 300, 300)
+    try:
+        for side, v in sides.items():
+            f = -np.asarray(v, float) / np.linalg.norm(v)
+            cam = mujoco.MjvCamera()
+            cam.type, cam.distance = mujoco.mjtCamera.mjCAMERA_FREE, 1.2
+            cam.azimuth, cam.elevation = math.degrees(math.atan2(f[1], f[0])), math.degrees(math.asin(f[2]))
+            renderer.update_scene(data, cam)
+            expected[side] = corner(renderer.render())
+    finally:
+        renderer.close()
+    with open_page(tmp_path / "c.html", width=300, height=300) as (page, top):
+        page.js("replay.setFollow(false)")
+        for side, v in sides.items():
+            eye = (1.2 * np.asarray(v, float) / np.linalg.norm(v)).tolist()
+            page.js("([e]) => replay.setCamera(e, [0, 0, 0])", [eye])
+            shot = np.asarray(Image.open(io.BytesIO(top.locator("canvas").first.screenshot())).convert("RGB"))
+            assert corner(shot) == expected[side], side
+        assert page.errors == []

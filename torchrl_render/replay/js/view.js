@@ -106,7 +106,13 @@ function geomMaterial(g, scene, assets) {
     // a box shows the six faces, one per side (BoxGeometry's material groups: +x, -x, +y, -y, +z, -z);
     // other geoms are drawn in the material's colour (the scene's "drawn" entry says so)
     if (g.type !== "box") return m;
-    return t.faces.map((face) => { const f = m.clone(); f.map = dataTexture(face, t.width, t.height); return f; });
+    // each face as MuJoCo maps it (checked face by face against MuJoCo's renderer): rows run the other way
+    return t.faces.map((face) => {
+      const f = m.clone(), tex = dataTexture(face, t.width, t.height);
+      tex.repeat.y = -1; tex.offset.y = 1;
+      f.map = tex;
+      return f;
+    });
   }
   if (t && g.type !== "mesh") {
     const tex = dataTexture(t.rgba, t.width, t.height);
