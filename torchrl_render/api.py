@@ -25,7 +25,7 @@ from .checkpoint import load_checkpoint
 from .config import RenderConfig
 from .data import Artifact, RenderResult, frame_paths
 from .engine import Engine
-from .envs import build_env
+from .envs import open_env
 from .envs.gl import ensure_headless_gl, gl_notes
 from .envs.mjlog import captured_mujoco_warnings
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
@@ -233,7 +233,7 @@ class Run:
     def _env(self, payload: Any, stack: ExitStack) -> Any:
         """The run's single env: its specs go to the policy factory, whatever --num-envs is."""
 
-        env = build_env(self.cfg, payload, render_mode=self._render_mode())
+        env = open_env(self.cfg, payload, render_mode=self._render_mode())  # torchrl's wrapper only if needed
         stack.callback(_close_quietly, env)
         if getattr(env, "_torchrl_render_batched", False):  # Isaac Lab's copies are the env slots
             from .envs.isaaclab import slots_config

@@ -154,8 +154,9 @@ class RenderConfig:
     max_steps: int | None = _f(None, help="Maximum steps per trajectory (default: until done).")
     num_envs: int = _f(1, help="Envs stepped at once as one batch; each runs whole episodes and takes the next "
                                 "when done.")
-    env_batch_mode: str = _f("auto", help="With --num-envs > 1: serial (in this process), parallel (worker "
-                             "processes) or auto (workers only for envs whose step is slow).",
+    env_batch_mode: str = _f("auto", help="With --num-envs > 1: serial (in this process), parallel (this process "
+                             "and worker processes step their share of the envs at once, on shared memory) or auto "
+                             "(parallel when the env time it saves beats the workers' wake-up cost).",
                              choices=ENV_BATCH_MODES)
     policy_batch: str = _f("batched", help="batched: one policy call per batch step; per-env: one per env (per-"
                            "episode numbers bit-identical for every --num-envs).", choices=POLICY_BATCHES)
@@ -167,7 +168,8 @@ class RenderConfig:
                            "step, as lerobot-eval) or final (the last step's report, as SB3's EvalCallback).",
                            choices=SUCCESS_RULES)
     trajectories: bool = _f(True, help="Return the trajectories as TensorDicts (--no-trajectories keeps only "
-                            "metrics: flat memory for thousands of episodes).")
+                            "metrics: flat memory for thousands of episodes). The command line builds them only "
+                            "when they are saved (--save-rollout) or asked for with --trajectories.")
     max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all).")
     overlay: bool = _f(False, help="Draw step, reward and return (and success) onto the frames.")
     progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
@@ -659,15 +661,44 @@ class RenderEnvSpec:
                    config=config, checkpoint=checkpoint, width=config.width, height=config.height)
 
 
+class Deferred:
+    """A value computed at its first read (:class:`RenderPolicySpec`'s ``env_specs``: torchrl's specs of a
+    gymnasium env cost torchrl's import, which a factory that never reads them should not pay)."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+
+class _DeferredField:
+    """A dataclass field whose value may be :class:`Deferred`: made, and kept, when it is first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = f"_{name}"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            raise AttributeError(self.name)  # no class-level default: the field stays required
+        value = obj.__dict__[self.name]
+        if isinstance(value, Deferred):
+            value = obj.__dict__[self.name] = value.make()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+
 @dataclass
 class RenderPolicySpec:
-    """What a policy factory may ask for. Same fields as ``torchrl.render.RenderPolicySpec``."""
+    """What a policy factory may ask for. Same fields as ``torchrl.render.RenderPolicySpec``.
+
+    ``env_specs`` (torchrl's ``Composite`` of the env's specs) is built when the factory first reads it.
+    """
 
     ckpt_path: Path | None
     checkpoint: Any | None
     checkpoint_hash: str | None
     device: str
-    env_specs: Any | None
+    env_specs: Any | None = _DeferredField()  # type: ignore[assignment]  # still required: see __get__
     policy_kwargs: dict[str, Any]
     config: RenderConfig
 

@@ -148,3 +148,43 @@ def test_stochastic_policy_same_samples_for_any_k(tmp_path):
     assert per_episode(a) == per_episode(b)
     for ta, tb in zip(a.trajectories, b.trajectories):
         assert (ta["action"] == tb["action"]).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_shared_memory_slots_step_exactly_as_envs_in_this_process(method):
+    # slot 0 and 2 are stepped here, slot 1 in a worker process; everything they report, qpos extras
+    # included, crosses shared memory and must equal the same envs stepped one after another here
+    from functools import partial
+
+    import gymnasium
+
+    from torchrl_render.engine.env_slots import InProcessSlots, ProcessSlots, obs_layout
+    from torchrl_render.engine.gym_loop import read_qpos
+
+    make = partial(gymnasium.make, "HalfCheetah-v5")
+    extras = {"qpos": ((9,), read_qpos)}
+    here = InProcessSlots([make() for _ in range(3)], extras)
+    shared = ProcessSlots(make, 3, 2, obs_layout(here.envs[0].observation_space), method=method, extras=extras,
+                          action_shape=(6,), action_dtype=np.float32)
+    try:
+        assert shared.workers == 1 and shared.env(0) is not None and shared.env(1) is None
+        rng = np.random.default_rng(0)
+        for slots in (here, shared):
+            slots.reset([0, 1, 2], [5, 6, None])
+        here.reset([2], [7])
+        shared.reset([2], [7])
+        for step in range(30):
+            rows = [0, 1, 2] if step % 3 else [1, 2]   # a slot left out keeps its state
+            actions = rng.uniform(-1, 1, (3, 6)).astype(np.float32)
+            here.step(rows, actions)
+            shared.step(rows, actions)
+            for key in here.obs:
+                np.testing.assert_array_equal(here.obs[key], shared.obs[key], err_msg=key)
+            for name in ("reward", "terminated", "truncated", "success"):
+                np.testing.assert_array_equal(getattr(here, name), getattr(shared, name), err_msg=name)
+        assert here.obs["qpos"].any() and (here.obs["qpos"][1] != here.obs["qpos"][0]).any()
+    finally:
+        here.close()
+        shared.close()
+    assert not shared.procs and not shared.local

@@ -81,7 +81,7 @@ def test_auto_batch_mode_times_an_env_of_its_own(tmp_path, monkeypatch):
     import torchrl_render.engine.gym_loop as gym_loop
 
     monkeypatch.setattr(gym_loop, "cpu_count", lambda: 2)            # time it on any machine
-    monkeypatch.setattr(gym_loop, "PARALLEL_STEP_S", 1.0)            # and keep the envs in this process
+    monkeypatch.setattr(gym_loop, "ORDER_S", 1.0)                    # and keep the envs in this process
     common = dict(policy=tanh_policy, env="helpers.eval_envs:normalized_pendulum", num_trajs=4, num_envs=2,
                   max_steps=40, seed=3)
     auto = render_policy(RenderConfig(out=tmp_path / "auto.jsonl", **common))
@@ -169,6 +169,23 @@ def test_success_rule_final_on_the_torchrl_path(tmp_path):
 
 
 # -- the 95% interval of the mean return ---------------------------------------------------------------------------
+
+
+def test_the_t_quantile_equals_scipys_without_importing_scipy():
+    # scipy.stats costs seconds to import: the interval's quantile is computed without it, and must
+    # still equal scipy's (to its own precision: scipy's closed form at 4 dof loses digits near 1/2)
+    code = ("import sys; from torchrl_render.metrics import t_quantile; t_quantile(0.975, 9); "
+            "print('scipy' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    from scipy.stats import t
+
+    from torchrl_render.metrics import t_quantile
+
+    for dof in [*range(1, 120), 250, 1000, 5000, 5001, 10**4, 10**6]:
+        for p in (0.5000001, 0.6, 0.74, 0.76, 0.9, 0.95, 0.975, 0.99, 0.9995, 0.999999, 0.025, 0.1):
+            assert t_quantile(p, dof) == pytest.approx(float(t.ppf(p, dof)), rel=1e-10, abs=1e-9), (p, dof)
+    with pytest.raises(ValueError, match="0 < p < 1"):
+        t_quantile(1.0, 3)
 
 
 @pytest.mark.parametrize("n", [2, 7, 31, 32, 50, 60, 200])
@@ -290,16 +307,18 @@ def test_more_envs_than_episodes_runs_one_env_per_episode(tmp_path):
 # -- an env that raises at K envs names its episode ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["serial", "parallel"])
+# the env seeded 2 raises: at --seed 0 it is episode 2, which parallel slots step in this process (slot 2 of
+# parts 0/1), at --seed 1 episode 1, which a worker process steps (slot 1)
+@pytest.mark.parametrize(("mode", "seed"), [("serial", 0), ("parallel", 0), ("parallel", 1)])
 @pytest.mark.slow
-def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, capsys, mode):
+def test_an_env_raising_at_four_envs_names_the_episode_that_raised(tmp_path, capsys, mode, seed):
     out = tmp_path / "run.jsonl"
     code = exit_code(["--policy", "helpers.engine_toys:half_policy", "--env", "helpers.eval_envs:exploding_env",
-                      "--num-trajs", "8",
+                      "--num-trajs", "8", "--seed", str(seed),
                  "--num-envs", "4", "--env-batch-mode", mode, "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
-    assert "the env raised at step 3 of episode 2: RuntimeError: exploded at t=3" in err, err
+    assert f"the env raised at step 3 of episode {2 - seed}: RuntimeError: exploded at t=3" in err, err
     assert list(tmp_path.iterdir()) == []
 
 

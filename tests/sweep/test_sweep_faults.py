@@ -4,7 +4,8 @@
   SIGINT of the driver (exit 130), ``--resume`` in a new driver killed with SIGKILL, a torn last
   line, and a last ``--resume`` that completes the grid; every cell equals single runs.
 - ray: ``ray start --head`` on 127.0.0.1 with 2 CPUs, a sweep joining it with ``--ray-address``,
-  one of its Ray workers killed mid-cell by pid; ``ray stop`` afterwards.
+  one of its Ray workers killed mid-cell by pid; a sweep joining it through ``$RAY_ADDRESS``;
+  ``ray stop`` afterwards.
 """
 
 from __future__ import annotations
@@ -149,3 +150,14 @@ def test_ray_cluster_streams_episodes_and_retries_a_killed_worker(tmp_path, ray_
     assert len(lines) == 12 and any(r["attempt"] == 2 for r in lines)
     assert len({r["worker"] for r in lines}) >= 2
     check_against_single_runs(tmp_path, ckpts)
+
+
+@pytest.mark.slow
+def test_ray_address_in_the_environment_joins_that_cluster_as_it_is(tmp_path, ray_cluster):
+    sweepenv.write_checkpoints(tmp_path, steps=(10,))
+    address, auth = ray_cluster
+    driver = start_driver(tmp_path, "--executor", "ray", "--debug", step_s="0", env={**auth, "RAY_ADDRESS": address})
+    _, err = driver.communicate(timeout=180)
+    assert driver.returncode == 0, err
+    assert "local Ray instance" not in err  # no instance of its own: the user's cluster ran the cell
+    assert len(episodes(tmp_path)) == 6

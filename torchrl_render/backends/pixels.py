@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..envs.unwrap import plain_gymnasium, space_keys
 from ..errors import BackendUnavailable
 from .base import RenderBackend
 
@@ -32,6 +33,9 @@ log = logging.getLogger("torchrl_render")
 
 def _spec_keys(env: Any) -> set[Any] | None:
     """Every (nested) key of the env's observation spec, or ``None`` when it has none."""
+    raw = plain_gymnasium(env)
+    if raw is not None:  # the keys torchrl's GymWrapper would give, read from the space without torchrl
+        return space_keys(raw.observation_space)
     keys: set[Any] = set()
     found = False
     for attr in ("full_observation_spec", "observation_spec"):

@@ -185,12 +185,16 @@ def config_from_args(args: argparse.Namespace) -> RenderConfig:
 
     As torchrl.render's CLI does, an ``ipynb`` report saves its rollouts (``save_rollout``) unless
     ``--save-rollout``/``--no-save-rollout`` says otherwise or the notebook rolls out by itself (``live``).
+    A command returns no :class:`RenderResult` to anyone, so it builds the episodes' TensorDicts
+    (``trajectories``) only when they are saved, unless ``--trajectories`` asks for them.
     """
     data: dict[str, Any] = load_mapping(args.config) if args.config else {}
     data.update(fields_from_args(args, RenderConfig))
     cfg = RenderConfig.from_dict(data)
     if cfg.format == "ipynb" and data.get("save_rollout") is None:
         cfg = dataclasses.replace(cfg, save_rollout=cfg.notebook_rollout_mode != "live")
+    if data.get("trajectories") is None and not (cfg.save_rollout or cfg.save_tensordicts):
+        cfg = dataclasses.replace(cfg, trajectories=False)
     return cfg
 
 

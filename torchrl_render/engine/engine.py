@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..envs import as_torchrl
 from ..envs.unwrap import plain_gymnasium
 from .env_slots import obs_layout
 from .gym_loop import prepare, release, run_gymnasium
@@ -51,6 +52,8 @@ class Engine:
                          success_rule=self.cfg.success_rule)
         if self.why_torchrl:
             self.info["why_torchrl"] = self.why_torchrl
+            self.env = as_torchrl(self.env)  # a gymnasium env the torchrl path steps: its GymWrapper
+            self.policy.env = self.env
 
     @property
     def frames_in_workers(self) -> bool:

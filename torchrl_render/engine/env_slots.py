@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import time
 import traceback
@@ -146,26 +147,60 @@ class InProcessSlots(_Buffers):
             env.close()
 
 
-def _worker(conn: Any, make: Callable[[], Any], count: int, extras: dict[Any, Callable[[Any], Any]]) -> None:
-    """A worker process: ``count`` envs built here, stepped on the parent's orders.
+class _Shared:
+    """One block of shared memory carved into the slots' arrays, the same views in the parent and its workers.
+
+    Args:
+        entries: ``(name, shape, dtype)`` of each array (``("obs", key)`` for observation entries).
+        ctx: The multiprocessing context whose ``RawArray`` holds the block (it travels to spawned workers
+            as a process argument, and forked ones inherit it).
+    """
+
+    def __init__(self, entries: list[tuple[Any, tuple[int, ...], Any]], ctx: Any) -> None:
+        self.entries, offset = [], 0
+        for name, shape, dtype in entries:
+            dtype = np.dtype(dtype)
+            offset = -(-offset // 64) * 64  # each array starts on a cache line
+            self.entries.append((name, tuple(shape), dtype.str, offset))
+            offset += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.block = ctx.RawArray("b", max(offset, 1))
+
+    def views(self) -> dict[Any, np.ndarray]:
+        """``{name: array}`` over the block (no copy)."""
+        flat = np.frombuffer(self.block, np.uint8)
+        out = {}
+        for name, shape, dtype, offset in self.entries:
+            size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            out[name] = flat[offset:offset + size].view(dtype).reshape(shape)
+        return out
+
+
+def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Shared, layout: list[str],
+            extras: dict[Any, Callable[[Any], Any]]) -> None:
+    """A worker process: one env per slot in ``slots``, built here and stepped on the parent's orders.
+
+    Observations, rewards, flags, success reports and extras go into the shared arrays; actions, the
+    slots to step (``todo``) and reset seeds come from them. The pipe carries one byte each way per
+    order (:data:`_STEP`, :data:`_RESET`, :data:`_CLOSE`; :data:`_OK`), and an error's text.
 
     Ctrl-C is the parent's to handle: a terminal sends SIGINT to the whole process group, so the
     worker ignores it and ends when the parent closes it, or quietly when the parent is gone (its
     end of the pipe closed: EOF or a broken pipe), with no traceback of its own.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    envs: list[Any] = []
+    envs: dict[int, Any] = {}
     try:
         try:
             quiet_mujoco_log()  # MuJoCo's warnings: debug log lines, not stderr nor a MUJOCO_LOG.TXT
-            envs.extend(make() for _ in range(count))
+            for i in slots:
+                envs[i] = make()
         except BaseException as exc:  # the parent raises it with the worker's traceback
-            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", None))
+            _send_error(conn, exc, None)
             return
-        conn.send(("ok", None, None))
-        _serve(conn, envs, extras)
+        conn.send_bytes(_OK)
+        _serve(conn, envs, _Arrays(shared.views(), layout), extras)
     except (EOFError, OSError):  # the parent went away: nobody to answer
-        _close_all(envs)
+        _close_all(list(envs.values()))
 
 
 def _close_all(envs: list[Any]) -> None:
@@ -177,61 +212,129 @@ def _close_all(envs: list[Any]) -> None:
             pass
 
 
-def _serve(conn: Any, envs: list[Any], extras: dict[Any, Callable[[Any], Any]]) -> None:
-    """Answers ``reset`` / ``step`` orders until ``close``; an env's error names its env (local index)."""
+class _Arrays:
+    """The shared arrays by role (what :class:`_Buffers` holds, plus the actions)."""
+
+    def __init__(self, views: dict[Any, np.ndarray], layout: list[str]) -> None:
+        self.obs = {name[1]: v for name, v in views.items() if isinstance(name, tuple) and name[0] == "obs"}
+        self.reward, self.terminated, self.truncated = views["reward"], views["terminated"], views["truncated"]
+        self.success, self.actions = views["success"], views["actions"]
+        self.todo, self.seed, self.seeded = views["todo"], views["seed"], views["seeded"]
+        self.layout = layout
+        self.single = "observation" if layout == ["observation"] else None
+
+    def put(self, i: int, obs: Any, env: Any, extras: dict[Any, Callable[[Any], Any]]) -> None:
+        if self.single is not None:
+            self.obs[self.single][i] = obs
+        else:
+            for key in self.layout:
+                self.obs[key][i] = obs[key]
+        for key, fn in extras.items():
+            self.obs[key][i] = fn(env)
+
+
+#: The orders (parent -> worker) and the answer (worker -> parent): one byte each; an error is ``_ERROR``
+#: followed by the pickled ``(text, slot)``.
+_STEP, _RESET, _CLOSE, _OK, _ERROR = b"s", b"r", b"c", b"k", b"e"
+
+
+def _send_error(conn: Any, exc: BaseException, slot: int | None) -> None:
+    conn.send_bytes(_ERROR + pickle.dumps((f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", slot)))
+
+
+def _serve(conn: Any, envs: dict[int, Any], arrays: _Arrays, extras: dict[Any, Callable[[Any], Any]]) -> None:
+    """Answers ``reset`` / ``step`` orders until ``close``; an env's error names its slot."""
+    put, reward, terminated, truncated, success, actions, todo = arrays.put, arrays.reward, arrays.terminated, \
+        arrays.truncated, arrays.success, arrays.actions, arrays.todo
+    mine = sorted(envs)
     while True:
-        cmd, arg = conn.recv()
-        if cmd == "close":
-            _close_all(envs)
-            conn.send(("closed", None, None))
+        cmd = conn.recv_bytes()
+        if cmd == _CLOSE:
+            _close_all(list(envs.values()))
+            conn.send_bytes(_CLOSE)
             return
-        j, out = None, []
+        i = None
         try:
-            for j, value in arg:
-                env = envs[j]
-                if cmd == "reset":
-                    obs, info = env.reset(seed=value)
-                    out.append((obs, _success(info), {k: fn(env) for k, fn in extras.items()}))
-                else:
-                    obs, r, term, trunc, info = env.step(value)
-                    out.append((obs, float(r), bool(term), bool(trunc), _success(info) if info else -1,
-                                {k: fn(env) for k, fn in extras.items()}))
+            if cmd == _RESET:
+                for i in mine:
+                    if todo[i]:
+                        obs, info = envs[i].reset(seed=int(arrays.seed[i]) if arrays.seeded[i] else None)
+                        put(i, obs, envs[i], extras)
+                        success[i] = _success(info)
+            else:
+                for i in mine:
+                    if todo[i]:
+                        obs, r, term, trunc, info = envs[i].step(actions[i].copy())
+                        put(i, obs, envs[i], extras)
+                        reward[i], terminated[i], truncated[i] = r, term, trunc
+                        success[i] = _success(info) if info else -1
         except BaseException as exc:  # SIGINT is ignored here: this is the env's own error, for the parent
-            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", j))
+            _send_error(conn, exc, i)
             continue
-        conn.send(("ok", out, None))
+        conn.send_bytes(_OK)
 
 
 class ProcessSlots(_Buffers):
-    """K gymnasium envs in ``workers`` processes (each holds K/workers of them), started at once.
+    """K gymnasium envs split over ``workers`` parts that step at the same time: this process steps the
+    first part itself and each other part lives in a worker process, started at once.
+
+    The slots' arrays (observations, rewards, flags, actions) live in shared memory, as gymnasium's
+    ``AsyncVectorEnv(shared_memory=True)`` keeps its observations. A step marks the slots to step, wakes
+    the workers (one byte each), steps this process's own slots meanwhile, then reads each worker's
+    one-byte answer: the wake-up of a worker overlaps work here, and a core is never left to wait on
+    the others while this process sleeps.
 
     Args:
         make: A picklable (or, with ``method="fork"``, any) callable returning one gymnasium env.
         num: K, the number of slots.
-        workers: Worker processes; slot ``i`` lives in worker ``i % workers``.
+        workers: Parts (this process and ``workers - 1`` worker processes); slot ``i`` is in part
+            ``i % workers``, part 0 being this process.
         layout: The observation layout (:func:`obs_layout` of the env's space).
         method: The multiprocessing start method.
+        extras: Further per-step entries (see :class:`_Buffers`).
+        action_shape, action_dtype: One env's action, as the env takes it.
     """
 
     kind = "parallel"
 
     def __init__(self, make: Callable[[], Any], num: int, workers: int,
                  layout: dict[str, tuple[tuple[int, ...], np.dtype]], method: str = "spawn",
-                 extras: dict[Any, Any] | None = None) -> None:
+                 extras: dict[Any, Any] | None = None, action_shape: tuple[int, ...] = (),
+                 action_dtype: Any = np.float32) -> None:
         super().__init__(num, layout, extras)
+        ctx = mp.get_context(method)
+        entries: list[tuple[Any, tuple[int, ...], Any]] = [(("obs", key), buf.shape, buf.dtype)
+                                                           for key, buf in self.obs.items()]
+        entries += [("reward", (num,), np.float64), ("terminated", (num,), bool), ("truncated", (num,), bool),
+                    ("success", (num,), np.int8), ("actions", (num, *action_shape), action_dtype),
+                    ("todo", (num,), bool), ("seed", (num,), np.int64), ("seeded", (num,), bool)]
+        shared = _Shared(entries, ctx)
+        self._arrays = arrays = _Arrays(shared.views(), list(layout))  # replace _Buffers' own arrays
+        self.obs, self.reward, self.terminated, self.truncated = arrays.obs, arrays.reward, arrays.terminated, \
+            arrays.truncated
+        self.success, self.actions = arrays.success, arrays.actions
+        self.todo, self.seed, self.seeded = arrays.todo, arrays.seed, arrays.seeded
+        self.success[:] = -1
         self.conns: list[Any] = []
         self.procs: list[Any] = []
-        ctx = mp.get_context(method)
-        self.workers = max(1, min(workers, num))
-        for w in range(self.workers):
+        self.local: dict[int, Any] = {}
+        self.parts = max(1, min(workers, num))
+        self.workers = self.parts - 1  # processes besides this one
+        for w in range(1, self.parts):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, make, len(range(w, num, self.workers)), self.extras),
-                               daemon=True,
+            proc = ctx.Process(target=_worker, args=(child, make, list(range(w, num, self.parts)), shared,
+                                                     list(layout), self.extras), daemon=True,
                                name=f"torchrl_render-env-{w}")
             proc.start()
             child.close()
             self.conns.append(parent)
             self.procs.append(proc)
+        try:  # this process's own part, built while the workers start
+            for i in range(0, num, self.parts):
+                self.local[i] = make()
+        except BaseException:
+            self.close()
+            raise
         self._ready = False
 
     def _wait_ready(self) -> None:
@@ -240,68 +343,91 @@ class ProcessSlots(_Buffers):
                 self._recv(w, "starting")
             self._ready = True
 
-    def _recv(self, w: int, what: str) -> Any:
+    def _recv(self, w: int, what: str) -> None:
         """Worker ``w``'s answer; its env's error as a :class:`SlotError` (naming the slot)."""
         try:
-            status, payload, local = self.conns[w].recv()
+            answer = self.conns[w].recv_bytes()
         except EOFError as exc:
-            raise RolloutError(f"env worker process {w} died while {what} (exit code {self.procs[w].exitcode})",
+            raise RolloutError(f"env worker process {w + 1} died while {what} (exit code "
+                               f"{self.procs[w].exitcode})",
                                fix="check the env factory in a single process (--num-envs 1)") from exc
-        if status != "error":
-            return payload
-        lines = payload.strip().splitlines()
-        if local is not None:
-            raise SlotError(local * self.workers + w, lines[0], " | ".join(lines[-3:]))
+        if answer[:1] != _ERROR:
+            return
+        text, slot = pickle.loads(answer[1:])
+        lines = text.strip().splitlines()
+        if slot is not None:
+            raise SlotError(slot, lines[0], " | ".join(lines[-3:]))
         raise RolloutError(f"an env worker raised while {what}: {lines[0]}",
                            fix="check the env factory and its reset()/step(); the worker's traceback: "
                                + " | ".join(lines[-3:]))
 
-    def _gather(self, orders: list[list[tuple[int, Any]]], what: str) -> list[tuple[int, Any]]:
-        """Every worker's answer to its order (all are read, so none stays in a pipe), then the first error."""
-        answers, error = [], None
-        for w, order in enumerate(orders):
-            if order:
-                try:
-                    answers.extend(zip([i for i, _ in order], self._recv(w, what)))
-                except (SlotError, RolloutError) as exc:
-                    error = error or exc
+    def _order(self, cmd: bytes, rows: Sequence[int], what: str) -> None:
+        """Marks ``rows`` to do and wakes the workers that hold one, does this process's own rows, then
+        reads every answer (so none stays in a pipe) and raises the first error."""
+        self._wait_ready()
+        todo, parts = self.todo, self.parts
+        todo[:] = False
+        todo[list(rows)] = True
+        busy = sorted({i % parts - 1 for i in rows if i % parts})
+        for w in busy:
+            self.conns[w].send_bytes(cmd)
+        error: Exception | None = None
+        try:
+            self._here(cmd, [i for i in rows if i % parts == 0])
+        except SlotError as exc:
+            error = exc
+        for w in busy:
+            try:
+                self._recv(w, what)
+            except (SlotError, RolloutError) as exc:
+                error = error or exc
         if error is not None:
             raise error
-        return answers
 
-    def _scatter(self, cmd: str, rows: Sequence[int], values: Sequence[Any]) -> list[list[tuple[int, Any]]]:
-        self._wait_ready()
-        orders: list[list[tuple[int, Any]]] = [[] for _ in range(self.workers)]
-        for i, value in zip(rows, values):
-            orders[i % self.workers].append((i, value))
-        for w, order in enumerate(orders):
-            if order:
-                self.conns[w].send((cmd, [(i // self.workers, v) for i, v in order]))
-        return orders
+    def _here(self, cmd: bytes, rows: list[int]) -> None:
+        """Resets or steps this process's own ``rows``, as a worker does its own."""
+        arrays, extras = self._arrays, self.extras
+        for i in rows:
+            env = self.local[i]
+            try:
+                if cmd == _RESET:
+                    obs, info = env.reset(seed=int(self.seed[i]) if self.seeded[i] else None)
+                    self.success[i] = _success(info)
+                else:
+                    obs, r, term, trunc, info = env.step(self.actions[i].copy())
+                    self.reward[i], self.terminated[i], self.truncated[i] = r, term, trunc
+                    self.success[i] = _success(info) if info else -1
+            except RenderError:
+                raise
+            except Exception as exc:  # the engine names the episode of this slot
+                raise SlotError(i, f"{type(exc).__name__}: {exc}") from exc
+            arrays.put(i, obs, env, extras)
 
     def reset(self, rows: Sequence[int], seeds: Sequence[int | None]) -> None:
-        for i, (obs, success, extra) in self._gather(self._scatter("reset", rows, seeds), "resetting"):
-            self._put(i, obs, extra)
-            self.success[i] = success
+        for i, seed in zip(rows, seeds):
+            self.seeded[i] = seed is not None
+            self.seed[i] = 0 if seed is None else seed
+        self._order(_RESET, rows, "resetting")
+        for i in rows:
             self.terminated[i] = self.truncated[i] = False
             self.reward[i] = 0.0
 
     def step(self, rows: Sequence[int], actions: np.ndarray) -> None:
-        answers = self._gather(self._scatter("step", rows, [actions[i] for i in rows]), "stepping")
-        for i, (obs, r, term, trunc, success, extra) in answers:
-            self._put(i, obs, extra)
-            self.reward[i], self.terminated[i], self.truncated[i], self.success[i] = r, term, trunc, success
+        if actions is not self.actions:
+            self.actions[rows] = actions[rows]
+        self._order(_STEP, rows, "stepping")
 
     def env(self, i: int) -> Any:
-        return None  # lives in another process
+        return self.local.get(i)  # None: it lives in another process
 
     def close(self) -> None:
-        """Closes every worker; an answer still in a pipe (a run stopped mid-step, Ctrl-C) is read past."""
+        """Closes every worker (an answer still in a pipe, of a run stopped mid-step, is read past) and this
+        process's own envs."""
         conns, self.conns = self.conns, []
         for conn in conns:
             try:
-                conn.send(("close", None))
-                while conn.poll(5) and conn.recv()[0] != "closed":
+                conn.send_bytes(_CLOSE)
+                while conn.poll(5) and conn.recv_bytes() != _CLOSE:
                     pass
             except Exception:
                 pass
@@ -311,6 +437,8 @@ class ProcessSlots(_Buffers):
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
+        local, self.local = self.local, {}
+        _close_all(list(local.values()))
 
 
 def step_seconds(make: Callable[[], Any], steps: int = 20) -> float:

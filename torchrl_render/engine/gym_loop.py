@@ -3,14 +3,16 @@
 Rendered episodes come first, on the run's own env (the render backends were built on it), with
 one policy call per step exactly as a one-env run makes; the other episodes are dispatched over
 K slots. ``env_batch_mode="auto"`` times a few steps of an env built for that alone (never one of
-the run's) and uses worker processes only when a step costs more than
-:data:`PARALLEL_STEP_S` and there is more than one core (the choice and the
-timing go to the metadata).
+the run's) and uses worker processes (shared-memory slots, the policy batched here) when there is
+more than one core and the env time they save beats what their orders cost (:func:`parallel_wins`;
+the choice and the timing go to the metadata).
 """
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import pickle
+import threading
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -21,15 +23,16 @@ from ..envs import make_raw_env
 from ..envs.mujoco_state import mocap_extras
 from ..envs.unwrap import describe_env, find_simulation, plain_gymnasium
 from ..errors import ConfigError
-from ..policies.actions import check_actions, gym_bounds
+from ..policies.actions import ActionGuard, gym_bounds
 from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
 from .records import Episode, StepRecord
 from .slot_loop import SlotLoop
 
-__all__ = ["PARALLEL_STEP_S", "actor", "prepare", "read_qpos", "release", "run_gymnasium"]
+__all__ = ["ORDER_S", "actor", "parallel_wins", "prepare", "read_qpos", "release", "run_gymnasium"]
 
-#: Above this many seconds per env step, ``auto`` steps K envs in worker processes.
-PARALLEL_STEP_S = 5e-4
+#: What an order to the env workers costs (wake, answer; seconds) beyond the env steps, against which
+#: ``auto`` weighs the env time that they save: 60-90 us measured on a 2-core VM (a no-op env's batch step).
+ORDER_S = 1e-4
 
 
 def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
@@ -107,27 +110,50 @@ def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
 def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     """K slots: this process's envs (the run's own first) or worker processes."""
     cfg, raw = engine.cfg, engine.raw
-    k, mode = cfg.num_envs, cfg.env_batch_mode
+    k, mode, workers = cfg.num_envs, cfg.env_batch_mode, min(cfg.num_envs, cpu_count())
     if mode == "auto":
         mode = "serial"
-        if k > 1 and cpu_count() > 1:  # timed on an env of its own: the run's envs are never stepped for it
+        if k > 1 and workers > 1:  # timed on an env of its own: the run's envs are never stepped for it
             seconds = step_seconds(partial(make_raw_env, cfg, engine.payload, render_mode=engine.render_mode))
             engine.info["step_ms"] = round(seconds * 1e3, 4)
-            mode = "parallel" if seconds > PARALLEL_STEP_S else "serial"
+            mode = "parallel" if parallel_wins(seconds, k, workers) else "serial"
     engine.info["batch_mode"] = mode if k > 1 else "serial"
     if mode == "serial" or k == 1:
         owned = [make_raw_env(cfg, engine.payload, render_mode=engine.render_mode) for _ in range(k - 1)]
         return InProcessSlots([raw, *owned], extras), owned
     make = partial(make_raw_env, cfg, engine.payload, engine.render_mode)
+    method = _start_method(make, engine.notes)
+    engine.info["workers"], engine.info["start_method"] = workers - 1, method  # besides this process
+    space = raw.action_space
+    return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method, extras=extras,
+                        action_shape=tuple(space.shape), action_dtype=np.dtype(space.dtype)), []
+
+
+def parallel_wins(step_s: float, k: int, parts: int) -> bool:
+    """Whether K envs step faster split over ``parts`` processes (this one and ``parts - 1`` workers) than
+    one after another here: the env time a batch step saves (``K - ceil(K / parts)`` steps) beats what
+    waking the workers costs (they wake at once, while this process steps its own part).
+
+    Example:
+        >>> parallel_wins(40e-6, 8, 2), parallel_wins(40e-6, 2, 2), parallel_wins(2e-3, 2, 2)
+        (True, False, True)
+    """
+    saved = step_s * (k - -(-k // parts))
+    return saved > ORDER_S * (parts - 1)
+
+
+def _start_method(make: Any, notes: list[str]) -> str:
+    """``fork`` where the platform has it and this process runs a single thread (a fork is ready in
+    milliseconds and needs no import; forking a threaded process could deadlock its copy), else ``spawn``
+    (the factory must then be picklable; a lambda or a local factory is forked all the same)."""
+    if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
+        return "fork"
     try:
         pickle.dumps(make)
-        method = "spawn"
     except (pickle.PicklingError, AttributeError, TypeError):  # lambdas, local factories
-        method = "fork"
-        engine.notes.append("env factory is not picklable: env workers are forked instead of spawned")
-    workers = min(k, cpu_count())
-    engine.info["workers"] = workers
-    return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method, extras=extras), []
+        notes.append("env factory is not picklable: env workers are forked instead of spawned")
+        return "fork"
+    return "spawn"
 
 
 def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
@@ -137,18 +163,27 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
     views = {key: torch.from_numpy(slots.obs[key]) for key in slots.layout}  # share the slots' memory
     spec = policy.gym_check.spec  # the action as the gymnasium env takes it (an index for Discrete)
     out = np.zeros((slots.num, *spec.shape), np.dtype(str(spec.dtype).replace("torch.", "")))
-    bounds = gym_bounds(plain_gymnasium(policy.env).action_space)
+    guard = ActionGuard(out, gym_bounds(plain_gymnasium(policy.env).action_space))
     if per_env:
         rows = [(policy.for_worker(i), {k: v[i] for k, v in views.items()}) for i in range(slots.num)]
+
+        def begin(i: int, seed: int | None) -> None:
+            rows[i][0].begin_episode(seed)
+
+        if slots.num == 1:  # one env: no loop over the rows
+            runner, obs = rows[0]
+
+            def act_one(active: np.ndarray) -> np.ndarray:
+                out[0] = runner.act(obs).numpy()
+                return guard(active)
+
+            return act_one, begin
 
         def act(active: np.ndarray) -> np.ndarray:
             for i in active.tolist():
                 runner, obs = rows[i]
                 out[i] = runner.act(obs).numpy()
-            return check_actions(out, active, bounds)
-
-        def begin(i: int, seed: int | None) -> None:
-            rows[i][0].begin_episode(seed)
+            return guard(active)
 
         return act, begin
 
@@ -158,6 +193,6 @@ def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
 
     def act_batch(active: np.ndarray) -> np.ndarray:
         out[:] = policy.act(views, batch).numpy()
-        return check_actions(out, active, bounds)
+        return guard(active)
 
     return act_batch, (lambda i, seed: None)

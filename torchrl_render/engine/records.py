@@ -22,7 +22,8 @@ class StepRecord:
     Args:
         trajectory: Episode index (0-based).
         step: 0 after reset, ``t`` after the ``t``-th action.
-        td: The state view for render backends: the reset TensorDict at step 0, ``next`` after.
+        td: The state view for render backends: the reset TensorDict at step 0, ``next`` after (on the
+            gymnasium path, a dict of the observation entries as tensors).
         transition: The full transition (observation, action, ``next``); ``None`` at step 0.
         seed: The seed this trajectory was reset with.
         reward: Scalar reward of this step (0.0 at step 0).

@@ -78,7 +78,8 @@ class SlotLoop:
             actions = self._act(rows)
             before = {k: v[rows].copy() for k, v in self.slots.obs.items()} if self.reward_fn else None
             self._step(rows, actions)
-            ended = self._book(rows, actions, before)
+            ended = self._book_one(int(rows[0]), actions) if len(rows) == 1 and before is None else \
+                self._book(rows, actions, before)
             if rendered:
                 yield from self._records(rows, rendered)
             if ended.size:
@@ -279,11 +280,12 @@ def _with_trace(fix: str, exc: SlotError) -> str:
     return f"{fix}; the worker's traceback: {exc.trace}" if exc.trace else fix
 
 
-def _state_td(slots: Any, i: int) -> Any:
+def _state_td(slots: Any, i: int) -> dict[str, Any]:
+    """Slot ``i``'s observation entries as tensors: the state view render backends read (a dict, so that a
+    rendered gymnasium run needs no tensordict)."""
     import torch
-    from tensordict import TensorDict
 
-    return TensorDict({k: torch.from_numpy(v[i].copy()) for k, v in slots.obs.items()}, batch_size=[])
+    return {k: torch.from_numpy(v[i].copy()) for k, v in slots.obs.items()}
 
 
 def _trajectory(obs: dict[str, np.ndarray], actions: np.ndarray, ep: Episode) -> Any:

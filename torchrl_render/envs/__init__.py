@@ -1,9 +1,13 @@
-"""Turning what an env factory returns into a torchrl env.
+"""Turning what an env factory returns into the run's env.
 
 Accepted: a torchrl ``EnvBase`` (used as is), a ``gymnasium.Env`` (wrapped by
 torchrl's ``GymWrapper``), a dm_control ``Environment`` (``DMControlWrapper``).
 Strings without a colon are shortcuts: a registered gymnasium id
 (``"HalfCheetah-v5"``) or ``"dm_control/<domain>-<task>"``.
+
+:func:`open_env` is what a run uses: a gymnasium env comes back as a :class:`~.handle.GymnasiumEnv`,
+which builds the ``GymWrapper`` only when something asks for torchrl (the engine steps gymnasium envs
+in numpy, so most runs never import torchrl). :func:`build_env` always gives the torchrl env.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from ..config import RenderConfig, RenderEnvSpec
 from ..errors import EnvError, did_you_mean
 from ..resolve import call_factory, receives, resolve
 from .gl import missing_gl_library
+from .handle import GymnasiumEnv, loaded_class
 from .unwrap import is_dm_env, is_gymnasium, plain_gymnasium, underlying_env
 
-__all__ = ["build_env", "describe_env", "is_env_object", "make_raw_env", "plain_gymnasium", "to_torchrl_env"]
+__all__ = ["GymnasiumEnv", "as_torchrl", "build_env", "describe_env", "is_env_object", "make_raw_env", "open_env",
+           "plain_gymnasium", "to_torchrl_env"]
 
 log = logging.getLogger("torchrl_render")
 DM_PREFIX = "dm_control/"
@@ -27,9 +33,22 @@ _PYGAME_ENVS = ("gymnasium.envs.classic_control", "gymnasium.envs.toy_text", "gy
 
 def build_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
     """Builds the torchrl env for ``cfg`` (``render_mode`` is a default the config can override)."""
+    return as_torchrl(open_env(cfg, checkpoint, render_mode))
+
+
+def open_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
+    """The run's env for ``cfg``: a :class:`GymnasiumEnv` for a gymnasium env (torchrl on demand), else the
+    torchrl env (``render_mode`` is a default the config can override)."""
     spec = RenderEnvSpec.from_config(cfg, checkpoint=checkpoint, render_mode=render_mode)
-    return to_torchrl_env(make_raw_env(cfg, checkpoint, render_mode), device=spec.device, backend=cfg.env_backend,
-                          source=cfg.env)
+    raw = make_raw_env(cfg, checkpoint, render_mode)
+    if cfg.env_backend in ("auto", "gym", "gymnasium") and is_gymnasium(raw):
+        return GymnasiumEnv(raw, lambda env: _gym_wrapper(env, spec.device))
+    return to_torchrl_env(raw, device=spec.device, backend=cfg.env_backend, source=cfg.env)
+
+
+def as_torchrl(env: Any) -> Any:
+    """The torchrl env of what :func:`open_env` returned (a :class:`GymnasiumEnv` builds its wrapper)."""
+    return env.torchrl if isinstance(env, GymnasiumEnv) else env
 
 
 def make_raw_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
@@ -64,9 +83,8 @@ def is_env_object(obj: Any) -> bool:
     """An env instance (torchrl, gymnasium, dm_control) rather than a factory or an id."""
     if isinstance(obj, (str, type)) or obj is None:
         return False
-    from torchrl.envs import EnvBase
-
-    return isinstance(obj, EnvBase) or is_gymnasium(obj) or is_dm_env(obj)
+    base = loaded_class("torchrl.envs", "EnvBase")  # a torchrl env means torchrl is imported already
+    return (base is not None and isinstance(obj, base)) or is_gymnasium(obj) or is_dm_env(obj)
 
 
 def _from_shortcut(name: str, spec: RenderEnvSpec) -> Any:
@@ -132,17 +150,14 @@ def _dm_control(name: str, spec: RenderEnvSpec) -> Any:
 
 def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source: Any = None) -> Any:
     """Wraps ``obj`` into a torchrl env; an informative :class:`EnvError` otherwise."""
+    if isinstance(obj, GymnasiumEnv):
+        return obj.torchrl
     from torchrl.envs import EnvBase
 
     if isinstance(obj, EnvBase):
         return obj
     if backend in ("auto", "gym", "gymnasium") and is_gymnasium(obj):
-        from torchrl.envs import GymWrapper
-
-        wrapped = GymWrapper(obj, device=device).set_info_dict_reader(success_reader())
-        wrapped._torchrl_render_wrapped = True  # ours: the engine may step ``obj`` directly
-        _keep_float64_reward(wrapped)
-        return wrapped
+        return _gym_wrapper(obj, device)
     if backend in ("auto", "dm_control") and is_dm_env(obj):
         from torchrl.envs import DMControlWrapper
 
@@ -156,6 +171,16 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
                    expected="a torchrl EnvBase, a gymnasium.Env or a dm_control Environment"
                             + ("" if backend == "auto" else f" matching env_backend={backend!r}"),
                    got=type(obj).__qualname__, fix="return the env object itself from the factory")
+
+
+def _gym_wrapper(obj: Any, device: str) -> Any:
+    """torchrl's ``GymWrapper`` of a gymnasium env, reading its success reports, with float64 rewards."""
+    from torchrl.envs import GymWrapper
+
+    wrapped = GymWrapper(obj, device=device).set_info_dict_reader(success_reader())
+    wrapped._torchrl_render_wrapped = True  # ours: the engine may step ``obj`` directly
+    _keep_float64_reward(wrapped)
+    return wrapped
 
 
 def _keep_float64_reward(env: Any) -> None:
@@ -200,12 +225,12 @@ def success_reader() -> Any:
 
 def describe_env(env: Any) -> dict[str, Any]:
     """A JSON-ready description of the env for the metadata."""
-    from torchrl.envs.batched_envs import BatchedEnvBase
-
+    batched = loaded_class("torchrl.envs.batched_envs", "BatchedEnvBase")
     raw = underlying_env(env)
-    if isinstance(raw, BatchedEnvBase):
+    if batched is not None and isinstance(raw, batched):
         return {"class": type(env).__name__, "batched": type(raw).__name__, "num_envs": int(raw.batch_size[0]),
                 "batch_size": list(env.batch_size)}
     spec = getattr(getattr(raw, "unwrapped", raw), "spec", None) or getattr(raw, "spec", None)
-    return {"class": type(env).__name__, "raw_class": f"{type(raw).__module__}.{type(raw).__qualname__}",
+    name = "GymWrapper" if isinstance(env, GymnasiumEnv) else type(env).__name__  # the class torchrl would have
+    return {"class": name, "raw_class": f"{type(raw).__module__}.{type(raw).__qualname__}",
             "id": getattr(spec, "id", None), "batch_size": list(getattr(env, "batch_size", []))}

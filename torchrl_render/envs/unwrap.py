@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["SIMULATION_PLACES", "describe_env", "find_simulation", "is_dm_env", "is_gymnasium", "plain_gymnasium",
-           "underlying_env"]
+           "space_keys", "underlying_env"]
 
 
 def underlying_env(env: Any) -> Any:
@@ -44,11 +44,37 @@ def underlying_env(env: Any) -> Any:
 def plain_gymnasium(env: Any) -> Any:
     """The gymnasium env behind ``env`` when ``env`` is just our ``GymWrapper`` around it (no torchrl
     transforms of the user's), else None: such envs can be stepped without torchrl."""
-    from torchrl.envs import GymWrapper
+    from .handle import GymnasiumEnv, loaded_class
 
-    if type(env) is not GymWrapper or not getattr(env, "_torchrl_render_wrapped", False):
+    if isinstance(env, GymnasiumEnv):
+        return env.raw
+    wrapper = loaded_class("torchrl.envs", "GymWrapper")  # a GymWrapper means torchrl is imported already
+    if wrapper is None or type(env) is not wrapper or not getattr(env, "_torchrl_render_wrapped", False):
         return None
     return env._env if is_gymnasium(env._env) else None
+
+
+def space_keys(space: Any, prefix: tuple[str, ...] = ()) -> set[Any]:
+    """The observation keys torchrl's ``GymWrapper`` gives a gymnasium observation space: ``"observation"``
+    for a single space, a ``Dict``'s own keys (nested ones as tuples) otherwise, a top-level ``"state"``
+    renamed ``"observation"`` when there is no ``"observation"`` (torchrl's convention).
+
+    Example:
+        >>> from gymnasium import spaces
+        >>> sorted(space_keys(spaces.Dict(pixels=spaces.Box(0, 255, (2, 2, 3)), state=spaces.Box(-1, 1, (3,)))))
+        ['observation', 'pixels']
+    """
+    from gymnasium import spaces
+
+    if not isinstance(space, spaces.Dict):
+        return {prefix if len(prefix) > 1 else prefix[0]} if prefix else {"observation"}
+    keys: set[Any] = set()
+    for key, sub in space.spaces.items():
+        keys |= space_keys(sub, (*prefix, str(key))) if isinstance(sub, spaces.Dict) else \
+            {(*prefix, str(key)) if prefix else str(key)}
+    if not prefix and "state" in keys and "observation" not in keys:
+        keys = (keys - {"state"}) | {"observation"}
+    return keys
 
 
 def _is_mj(obj: Any, name: str) -> bool:

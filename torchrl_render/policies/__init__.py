@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..checkpoint import infer_state_dict, load_into_policy
-from ..config import RenderConfig, RenderPolicySpec
+from ..config import Deferred, RenderConfig, RenderPolicySpec
+from ..envs.handle import loaded_class
 from ..errors import PolicyError, UserPolicyError
 from ..resolve import call_factory, resolve
 from .actions import non_finite_action
@@ -41,7 +42,7 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
                      "factory")
     else:
         spec = RenderPolicySpec(ckpt_path=cfg.ckpt, checkpoint=payload, checkpoint_hash=digest, device=device,
-                                env_specs=factory_specs(env), policy_kwargs=dict(cfg.policy_kwargs),
+                                env_specs=Deferred(lambda: factory_specs(env)), policy_kwargs=dict(cfg.policy_kwargs),
                                 config=cfg)
         policy = call_factory(resolve(cfg.policy, "policy"), spec, cfg.policy_kwargs, "policy")
     if policy is None or not callable(policy):
@@ -89,27 +90,26 @@ def _load_weights(cfg: RenderConfig, policy: Any, payload: Any, notes: list[str]
     notes.append(f"policy weights {outcome} from checkpoint entry {where!r}")
 
 
+#: The classes whose modules act differently under torchrl's RANDOM exploration type.
+_SAMPLERS = (("tensordict.nn", "ProbabilisticTensorDictModule"),
+             *(("torchrl.modules.tensordict_module.exploration", name) for name in
+               ("AdditiveGaussianModule", "EGreedyModule", "OrnsteinUhlenbeckProcessModule")))
+
+
 def _samplers(policy: Any) -> list[Any]:
-    """The sub-modules that act differently under torchrl's RANDOM exploration type."""
+    """The sub-modules that act differently under torchrl's RANDOM exploration type (a policy holds one only
+    if its module was imported: none is imported for it here)."""
     import torch
 
-    if not isinstance(policy, torch.nn.Module):
+    kinds = tuple(cls for cls in (loaded_class(*where) for where in _SAMPLERS) if cls is not None)
+    if not kinds or not isinstance(policy, torch.nn.Module):
         return []
-    from tensordict.nn import ProbabilisticTensorDictModule
-    from torchrl.modules.tensordict_module.exploration import (
-        AdditiveGaussianModule,
-        EGreedyModule,
-        OrnsteinUhlenbeckProcessModule,
-    )
-
-    kinds = (ProbabilisticTensorDictModule, AdditiveGaussianModule, EGreedyModule, OrnsteinUhlenbeckProcessModule)
     return [m for m in policy.modules() if isinstance(m, kinds)]
 
 
 def _check_exploration(runner: PolicyRunner, env: Any, notes: list[str]) -> None:
     """Notes a --stochastic that cannot change anything; refuses a mode the policy's distribution lacks."""
-    cfg = runner.cfg
-    mode = cfg.exploration_mode or ("deterministic" if cfg.deterministic else "random")
+    mode = runner.mode
     samplers = _samplers(runner.policy)
     if mode == "random" and not samplers:
         notes.append(f"--stochastic has no effect: the {runner.kind or 'plain'} policy has no probabilistic module "
@@ -131,19 +131,15 @@ def _check_exploration(runner: PolicyRunner, env: Any, notes: list[str]) -> None
 
 def _probe(runner: PolicyRunner, env: Any, mode: str) -> str | None:
     """Calls the policy once on the env's zero TensorDict under ``mode``; the error text, or ``None``."""
-    from torchrl.envs.utils import ExplorationType
-
     td = env.fake_tensordict().exclude("next")
     if env.batch_size:
         td = td[(0,) * len(env.batch_size)]
-    saved = runner.exploration
-    runner.exploration = {"deterministic": ExplorationType.DETERMINISTIC, "mode": ExplorationType.MODE,
-                          "mean": ExplorationType.MEAN, "random": ExplorationType.RANDOM}[mode]
+    saved, runner.mode = runner.mode, mode
     try:
         runner(td)
     except Exception as exc:
         cause = exc.__cause__ if isinstance(exc, UserPolicyError) and exc.__cause__ is not None else exc
         return f"{type(cause).__name__}: {' '.join(str(cause).split())}"
     finally:
-        runner.exploration = saved
+        runner.mode = saved
     return None

@@ -18,14 +18,16 @@ only value checks (finite, whole numbers, a valid index or one-hot) look at the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import PolicyError
 
-__all__ = ["ActionChecker", "check_actions", "gym_action_spec", "gym_bounds", "non_finite_action"]
+__all__ = ["ActionChecker", "ActionGuard", "ActionLayout", "gym_action_layout", "gym_bounds", "non_finite_action"]
 
 _UNPLANNED = object()
 
@@ -37,18 +39,48 @@ def non_finite_action(action: Any) -> PolicyError:
                        fix="check the checkpoint's weights and the observation normalisation")
 
 
-def gym_action_spec(space: Any) -> tuple[Any, Any] | None:
-    """A torchrl spec of a gymnasium discrete space in gymnasium's own encoding (indices, not torchrl's
-    one-hot) and its index offset (``start``); None for a space whose torchrl spec is already that."""
+@dataclass(frozen=True)
+class ActionLayout:
+    """What an action must look like, for one env: what the checker needs of a torchrl spec.
+
+    Args:
+        shape: The action's shape (``torch.Size``).
+        dtype: Its torch dtype.
+        device: Its device (None: any).
+        encoding: ``"onehot"`` or ``"index"`` for a discrete action, else None.
+        sizes: The category counts of a discrete action (one per component).
+        multi: Several discrete components (MultiDiscrete / MultiOneHot).
+    """
+
+    shape: Any
+    dtype: Any
+    device: Any = None
+    encoding: str | None = None
+    sizes: list[int] = field(default_factory=list)
+    multi: bool = False
+
+    @classmethod
+    def of_spec(cls, spec: Any) -> ActionLayout:
+        """The layout of a torchrl action spec."""
+        encoding, sizes, multi = _encoding(spec)
+        return cls(spec.shape, spec.dtype, spec.device, encoding, sizes, multi)
+
+
+def gym_action_layout(space: Any) -> tuple[ActionLayout, Any] | None:
+    """The layout of a gymnasium action space in gymnasium's own encoding (indices for ``Discrete``, where
+    torchrl's spec is one-hot) and its index offset (``start``), built without torchrl; None for a space
+    the engine's gymnasium path does not step."""
     import torch
     from gymnasium import spaces
-    from torchrl.data import Categorical, MultiCategorical
 
-    dtype = getattr(torch, np.dtype(space.dtype).name)
+    dtype, cpu = getattr(torch, np.dtype(space.dtype).name), torch.device("cpu")
     if isinstance(space, spaces.Discrete):
-        return Categorical(int(space.n), shape=(), dtype=dtype), int(space.start)
+        return ActionLayout(torch.Size(()), dtype, cpu, "index", [int(space.n)]), int(space.start)
     if isinstance(space, spaces.MultiDiscrete) and space.nvec.ndim == 1:
-        return MultiCategorical([int(n) for n in space.nvec], dtype=dtype), torch.as_tensor(space.start)
+        return ActionLayout(torch.Size(space.shape), dtype, cpu, "index", [int(n) for n in space.nvec],
+                            True), torch.as_tensor(space.start)
+    if isinstance(space, (spaces.Box, spaces.MultiBinary)):
+        return ActionLayout(torch.Size(space.shape), dtype, cpu), 0
     return None
 
 
@@ -69,15 +101,16 @@ class ActionChecker:
     """Checks a policy's actions against ``spec`` (one env's) and converts them to it.
 
     Args:
-        spec: The torchrl action spec of one env.
+        spec: The torchrl action spec of one env, or its :class:`ActionLayout`.
         note: Called once per adaptation with a sentence for the run's warnings.
         start: The index offset of a gymnasium ``Discrete`` / ``MultiDiscrete`` (indices in
             ``[start, start + n)``; a one-hot position ``j`` is index ``start + j``).
     """
 
     def __init__(self, spec: Any, note: Callable[[str], None], start: Any = 0) -> None:
-        self.spec, self.note, self.start = spec, note, start
-        self.encoding, self.sizes, self.multi = _encoding(spec)
+        self.spec = spec if isinstance(spec, ActionLayout) else ActionLayout.of_spec(spec)
+        self.note, self.start = note, start
+        self.encoding, self.sizes, self.multi = self.spec.encoding, self.spec.sizes, self.spec.multi
         self._plans: dict[Any, Callable[[Any], Any] | None] = {}
 
     def __call__(self, action: Any, batch: tuple[int, ...] = (), finite: bool = True) -> Any:
@@ -89,11 +122,16 @@ class ActionChecker:
             action = _as_tensor(action)
         if action.requires_grad:  # a parameter, or a view of one: no_grad does not detach those
             action = action.detach()
+        plan = self.plan_of(action, batch, finite)
+        return action if plan is None else plan(action)
+
+    def plan_of(self, action: Any, batch: tuple[int, ...] = (), finite: bool = True) -> Callable[[Any], Any] | None:
+        """What an action of ``action``'s shape, dtype and device needs (None: nothing), decided once per kind."""
         key = (action.shape, action.dtype, action.device, batch, finite)
         plan = self._plans.get(key, _UNPLANNED)
         if plan is _UNPLANNED:
             plan = self._plans[key] = self._plan(action, batch, finite)
-        return action if plan is None else plan(action)
+        return plan
 
     def _plan(self, action: Any, batch: tuple[int, ...], finite: bool) -> Callable[[Any], Any] | None:
         """The steps an action of this shape and dtype needs, each decided here once."""
@@ -260,19 +298,47 @@ def _to_index(one_hot: Any, sizes: list[int], multi: bool, start: Any) -> Any:
     return index + start if not (isinstance(start, int) and start == 0) else index
 
 
-def check_actions(out: np.ndarray, rows: np.ndarray, bounds: tuple[Any, Any] | None) -> np.ndarray:
-    """``out`` (the batch's actions), after refusing a NaN or infinite action in ``rows``, or an integer
-    action outside ``bounds`` (one numpy check for the batch each)."""
-    if out.dtype.kind == "f" and not np.isfinite(out).all():
-        bad = out[rows]
-        if not np.isfinite(bad).all():
-            raise non_finite_action(bad[~np.isfinite(bad).all(axis=tuple(range(1, bad.ndim)))][0])
-    if bounds is not None:
-        actions = out[rows]
-        outside = (actions < bounds[0]) | (actions > bounds[1])
-        if outside.any():
-            raise _out_of_space(actions[outside.reshape(len(rows), -1).any(-1)][0], bounds)
-    return out
+class ActionGuard:
+    """Refuses a NaN or infinite action, or an integer action outside the space, in a batch of actions:
+    one numpy check for the whole batch per step, and the rows looked at only when it fails.
+
+    Args:
+        out: The batch's action array (``[K, ...]``), filled anew before each call.
+        bounds: The lowest and highest valid integer actions (:func:`gym_bounds`), None for a Box.
+
+    Example:
+        >>> out = np.zeros((2, 3), np.float32)
+        >>> guard = ActionGuard(out, None)
+        >>> guard(np.arange(2)) is out
+        True
+        >>> out[1, 2] = np.nan
+        >>> guard(np.array([0]))[0].tolist()      # a row that is not stepped may hold anything
+        [0.0, 0.0, 0.0]
+        >>> guard(np.array([0, 1]))
+        Traceback (most recent call last):
+        ...
+        torchrl_render.errors.PolicyError: the policy produced a NaN or infinite action. Got: [0.0, 0.0, nan].
+        Fix: check the checkpoint's weights and the observation normalisation.
+    """
+
+    def __init__(self, out: np.ndarray, bounds: tuple[Any, Any] | None) -> None:
+        self.out, self.bounds = out, bounds
+        self.floats = out.dtype.kind == "f"
+        self.flat = out.reshape(-1)  # a view: x . 0 is 0 for finite x, NaN for NaN and inf (one BLAS call)
+        self.zeros = np.zeros_like(self.flat)
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        out = self.out
+        if self.floats and not math.isfinite(self.flat.dot(self.zeros)):
+            bad = out[rows]
+            if not np.isfinite(bad).all():
+                raise non_finite_action(bad[~np.isfinite(bad).all(axis=tuple(range(1, bad.ndim)))][0])
+        if self.bounds is not None:
+            actions = out[rows]
+            outside = (actions < self.bounds[0]) | (actions > self.bounds[1])
+            if outside.any():
+                raise _out_of_space(actions[outside.reshape(len(rows), -1).any(-1)][0], self.bounds)
+        return out
 
 
 def _out_of_space(actions: np.ndarray, bounds: tuple[Any, Any]) -> Exception:

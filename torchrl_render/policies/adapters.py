@@ -16,6 +16,7 @@ import inspect
 import re
 from typing import Any
 
+from ..envs.handle import loaded_class
 from ..errors import PolicyError
 
 __all__ = ["TENSORDICT_NAMES", "both_failed", "policy_kind"]
@@ -67,12 +68,12 @@ def _annotation_kind(annotation: Any) -> str | None:
     """``"tensordict"`` for a TensorDict class, ``"tensor"`` for a tensor or array class, else ``None``."""
     import numpy as np
     import torch
-    from tensordict import TensorDictBase
 
     if annotation is inspect.Parameter.empty:
         return None
     if isinstance(annotation, type):
-        if issubclass(annotation, TensorDictBase):
+        base = loaded_class("tensordict", "TensorDictBase")  # an annotation class means its module is imported
+        if base is not None and issubclass(annotation, base):
             return "tensordict"
         return "tensor" if issubclass(annotation, (torch.Tensor, np.ndarray)) else None
     text = str(annotation)  # a string that did not evaluate, or a union / Optional of classes

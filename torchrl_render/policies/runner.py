@@ -7,35 +7,60 @@ one RNG stream per episode for stochastic policies.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import RenderConfig
+from ..envs import as_torchrl
 from ..envs.unwrap import plain_gymnasium
 from ..errors import PolicyError, RenderError, UserPolicyError
 from ..keys import key_to_string
-from .actions import ActionChecker, gym_action_spec
+from .actions import ActionChecker, gym_action_layout
 from .adapters import both_failed, policy_kind
 
-__all__ = ["PolicyRunner", "exploration_type", "visible_keys"]
+__all__ = ["MODES", "PolicyRunner", "exploration_mode", "exploration_type", "visible_keys"]
+
+
+#: The exploration modes, by torchrl's ``ExplorationType`` member names (lower case).
+MODES = ("deterministic", "mode", "mean", "random")
+
+
+def exploration_mode(cfg: RenderConfig) -> str:
+    """The run's exploration mode: ``exploration_mode``, else ``deterministic`` / ``random`` by ``deterministic``."""
+    return cfg.exploration_mode or ("deterministic" if cfg.deterministic else "random")
 
 
 def exploration_type(cfg: RenderConfig) -> Any:
     """The torchrl ``ExplorationType`` for ``exploration_mode`` / ``deterministic``."""
     from torchrl.envs.utils import ExplorationType
 
-    mode = cfg.exploration_mode or ("deterministic" if cfg.deterministic else "random")
-    return {"deterministic": ExplorationType.DETERMINISTIC, "mode": ExplorationType.MODE,
-            "mean": ExplorationType.MEAN, "random": ExplorationType.RANDOM}[mode]
+    return getattr(ExplorationType, exploration_mode(cfg).upper())
+
+
+def _exploration_context(mode: str) -> Any:
+    """tensordict's ``set_exploration_type`` for ``mode``; nothing when tensordict is not imported: then
+    no module of the policy can read the exploration type (tensordict's modules import it)."""
+    interaction = sys.modules.get("tensordict.nn")
+    if interaction is None:
+        return contextlib.nullcontext()
+    return interaction.set_interaction_type(getattr(interaction.InteractionType, mode.upper()))
 
 
 def _tensordict(obs: dict[Any, Any], batch: tuple[int, ...]) -> Any:
     from tensordict import TensorDict
 
     return TensorDict(obs, batch_size=batch)
+
+
+def _is_tensor_collection(obj: Any) -> bool:
+    """tensordict's ``is_tensor_collection``, False when tensordict is not imported (then nothing is one)."""
+    check = sys.modules.get("tensordict")
+    return check is not None and check.is_tensor_collection(obj)
 
 
 def visible_keys(td: Any) -> list[str]:
@@ -56,6 +81,7 @@ class PolicyRunner:
     _noted: set[str] = field(default_factory=set)
     _copies: dict[int, PolicyRunner] = field(default_factory=dict)
     _rng_state: Any = None
+    _fast_for: dict[tuple[int, ...], Any] = field(default_factory=dict, repr=False)  # batch -> fast(obs)
 
     def __post_init__(self) -> None:
         import torch
@@ -66,15 +92,43 @@ class PolicyRunner:
         floats = [p for p in params if p.is_floating_point()]
         self.dtype = floats[0].dtype if floats else None
         self.device = torch.device(floats[0].device if floats else (self.cfg.policy_device or self.cfg.device))
-        self.action_spec = self.env.full_action_spec[self.cfg.action_key] if self.cfg.action_key in \
-            self.env.full_action_spec.keys(True) else self.env.action_spec
-        if self.env.batch_size:  # a batched env: the spec of one env
-            self.action_spec = self.action_spec[(0,) * len(self.env.batch_size)]
-        self._check = ActionChecker(self.action_spec, self.note)
+        self._action_spec: Any = None
+        self._check_td: ActionChecker | None = None
         self._gym_check: ActionChecker | None = None
-        self.exploration = exploration_type(self.cfg)
+        #: One of :data:`MODES`; torchrl's ``ExplorationType`` is :attr:`exploration`.
+        self.mode = exploration_mode(self.cfg)
         if self.kind is not None:
             self._note_kind()
+
+    @property
+    def action_spec(self) -> Any:
+        """The torchrl action spec of one env (built at the first use: a gymnasium run may never need it)."""
+        if self._action_spec is None:
+            env = self.env
+            spec = env.full_action_spec[self.cfg.action_key] if self.cfg.action_key in \
+                env.full_action_spec.keys(True) else env.action_spec
+            if env.batch_size:  # a batched env: the spec of one env
+                spec = spec[(0,) * len(env.batch_size)]
+            self._action_spec = spec
+        return self._action_spec
+
+    @property
+    def _check(self) -> ActionChecker:
+        """The checker of actions written into step TensorDicts (the torchrl spec's encoding)."""
+        if self._check_td is None:
+            self._check_td = ActionChecker(self.action_spec, self.note)
+        return self._check_td
+
+    @property
+    def exploration(self) -> Any:
+        """torchrl's ``ExplorationType`` of :attr:`mode`."""
+        from torchrl.envs.utils import ExplorationType
+
+        return getattr(ExplorationType, self.mode.upper())
+
+    @exploration.setter
+    def exploration(self, value: Any) -> None:
+        self.mode = str(getattr(value, "name", value)).lower()
 
     @property
     def is_td(self) -> bool:
@@ -94,9 +148,7 @@ class PolicyRunner:
     @property
     def samples(self) -> bool:
         """Whether actions are sampled (torchrl's RANDOM exploration type)."""
-        from torchrl.envs.utils import ExplorationType
-
-        return self.exploration == ExplorationType.RANDOM
+        return self.mode == "random"
 
     def begin_episode(self, seed: int | None = None) -> None:
         """Called at every episode start: resets a stateful policy; seeds a sampling policy's RNG.
@@ -119,7 +171,8 @@ class PolicyRunner:
             import copy
 
             policy = copy.deepcopy(self.policy) if self.stateful else self.policy
-            self._copies[index] = dataclasses.replace(self, policy=policy, _noted=self._noted, _copies={})
+            self._copies[index] = dataclasses.replace(self, policy=policy, _noted=self._noted, _copies={},
+                                                      _fast_for={})
         return self._copies[index]
 
     def adapt_env(self, env: Any) -> Any:
@@ -130,7 +183,7 @@ class PolicyRunner:
         from torchrl.envs import Compose, InitTracker, TransformedEnv
 
         self.note("recurrent policy: the env gained InitTracker and zero-state primers (state reset per episode)")
-        return TransformedEnv(env, Compose(InitTracker(), primers))
+        return TransformedEnv(as_torchrl(env), Compose(InitTracker(), primers))
 
     def note(self, text: str) -> None:
         if text not in self._noted:
@@ -156,20 +209,28 @@ class PolicyRunner:
     def __call__(self, td: Any) -> Any:
         """Acts on a step TensorDict (unbatched, or batched over ``td.batch_size``); writes the action."""
         import torch
-        from torchrl.envs.utils import set_exploration_type
 
-        with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
+        with torch.no_grad(), _exploration_context(self.mode), self._own_rng():
             action = self._dispatch(td.get(self.cfg.obs_key, None), lambda: td, lambda: visible_keys(td))
         td.set(self.cfg.action_key, self._check(action, tuple(td.batch_size)))
         return td
 
     def act(self, obs: dict[Any, Any], batch: tuple[int, ...] = ()) -> Any:
         """The checked action for observation tensors (``batch`` leading dims), without a step TensorDict
-        for tensor policies: the engine's hot path."""
-        import torch
-        from torchrl.envs.utils import set_exploration_type
+        for tensor policies: the engine's hot path.
 
-        with torch.no_grad(), set_exploration_type(self.exploration), self._own_rng():
+        The first call of a tensor policy decides, for what its observation and action look like, the
+        observation's cast, the action's checks and conversions (and notes them); later calls that
+        look the same take :meth:`_fast`, which runs only what was decided.
+        """
+        fast = self._fast_for.get(batch)
+        if fast is not None and self._rng_state is None:
+            action = fast(obs)
+            if action is not None:
+                return action
+        import torch
+
+        with torch.no_grad(), _exploration_context(self.mode), self._own_rng():
             if self.kind == "tensor":  # the common case, without the dispatch's closures
                 tensor = obs.get(self.cfg.obs_key)
                 action = self._action_of(self._user(self._to_policy(tensor))) if tensor is not None else \
@@ -177,7 +238,60 @@ class PolicyRunner:
             else:
                 action = self._dispatch(obs.get(self.cfg.obs_key), lambda: _tensordict(obs, batch),
                                         lambda: [key_to_string(k) for k in obs])
-        return (self._gym_check or self.gym_check)(action, batch, finite=False)
+        checked = (self._gym_check or self.gym_check)(action, batch, finite=False)
+        if fast is None and self.kind == "tensor" and isinstance(action, torch.Tensor) and \
+                obs.get(self.cfg.obs_key) is not None:
+            self._fast_for[batch] = self._fast(obs[self.cfg.obs_key], action, batch)
+        return checked
+
+    def _fast(self, seen: Any, action: Any, batch: tuple[int, ...]) -> Any:
+        """``fast(obs) -> action`` for a tensor policy whose observation has ``seen``'s dtype and device and
+        whose action ``action``'s shape, dtype and device: the cast and the action's plan, decided now, are
+        all it runs (plus the policy). ``None`` from it: this call looks otherwise, take the full path."""
+        import torch
+
+        key, policy, device = self.cfg.obs_key, self.policy, self.device
+        in_dtype, in_device, dtype = seen.dtype, seen.device, self._cast_dtype(seen) or seen.dtype
+        cast = dtype != in_dtype or device != in_device
+        shape, out_dtype, out_device = action.shape, action.dtype, action.device
+        plan = (self._gym_check or self.gym_check).plan_of(action, batch, finite=False)
+        tensor_type, mode = torch.Tensor, self.mode
+        # what torch.no_grad() does on entry and exit, without building a context manager each step
+        grad_enabled, set_grad = torch.is_grad_enabled, torch._C._set_grad_enabled
+
+        def fast(obs: dict[Any, Any]) -> Any:
+            tensor = obs.get(key)
+            if tensor is None or tensor.dtype != in_dtype or tensor.device != in_device:
+                return None
+            if cast:
+                tensor = tensor.to(device, dtype)
+            explore = "tensordict.nn" in sys.modules  # then a module of the policy may read the exploration type
+            grad = grad_enabled()
+            set_grad(False)
+            try:
+                if explore:
+                    with _exploration_context(mode):
+                        out = policy(tensor)
+                else:
+                    out = policy(tensor)
+            except RenderError:
+                raise
+            except Exception as exc:
+                raise UserPolicyError(f"{type(exc).__name__}: {exc}") from exc
+            finally:
+                set_grad(grad)
+            if type(out) is not tensor_type or out.shape != shape or out.dtype != out_dtype or \
+                    out.device != out_device:
+                return self._full(out, batch)
+            if out.requires_grad:  # a parameter, or a view of one: no_grad does not detach those
+                out = out.detach()
+            return out if plan is None else plan(out)
+
+        return fast
+
+    def _full(self, out: Any, batch: tuple[int, ...]) -> Any:
+        """What :meth:`act` gives for the policy's output ``out``, taking none of the fast path's decisions."""
+        return (self._gym_check or self.gym_check)(self._action_of(out), batch, finite=False)
 
     @property
     def gym_check(self) -> ActionChecker:
@@ -185,7 +299,7 @@ class PolicyRunner:
         ``Discrete``, where torchrl's spec is one-hot), for the engine's gymnasium path."""
         if self._gym_check is None:
             raw = plain_gymnasium(self.env)
-            native = gym_action_spec(raw.action_space) if raw is not None else None
+            native = gym_action_layout(raw.action_space) if raw is not None else None
             self._gym_check = self._check if native is None else ActionChecker(native[0], self.note, native[1])
         return self._gym_check
 
@@ -255,15 +369,13 @@ class PolicyRunner:
             return out
         from collections.abc import Mapping
 
-        from tensordict import is_tensor_collection
-
-        if isinstance(out, Mapping) or is_tensor_collection(out):
+        if isinstance(out, Mapping) or _is_tensor_collection(out):
             key = self.cfg.action_key
             value = out
             for part in (key if isinstance(key, tuple) else (key,)):
-                value = value.get(part, None) if isinstance(value, Mapping) or is_tensor_collection(value) else None
+                value = value.get(part, None) if isinstance(value, Mapping) or _is_tensor_collection(value) else None
             if value is None:
-                keys = [key_to_string(k) for k in (out.keys(True, True) if is_tensor_collection(out) else out)]
+                keys = [key_to_string(k) for k in (out.keys(True, True) if _is_tensor_collection(out) else out)]
                 raise PolicyError(f"the policy returned a mapping without the action key {key_to_string(key)!r}",
                                   expected=f"a tensor, or a mapping holding {key_to_string(key)!r}",
                                   got=f"keys {keys}",

@@ -1,7 +1,9 @@
 """The Ray executor: each unit is a Ray generator task with declared resources.
 
 ``--ray-address`` joins a running cluster (``auto`` or ``HOST:PORT``); without it a local
-Ray instance is started for the sweep and stopped after it. Each unit runs as a task
+Ray instance is started for the sweep and stopped after it, every server of it bound to
+127.0.0.1 (see :func:`_loopback_only`) and, unless ``RAY_AUTH_MODE`` says otherwise, with
+Ray's token authentication on. Each unit runs as a task
 declaring ``--ray-num-cpus`` / ``--ray-num-gpus``; it yields one message per finished
 episode, which Ray streams back to the driver before the task ends, and the driver alone
 writes the results files. Ray's own task retries are off: when a worker dies, the driver
@@ -12,11 +14,13 @@ Ray is an optional extra: ``pip install torchrl_render[ray]``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from ..envs.gl import ensure_headless_gl
@@ -26,6 +30,9 @@ from .work import run_unit
 __all__ = ["RAY_EXTRA", "RayExecutor", "import_ray"]
 
 RAY_EXTRA = "torchrl_render[ray]"
+LOOPBACK = "127.0.0.1"
+
+log = logging.getLogger("torchrl_render")
 
 
 def import_ray() -> Any:
@@ -51,10 +58,17 @@ class RayExecutor:
         if not self.ray.is_initialized():
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             env_vars = {"PYTHONPATH": _python_path(), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+            options = {"address": address, "log_to_driver": False, "logging_level": logging.WARNING,
+                       "runtime_env": {"env_vars": env_vars}}
             try:
-                local = {} if address else {"include_dashboard": False}
-                self.ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
-                              runtime_env={"env_vars": env_vars}, **local)
+                # the user's cluster, on the user's network, joined as it is (ray.init joins $RAY_ADDRESS too)
+                if address or os.environ.get("RAY_ADDRESS"):
+                    self.ray.init(**options)
+                else:
+                    with _loopback_only():
+                        self.ray.init(**options, include_dashboard=False, _node_ip_address=LOOPBACK)
+                    exposed, line = _local_instance_line(self.ray)
+                    log.log(logging.WARNING if exposed else logging.INFO, "%s", line)
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 raise ConfigError(f"could not connect to the Ray cluster at {address!r}: {exc}",
                                   expected="a running cluster (ray start --head) at that address",
@@ -102,6 +116,55 @@ class RayExecutor:
         self.cancel_pending()
         if self.started_here and self.ray.is_initialized():
             self.ray.shutdown()
+
+
+@contextlib.contextmanager
+def _loopback_only() -> Iterator[None]:
+    """While a local Ray instance starts: its node IP is 127.0.0.1, so every server binds there.
+
+    Ray 2.60's processes bind their gRPC servers (GCS, raylet, each worker's core worker) and the
+    runtime-env agent to the node IP address they are given; but ``ray.init(_node_ip_address=
+    "127.0.0.1")`` alone does not give them loopback: ``services.resolve_ip_for_localhost`` turns a
+    loopback address into the machine's outward address, and the servers then bind to ``::`` (all
+    interfaces) and the agent to that address. It keeps loopback only when
+    ``ray_constants.ENABLE_RAY_CLUSTER`` is false (Ray's own setting for Windows and macOS, where
+    clusters are off by default), so that is set in this process while the instance starts, and
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` in the environment the instance's processes inherit.
+    Both are restored afterwards: a later ``ray.init`` in this process behaves as Ray's default.
+    """
+    from ray._private import ray_constants
+
+    env_var = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    saved_env, saved_flag = os.environ.get(env_var), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[env_var] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(env_var, None)
+        else:
+            os.environ[env_var] = saved_env
+
+
+def _local_instance_line(ray: Any) -> tuple[bool, str]:
+    """The line logged when a local instance has started: where it listens, whether it asks for a token.
+
+    Returns (whether other machines or tokenless processes can reach it, the line): a warning then.
+    """
+    from ray._raylet import AuthenticationMode, get_authentication_mode
+
+    node = ray._private.worker._global_node
+    auth = get_authentication_mode() == AuthenticationMode.TOKEN
+    where = node.node_ip_address
+    reach = ("reachable from this machine only" if where == LOOPBACK
+             else f"reachable from the network at {where}: its node IP did not stay on loopback")
+    token = ("token authentication on (a request without the cluster's token is refused)" if auth
+             else "token authentication OFF (RAY_AUTH_MODE=disabled): any local process can submit work")
+    line = (f"local Ray instance: GCS at {node.gcs_address}, raylet, workers and the runtime-env agent on {where}, "
+            f"no dashboard; {reach}; {token}")
+    return where != LOOPBACK or not auth, line
 
 
 def _python_path() -> str:
