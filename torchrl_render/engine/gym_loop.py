@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..envs import make_raw_env
-from ..envs.unwrap import find_simulation, plain_gymnasium
+from ..envs.mujoco_state import mocap_extras
+from ..envs.unwrap import describe_env, find_simulation, plain_gymnasium
 from ..errors import ConfigError
 from ..policies.actions import ActionGuard, gym_bounds
 from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
@@ -100,10 +101,10 @@ def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
     if find_simulation(raw) is None:
         raise ConfigError("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
                           "and this env has none", expected="a gymnasium MuJoCo env or a dm_control env",
-                          got=type(raw).__name__, fix="drop --mujoco-qpos-key, or use a MuJoCo env")
+                          got=describe_env(raw), fix="drop --mujoco-qpos-key, or use a MuJoCo env")
     if isinstance(key, tuple) and key[0] == "next":  # the state after the action: stored under the root key too
         key = key[1] if len(key) == 2 else key[1:]
-    return {key: (read_qpos(raw).shape, read_qpos)}
+    return {key: (read_qpos(raw).shape, read_qpos), **mocap_extras(key, raw)}  # + mocap poses, if any
 
 
 def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
