@@ -81,6 +81,7 @@ def test_auto_batch_mode_times_an_env_of_its_own(tmp_path, monkeypatch):
     import torchrl_render.engine.gym_loop as gym_loop
 
     monkeypatch.setattr(gym_loop, "cpu_count", lambda: 2)            # time it on any machine
+    monkeypatch.setattr(gym_loop, "free_cores", lambda: 2.0)         # however busy it is
     monkeypatch.setattr(gym_loop, "ORDER_S", 1.0)                    # and keep the envs in this process
     common = dict(policy=tanh_policy, env="helpers.eval_envs:normalized_pendulum", num_trajs=4, num_envs=2,
                   max_steps=40, seed=3)
@@ -92,6 +93,19 @@ def test_auto_batch_mode_times_an_env_of_its_own(tmp_path, monkeypatch):
     plain = plain_returns(normalized_pendulum, lambda o: policy(torch.as_tensor(o, dtype=torch.float32)).numpy(),
                           [3], max_steps=40)
     assert per_episode(auto, "sum_reward", "length")[0] == plain[0]   # episode 0 starts from fresh statistics
+
+
+def test_auto_batch_mode_keeps_the_envs_here_on_a_busy_machine(tmp_path, monkeypatch):
+    import torchrl_render.engine.gym_loop as gym_loop
+
+    monkeypatch.setattr(gym_loop, "cpu_count", lambda: 2)
+    monkeypatch.setattr(gym_loop, "free_cores", lambda: 0.6)         # the other core is taken
+    result = render_policy(RenderConfig(out=tmp_path / "auto.jsonl", policy=tanh_policy,
+                                        env="helpers.eval_envs:normalized_pendulum", num_trajs=4, num_envs=2,
+                                        max_steps=10, seed=3))
+    assert result.metadata["engine"]["batch_mode"] == "serial" and "step_ms" not in result.metadata["engine"]
+    assert result.metadata["engine"]["free_cores"] == 0.6
+    assert any("the machine is busy (about 0.6 of 2 cores free" in w for w in result.warnings)
 
 
 # -- the success rule ------------------------------------------------------------------------------------------------
