@@ -5,14 +5,15 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 export MUJOCO_GL ?= egl
 
-.PHONY: demo test test-fast lint venv clean bench bench-quick
+.PHONY: demo test test-fast test-min test-wheel lint venv clean bench bench-quick
 
-$(STAMP): pyproject.toml
+# The known-good set (constraints.txt): pyproject.toml declares ranges for users, our runs install exact versions.
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	# torch first and pinned: a looser spec pulls a multi-GB CUDA build.
 	$(VPY) -m pip install -q torch==2.13.0
-	$(VPY) -m pip install -q -e '.[dev]'
+	$(VPY) -m pip install -q -c constraints.txt -e '.[dev]'
 	$(VPY) -m pip check
 	@touch $(STAMP)
 
@@ -40,6 +41,15 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(VPY) -m pytest -q -m "not slow" -p no:randomly
 
+# The lowest supported versions (constraints-min.txt) in a venv of their own, with the tests not marked slow.
+test-min:
+	bash tools/test_min.sh $(PY)
+
+# The wheel as users get it: built, installed (not editable) into a fresh venv with constraints.txt, and run
+# from a folder outside the checkout (the demo render, an html replay from the wheel's assets, every --help).
+test-wheel:
+	bash tools/test_wheel.sh $(PY)
+
 # ruff with the house's rules and the import-linter layers contract (both configured in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check torchrl_render tests tools benchmarks examples
@@ -58,4 +68,4 @@ bench: $(STAMP)
 	$(VPY) benchmarks/eval_throughput.py --profile --full
 
 clean:
-	rm -rf $(VENV) demo build *.egg-info
+	rm -rf $(VENV) .venv-min .venv-wheel demo build dist *.egg-info

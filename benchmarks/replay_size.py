@@ -52,8 +52,9 @@ def parts(path: Path) -> dict:
 
 
 def load_times(path: Path, loads: int, screenshot: str | None = None) -> dict:
-    from browser import ARGS, CHROMIUM
     from playwright.sync_api import sync_playwright
+
+    from helpers.browser import ARGS, CHROMIUM
 
     page_ms, wall_ms, blocked, stages = [], [], [], []
     with sync_playwright() as p:

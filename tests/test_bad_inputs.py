@@ -398,6 +398,12 @@ CASES = [
          ("max_episodes_rendered=0 renders no episode, and format 'mp4' needs frames", "--format jsonl")),
     Case("max-episodes-rendered-zero-dry-run", [*TINY, "--max-episodes-rendered", "0", "--dry-run"],
          ("max_episodes_rendered=0 renders no episode, and format 'mp4' needs frames",)),
+    Case("max-episodes-rendered-zero-html", [*TINY[:-1], "{out}/run.html", "--max-episodes-rendered", "0"],
+         ("max_episodes_rendered=0 renders no episode, and format 'html' replays the rendered episodes' MuJoCo "
+          "states", "the page replays that many episodes")),
+    Case("max-episodes-rendered-zero-html-dry-run", [*TINY[:-1], "{out}/run.html", "--max-episodes-rendered", "0",
+                                                     "--dry-run"],
+         ("format 'html' replays the rendered episodes' MuJoCo states", "drop --max-episodes-rendered")),
     Case("factory-one-arg-not-spec", ["--policy", "helpers.tinyenv:make_policy", "--env",
                                       "helpers.badfactories:one_arg_env", *OUT],
          ("has one parameter 'env_name', which no spec field or env_kwargs key names, so it received the "

@@ -125,3 +125,18 @@ def test_docs_formats_table_lists_every_writer():
     text = (ROOT / "docs" / "formats.md").read_text()
     for name in WRITERS.names():
         assert f"| `{name}` |" in text and f"## {name}" in text, name
+
+
+def test_version_of_the_command_and_of_every_subcommand_is_the_package_version(capsys):
+    import torchrl_render
+    from torchrl_render.cli import SUBCOMMANDS, main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out == f"torchrl-render {torchrl_render.__version__}\n"
+    for name in SUBCOMMANDS:
+        assert main([name, "--version"]) == 0
+        assert capsys.readouterr().out == f"torchrl-render {name} {torchrl_render.__version__}\n"
+    from importlib.metadata import version
+
+    assert version("torchrl_render") == torchrl_render.__version__  # pyproject reads the same string

@@ -139,6 +139,7 @@ class Run:
             stack.callback(self._stop_live)  # a failure after the rollout stops the live page
             episodes, trajectories = self._roll(engine, backend)
             artifacts = self.writers.close()
+            self.notes.extend(n for a in artifacts for n in a.info.get("notes", ()))  # e.g. what a page leaves out
             if self.rollout_dir is not None:
                 artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
             lingering, self.lingering = self.lingering, []

@@ -458,6 +458,12 @@ def _validate(cfg: RenderConfig) -> None:
         if cfg.max_episodes_rendered < 0:
             raise ConfigError("max_episodes_rendered must not be negative", expected="0 or more",
                               got=cfg.max_episodes_rendered, fix="pass e.g. --max-episodes-rendered 5")
+    if cfg.max_episodes_rendered == 0 and WRITERS.entry(cfg.format).needs_state:
+        raise ConfigError(f"max_episodes_rendered=0 renders no episode, and format {cfg.format!r} replays the "
+                          "rendered episodes' MuJoCo states", expected="--max-episodes-rendered 1 or more (or none: "
+                          "all) for this format", got=0,
+                          fix="pass --max-episodes-rendered 1 or more (the page replays that many episodes), or "
+                              "drop --max-episodes-rendered")
     if cfg.max_episodes_rendered == 0 and needs_frames(cfg):
         raise ConfigError(f"max_episodes_rendered=0 renders no episode, and format {cfg.format!r} needs frames",
                           expected="--max-episodes-rendered 1 or more (or none: all) for this format", got=0,

@@ -130,7 +130,9 @@ def test_asset_paths_feed_the_model_its_meshes(tmp_path, capsys):
     base = ["replay", str(tmp_path / "rollouts"), "--mujoco-model-path", str(xml), "--out", str(tmp_path / "r.html")]
     with pytest.raises(SystemExit) as exc:
         main(base)
-    assert exc.value.code == 2 and "MuJoCo cannot load" in capsys.readouterr().err  # the mesh is not beside the model
+    err = capsys.readouterr().err  # the mesh is not beside the model
+    assert exc.value.code == 2 and "names the file 'tet.obj', found neither beside the model" in err
+    assert "folders searched: none (no --mujoco-asset-paths)" in err
     assert main([*base, "--mujoco-asset-paths", str(assets)]) == 0
     data = read_data(tmp_path / "r.html")
     assert data["scene"]["meshes"][0]["num_vertices"] == 4
@@ -139,3 +141,97 @@ def test_asset_paths_feed_the_model_its_meshes(tmp_path, capsys):
     for f in range(3):
         np.testing.assert_allclose(arrays["xpos"][f], mujoco_xpos(model, qpos[f].numpy()), atol=1e-6)
     np.testing.assert_array_equal(arrays["return"], [0.0, 1.0, 2.0])
+
+
+TET_OBJ = "v 0 0 0\nv .3 0 0\nv 0 .3 0\nv 0 0 .3\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+
+
+@pytest.mark.slow
+def test_asset_paths_given_a_parent_folder_find_the_models_relative_mesh_paths(tmp_path):
+    """The model says meshdir="meshes" and file="arm/link.obj"; the folder given is two levels above the
+    meshes, and another folder holds a different link.obj that must not be taken."""
+    import mujoco
+
+    from torchrl_render.envs.mujoco_state import load_model
+    from torchrl_render.errors import ConfigError
+
+    xml = tmp_path / "robot" / "scene.xml"
+    xml.parent.mkdir()
+    xml.write_text('<mujoco><compiler meshdir="meshes"/><asset><mesh name="link" file="arm/link.obj"/>'
+                   '<mesh name="tet" file="tet.obj"/></asset><worldbody><body><freejoint/>'
+                   '<geom type="mesh" mesh="link"/><geom type="mesh" mesh="tet" pos="1 0 0"/></body></worldbody>'
+                   '</mujoco>')
+    parent = tmp_path / "downloads"
+    (parent / "robot_assets" / "meshes" / "arm").mkdir(parents=True)
+    (parent / "robot_assets" / "meshes" / "arm" / "link.obj").write_text(TET_OBJ.replace(".3", ".5"))
+    (parent / "robot_assets" / "meshes" / "tet.obj").write_text(TET_OBJ)
+    (parent / "aaa_other" / "leg").mkdir(parents=True)
+    (parent / "aaa_other" / "leg" / "link.obj").write_text(TET_OBJ.replace(".3", ".9"))
+    model = load_model(xml, [parent])
+    assert model.nmesh == 2
+    meshes = parent / "robot_assets" / "meshes"
+    expected = mujoco.MjModel.from_xml_path(str(xml), {"link.obj": (meshes / "arm" / "link.obj").read_bytes(),
+                                                       "tet.obj": (meshes / "tet.obj").read_bytes()})
+    np.testing.assert_array_equal(model.mesh_vert, expected.mesh_vert)  # arm/link.obj, not leg/link.obj
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError) as exc:
+        load_model(xml, [empty, tmp_path / "robot"])
+    text = str(exc.value)
+    assert "names the file 'arm/link.obj'" in text and "'meshes/arm/link.obj'" in text
+    assert f"folders searched: '{empty}', '{tmp_path / 'robot'}'" in text and "or a parent of it" in text
+
+
+#: a bare model whose camera 0 is a head camera staring at a green wall, as Fetch's head camera
+HEAD_CAMERA_XML = """
+<mujoco>
+  <worldbody>
+    <light pos="0 0 3"/>
+    <geom type="plane" size="2 2 .1" rgba=".4 .4 .4 1"/>
+    <geom name="wall" type="box" pos="0 .3 .5" size="1 .02 1" rgba="0 1 0 1"/>
+    <body name="robot" pos="0 0 .5">
+      <joint type="hinge" axis="0 0 1"/>
+      <geom type="box" size=".1 .1 .1" rgba=".8 .2 .2 1"/>
+      <camera name="head" pos="0 .1 0" xyaxes="1 0 0 0 0 1"/>
+    </body>
+    <body name="mast" pos="2 0 1"><camera name="side" xyaxes="0 1 0 0 0 1"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.slow
+def test_video_replay_of_a_bare_model_films_the_free_camera_and_says_so(tmp_path, capsys):
+    import mujoco
+    import torch
+    from PIL import Image
+    from tensordict import TensorDict
+
+    from torchrl_render.backends.mujoco import MujocoBackend
+    from torchrl_render.storage import save_rollouts
+
+    xml = tmp_path / "robot.xml"
+    xml.write_text(HEAD_CAMERA_XML)
+    qpos = torch.tensor([[0.0], [0.2], [0.4]], dtype=torch.float64)
+    td = TensorDict({"qpos": qpos[:2], "next": {"qpos": qpos[1:], "reward": torch.ones(2, 1)}}, batch_size=[2])
+    save_rollouts([td], tmp_path / "rollouts")
+    out = tmp_path / "frames"
+    assert main(["replay", str(tmp_path / "rollouts"), "--mujoco-model-path", str(xml), "--out", str(out),
+                 "--format", "frames", "--width", "64", "--height", "48"]) == 0
+    err = capsys.readouterr().err
+    assert "filmed with MuJoCo's free camera framed on the model" in err and "'head', 'side'" in err
+    first = np.asarray(Image.open(sorted(out.glob("*.png"))[0]).convert("RGB"))
+    model = mujoco.MjModel.from_xml_string(HEAD_CAMERA_XML)
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    views = {}
+    for cam in ("-1", "head"):
+        backend = MujocoBackend(model, data, [cam], width=64, height=48)
+        try:
+            views[cam] = np.asarray(next(iter(backend.capture(None).values()))).copy()
+        finally:
+            backend.close()
+    np.testing.assert_array_equal(first, views["-1"])
+    assert not np.array_equal(first, views["head"])
+    green = views["head"][..., 1].astype(int) - views["head"][..., 0]
+    assert (green > 100).mean() > 0.5  # the head camera sees the wall, which the replay does not film

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..envs.gl import ensure_headless_gl, gl_notes
-from ..envs.unwrap import underlying_env
+from ..envs.unwrap import SIMULATION_PLACES, describe_env, find_simulation, underlying_env
 from ..errors import BackendUnavailable, ConfigError
 from .base import RenderBackend, log
 from .mjgl import Canvas, make_drawer
@@ -100,10 +100,13 @@ def _find_simulation(raw: Any) -> tuple[Any, Any, str, Any]:
     model, data = getattr(unwrapped, "model", None), getattr(unwrapped, "data", None)
     if _is_mj(model, "MjModel") and _is_mj(data, "MjData"):
         return model, data, "gymnasium", getattr(unwrapped, "mujoco_renderer", None)
+    found = find_simulation(raw)  # a dm_control task inside a gymnasium env
+    if found is not None:
+        return found[0], found[1], "dm_control", None
     raise BackendUnavailable(
         "the mujoco backend needs a MuJoCo simulation",
-        expected="a gymnasium MuJoCo env (env.unwrapped.model/.data) or a dm_control env (env.physics)",
-        got=type(unwrapped).__name__,
+        expected="a MuJoCo simulation at " + "; ".join(SIMULATION_PLACES),
+        got=describe_env(raw),
         fix="use --render-backend env with render_mode='rgb_array', or --from-pixels, for non-MuJoCo envs")
 
 

@@ -20,6 +20,7 @@ import sys
 import traceback
 from typing import Any
 
+from .._version import __version__
 from ..api import render_policy
 from ..backends import BACKENDS
 from ..config import RenderConfig, load_mapping
@@ -82,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog=PROG, description="Render and evaluate a trained policy.",
                                      epilog=_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     cli = parser.add_argument_group("actions")
+    cli.add_argument("--version", action="version", version=f"{PROG} {__version__}",
+                     help="Print the version and exit (also after a subcommand: sweep --version).")
     cli.add_argument("--config", metavar="FILE", help="JSON/YAML/TOML file of config fields; flags override it.")
     cli.add_argument("--print-config", action="store_true", help="Print the resolved config as JSON and exit.")
     cli.add_argument("--list-formats", action="store_true", help="List the artifact formats and exit.")
@@ -217,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m torchrl_render`` and ``torchrl-render``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
+        if argv[1:] == ["--version"]:  # every subcommand, from the one version string
+            print(f"{PROG} {argv[0]} {__version__}")
+            return 0
         import importlib
 
         module, _, func = SUBCOMMANDS[argv[0]].partition(":")

@@ -3,7 +3,8 @@
 No policy and no env factory: evaluate on a headless cluster with ``--mujoco-qpos-key qpos
 --save-rollout``, render later on a laptop with :func:`replay_rollouts` (or
 ``python -m torchrl_render replay``). ``html`` gets the states (poses computed with MuJoCo);
-``mp4``, ``gif`` and ``frames`` get frames drawn by the ``mujoco`` backend from the same states.
+``mp4``, ``gif`` and ``frames`` get frames drawn by the ``mujoco`` backend from the same states. The
+mocap bodies' poses, recorded beside qpos for models that have mocap bodies, are used too.
 
 Example:
     >>> import mujoco, tempfile, pathlib, torch
@@ -26,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.mujoco import MujocoBackend
+from ..backends.mujoco import MujocoBackend, camera_names
 from ..config import RenderConfig, parse_nested_key
 from ..data import Artifact, FrameBundle
-from ..envs.mujoco_state import episode_states, load_model
+from ..envs.mujoco_state import episode_mocap, episode_states, load_model
 from ..errors import ConfigError, OutputExistsError, RenderError
 from ..frames import apply_layout, to_uint8_hwc
 from ..storage import load_rollouts
@@ -111,11 +112,20 @@ def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, a
         if path.exists() and not cfg.overwrite:
             raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
                                     fix="pass --overwrite or choose another --out")
-    drawer = _Drawer(model, cfg) if cfg.format != "html" else None
+    cameras, note = _cameras(model, cfg)
+    drawer = _Drawer(model, cfg, cameras) if cfg.format != "html" else None
     try:
         for index, td, states in episodes:
-            _write_episode(group, drawer, model, index, td, states)
-        return group.close()
+            _write_episode(group, drawer, model, index, td, states, parse_nested_key(qpos_key, "qpos_key"))
+        artifacts = group.close()
+        for artifact in artifacts:
+            notes = list(artifact.info.get("notes") or [])
+            if drawer is not None:
+                artifact.info["cameras"] = cameras
+                notes.append(note)
+            if notes:
+                artifact.info["notes"] = notes
+        return artifacts
     except BaseException:
         group.abort()
         raise
@@ -124,40 +134,57 @@ def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, a
             drawer.close()
 
 
-def _write_episode(group: Any, drawer: Any, model: Any, index: int, td: Any, states: np.ndarray) -> None:
+def _write_episode(group: Any, drawer: Any, model: Any, index: int, td: Any, states: np.ndarray,
+                   qpos_key: Any = "qpos") -> None:
     rewards = _rewards(td, len(states))
     returns = np.cumsum(rewards)
+    mocap = episode_mocap(td, qpos_key) if model.nmocap else {}  # the mocap bodies' recorded poses
     if drawer is not None:
         drawer.begin_episode()
     for step, qpos in enumerate(states):
         metrics = {"step": step, "reward": float(rewards[step]), "return": float(returns[step])}
+        state = {"model": model, "qpos": qpos, **{f: v[min(step, len(v) - 1)] for f, v in mocap.items()}}
         if drawer is None:
-            bundle = FrameBundle({}, step, index, metrics=metrics, state={"model": model, "qpos": qpos})
+            bundle = FrameBundle({}, step, index, metrics=metrics, state=state)
         else:
-            bundle = FrameBundle(drawer.frames(qpos), step, index, metrics=metrics)
+            bundle = FrameBundle(drawer.frames(state), step, index, metrics=metrics)
         group.write(bundle)
     group.on_episode({"episode_ix": index, "seed": None, "sum_reward": float(returns[-1]),
                       "length": len(states) - 1, "success": None, "terminated": _flag(td, "terminated"),
                       "truncated": _flag(td, "truncated")})
 
 
+def _cameras(model: Any, cfg: Any) -> tuple[list[str], str]:
+    """The cameras a video replay films, and the note that says so. A bare model file has no env to say
+    which view is its own, and its camera 0 may be anything (Fetch's is its head camera): without
+    ``--camera`` the free camera framed on the model is used, as the html page opens."""
+    names = camera_names(model)
+    listed = ", ".join(repr(n) if n else f"#{i}" for i, n in enumerate(names)) or "none"
+    if list(cfg.camera) == ["default"]:
+        return ["-1"], (f"filmed with MuJoCo's free camera framed on the model (as the html page opens); the "
+                        f"model's cameras: {listed} (--camera NAME films one of them)")
+    return list(cfg.camera), f"filmed with camera {', '.join(map(str, cfg.camera))}; the model's cameras: {listed}"
+
+
 class _Drawer:
     """Frames of the model at given states, drawn by the ``mujoco`` backend."""
 
-    def __init__(self, model: Any, cfg: Any) -> None:
+    def __init__(self, model: Any, cfg: Any, cameras: list[str]) -> None:
         import mujoco
 
-
         self._mujoco, self.model, self.data = mujoco, model, mujoco.MjData(model)
-        self.backend = MujocoBackend(model, self.data, list(cfg.camera), width=cfg.width, height=cfg.height,
+        self.backend = MujocoBackend(model, self.data, cameras, width=cfg.width, height=cfg.height,
                                      render_quality=cfg.render_quality)
         self.layout = cfg.camera_layout
 
     def begin_episode(self) -> None:
         self.backend.begin_episode()
 
-    def frames(self, qpos: np.ndarray) -> dict[str, Any]:
-        self.data.qpos[:] = qpos
+    def frames(self, state: dict[str, Any]) -> dict[str, Any]:
+        self.data.qpos[:] = state["qpos"]
+        for field in ("mocap_pos", "mocap_quat"):
+            if field in state:
+                getattr(self.data, field)[:] = np.asarray(state[field]).reshape(getattr(self.data, field).shape)
         self._mujoco.mj_forward(self.model, self.data)
         captured = self.backend.capture(None)
         return apply_layout({name: to_uint8_hwc(f) for name, f in captured.items()}, self.layout)

@@ -65,5 +65,7 @@ def main(argv: list[str]) -> int:
         print(f"{PROG}: interrupted; nothing was written at the output path", file=sys.stderr)
         return 130
     for artifact in artifacts:
+        for note in artifact.info.get("notes") or ():
+            print(f"{PROG}: note: {note}", file=sys.stderr)
         print(artifact.path)
     return 0

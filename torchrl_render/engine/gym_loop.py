@@ -11,6 +11,7 @@ the choice and the timing go to the metadata).
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import pickle
 import threading
 from collections.abc import Iterator
@@ -20,18 +21,23 @@ from typing import Any
 import numpy as np
 
 from ..envs import make_raw_env
-from ..envs.unwrap import find_simulation, plain_gymnasium
+from ..envs.mujoco_state import mocap_extras
+from ..envs.unwrap import describe_env, find_simulation, plain_gymnasium
 from ..errors import ConfigError
 from ..policies.actions import ActionGuard, gym_bounds
 from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
 from .records import Episode, StepRecord
 from .slot_loop import SlotLoop
 
-__all__ = ["ORDER_S", "actor", "parallel_wins", "prepare", "read_qpos", "release", "run_gymnasium"]
+__all__ = ["MIN_FREE_CORES", "ORDER_S", "actor", "free_cores", "parallel_wins", "prepare", "read_qpos", "release",
+           "run_gymnasium"]
 
 #: What an order to the env workers costs (wake, answer; seconds) beyond the env steps, against which
 #: ``auto`` weighs the env time that they save: 60-90 us measured on a 2-core VM (a no-op env's batch step).
 ORDER_S = 1e-4
+
+#: ``auto`` uses worker processes only with at least this many cores free (see :func:`free_cores`).
+MIN_FREE_CORES = 1.5
 
 
 def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
@@ -100,10 +106,10 @@ def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
     if find_simulation(raw) is None:
         raise ConfigError("the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
                           "and this env has none", expected="a gymnasium MuJoCo env or a dm_control env",
-                          got=type(raw).__name__, fix="drop --mujoco-qpos-key, or use a MuJoCo env")
+                          got=describe_env(raw), fix="drop --mujoco-qpos-key, or use a MuJoCo env")
     if isinstance(key, tuple) and key[0] == "next":  # the state after the action: stored under the root key too
         key = key[1] if len(key) == 2 else key[1:]
-    return {key: (read_qpos(raw).shape, read_qpos)}
+    return {key: (read_qpos(raw).shape, read_qpos), **mocap_extras(key, raw)}  # + mocap poses, if any
 
 
 def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
@@ -112,10 +118,17 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     k, mode, workers = cfg.num_envs, cfg.env_batch_mode, min(cfg.num_envs, cpu_count())
     if mode == "auto":
         mode = "serial"
-        if k > 1 and workers > 1:  # timed on an env of its own: the run's envs are never stepped for it
+        free = free_cores()
+        if k > 1 and workers > 1 and free >= MIN_FREE_CORES:  # busy cores would leave the workers waiting
+            # timed on an env of its own: the run's envs are never stepped for it
             seconds = step_seconds(partial(make_raw_env, cfg, engine.payload, render_mode=engine.render_mode))
             engine.info["step_ms"] = round(seconds * 1e3, 4)
             mode = "parallel" if parallel_wins(seconds, k, workers) else "serial"
+        elif k > 1 and workers > 1:
+            engine.notes.append(f"--env-batch-mode auto kept the {k} envs in this process: the machine is busy "
+                                f"(about {free:.1f} of {cpu_count()} cores free by the load average), so worker "
+                                "processes would wait for a core (--env-batch-mode parallel uses them anyway)")
+        engine.info["free_cores"] = round(free, 2)
     engine.info["batch_mode"] = mode if k > 1 else "serial"
     if mode == "serial" or k == 1:
         owned = [make_raw_env(cfg, engine.payload, render_mode=engine.render_mode) for _ in range(k - 1)]
@@ -126,6 +139,16 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     space = raw.action_space
     return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method, extras=extras,
                         action_shape=tuple(space.shape), action_dtype=np.dtype(space.dtype)), []
+
+
+def free_cores() -> float:
+    """Cores not taken by other work, by the 1-minute load average (this process, busy starting up,
+    counts for one of them)."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # pragma: no cover - no load average on this platform
+        return float(cpu_count())
+    return cpu_count() - max(0.0, load - 1.0)
 
 
 def parallel_wins(step_s: float, k: int, parts: int) -> bool:

@@ -30,10 +30,11 @@ import numpy as np
 
 from ..data import FrameBundle
 from ..errors import ConfigError
-from .unwrap import find_simulation, underlying_env
+from .unwrap import SIMULATION_PLACES, describe_env, find_simulation, underlying_env
 
-__all__ = ["LiveStates", "MujocoStateReader", "episode_states", "extract_qpos_trajectory", "find_simulation",
-           "load_model", "store_qpos"]
+__all__ = ["MOCAP_FIELDS", "LiveStates", "MujocoStateReader", "episode_mocap", "episode_states",
+           "extract_qpos_trajectory", "find_simulation", "load_model", "mocap_extras", "mocap_keys",
+           "model_asset_files", "read_mocap_pos", "read_mocap_quat", "store_qpos"]
 
 _STATE_FIELDS = ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "time")
 
@@ -168,8 +169,112 @@ def store_qpos(transition: Any, qpos_key: Any, before: np.ndarray | None, after:
     transition.set(nxt, torch.as_tensor(after).reshape(*shape, -1))
 
 
+_FILE_ATTRS = {"mesh": ("file",), "skin": ("file",), "hfield": ("file",),
+               "texture": ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")}
+
+
+def model_asset_files(model_path: str | Path) -> list[tuple[str, str]]:
+    """``(written, looked_for)`` of every asset file an MJCF model names (its ``<include>`` files too):
+    ``written`` as in the ``file`` attribute, ``looked_for`` with the compiler's ``meshdir`` /
+    ``texturedir`` / ``assetdir`` in front, as MuJoCo resolves it from the model's folder."""
+    import xml.etree.ElementTree as ET
+
+    found: list[tuple[str, str]] = []
+    dirs = {"mesh": "", "texture": ""}
+
+    def walk(path: Path, depth: int) -> None:
+        try:
+            root = ET.parse(path).getroot()
+        except (ET.ParseError, OSError):
+            return
+        for el in root.iter():
+            if el.tag == "compiler":
+                asset = el.get("assetdir")
+                dirs["mesh"] = el.get("meshdir", asset if asset is not None else dirs["mesh"])
+                dirs["texture"] = el.get("texturedir", asset if asset is not None else dirs["texture"])
+            elif el.tag == "include" and el.get("file") and depth < 8:
+                walk(Path(model_path).parent / el.get("file"), depth + 1)
+            for attr in _FILE_ATTRS.get(el.tag, ()):
+                written = el.get(attr)
+                if written:
+                    base = dirs["texture"] if el.tag == "texture" else dirs["mesh"]
+                    looked = written if Path(written).is_absolute() or not base else f"{base.rstrip('/')}/{written}"
+                    found.append((written, looked))
+
+    walk(Path(model_path), 0)
+    return found
+
+
+def _search(folders: Sequence[Path], written: str, looked: str) -> Path | None:
+    """The file of a model's asset reference in the given folders: the longest match of the path as MuJoCo
+    looks for it (``meshdir/file``), then as written, then its name alone, anywhere below a folder."""
+    wanted = [Path(looked).parts, Path(written).parts, Path(written).parts[-1:]]
+    for parts in wanted:
+        for folder in folders:
+            direct = folder.joinpath(*parts)
+            if direct.is_file():
+                return direct
+        for folder in folders:
+            for candidate in sorted(folder.rglob(parts[-1])):
+                if candidate.is_file() and candidate.parts[-len(parts):] == tuple(parts):
+                    return candidate
+    return None
+
+
+#: the mocap bodies' poses, recorded beside qpos when the model has mocap bodies
+MOCAP_FIELDS = ("mocap_pos", "mocap_quat")
+
+
+def mocap_keys(qpos_key: Any) -> dict[str, Any]:
+    """The keys the mocap poses are stored under: siblings of the qpos key (``"qpos"`` -> ``"mocap_pos"``,
+    ``("obs", "qpos")`` -> ``("obs", "mocap_pos")``), before the action; their ``("next", ...)`` after."""
+    root, _ = _candidates(qpos_key)
+    if isinstance(root, tuple) and root[0] == "next":
+        root = root[1] if len(root) == 2 else root[1:]
+    if isinstance(root, tuple):
+        return {f: (*root[:-1], f) for f in MOCAP_FIELDS}
+    return {f: f for f in MOCAP_FIELDS}
+
+
+def read_mocap_pos(env: Any) -> np.ndarray:
+    """The mocap bodies' positions of ``env``'s simulation (a flat copy)."""
+    return np.array(find_simulation(env)[1].mocap_pos, dtype=np.float64).reshape(-1)
+
+
+def read_mocap_quat(env: Any) -> np.ndarray:
+    """The mocap bodies' orientations of ``env``'s simulation (a flat copy, w first)."""
+    return np.array(find_simulation(env)[1].mocap_quat, dtype=np.float64).reshape(-1)
+
+
+def mocap_extras(qpos_key: Any, env: Any) -> dict[Any, tuple[tuple[int, ...], Any]]:
+    """The engine's per-step extras for the mocap poses (none when the model has no mocap body)."""
+    sim = find_simulation(env)
+    if qpos_key is None or sim is None or not sim[0].nmocap:
+        return {}
+    keys = mocap_keys(qpos_key)
+    return {keys["mocap_pos"]: ((3 * sim[0].nmocap,), read_mocap_pos),
+            keys["mocap_quat"]: ((4 * sim[0].nmocap,), read_mocap_quat)}
+
+
+def episode_mocap(rollout: Any, qpos_key: Any = "qpos") -> dict[str, np.ndarray]:
+    """The ``T + 1`` mocap poses of an episode (``mocap_pos``, ``mocap_quat``), as :func:`episode_states`;
+    empty when the rollout holds none (a model without mocap bodies, or an older rollout)."""
+    out = {}
+    for field, key in mocap_keys(qpos_key).items():
+        try:
+            out[field] = episode_states(rollout, key)
+        except KeyError:
+            continue
+    return out
+
+
 def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -> Any:
-    """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets."""
+    """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets.
+
+    For an XML model, each file the model names (meshes, textures, height fields, skins) that is not
+    beside the model is searched for in the folders given, at any depth (a parent folder of the meshes
+    works); a file found nowhere is named, with the folders searched.
+    """
     import mujoco
 
     path = Path(model_path)
@@ -177,15 +282,21 @@ def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -
         raise ConfigError(f"the MuJoCo model file {str(path)!r} does not exist", expected="an .xml or .mjb file",
                           got=str(path), fix="pass --mujoco-model-path with the model the rollouts were recorded with")
     assets: dict[str, bytes] = {}
+    folders: list[Path] = []
     for item in map(Path, asset_paths):
         if not item.exists():
             raise ConfigError(f"the MuJoCo asset path {str(item)!r} does not exist", expected="a file or a folder",
                               got=str(item), fix="correct --mujoco-asset-paths")
-        files = [item] if item.is_file() else [p for p in item.rglob("*") if p.is_file()]
-        for f in files:
-            assets[f.name] = f.read_bytes()
-            if item.is_dir():
-                assets[f.relative_to(item).as_posix()] = assets[f.name]
+        if item.is_file():
+            assets[item.name] = item.read_bytes()
+        else:
+            folders.append(item)
+    if path.suffix.lower() == ".mjb":
+        for folder in folders:
+            for f in (p for p in folder.rglob("*") if p.is_file()):
+                assets.setdefault(f.name, f.read_bytes())
+    else:
+        _xml_assets(path, folders, assets)
     try:
         if path.suffix.lower() == ".mjb":
             return mujoco.MjModel.from_binary_path(str(path), assets)
@@ -195,14 +306,42 @@ def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -
                           fix="check the file; pass its meshes/textures with --mujoco-asset-paths") from exc
 
 
+def _xml_assets(path: Path, folders: Sequence[Path], assets: dict[str, bytes]) -> None:
+    """Fills ``assets`` with the model's files found in ``folders`` (MuJoCo keys them by file name)."""
+    chosen: dict[str, Path] = {}
+    for written, looked in model_asset_files(path):
+        name = Path(written).name
+        if name in assets and name not in chosen:
+            continue  # given as a file
+        found = _search(folders, written, looked) if folders else None
+        if found is None:
+            if (path.parent / looked).is_file() or Path(looked).is_file():
+                continue  # MuJoCo finds it beside the model
+            searched = ", ".join(repr(str(f)) for f in folders) or "none (no --mujoco-asset-paths)"
+            raise ConfigError(f"the model {str(path)!r} names the file {written!r}, found neither beside the model "
+                              f"({str(path.parent / looked)!r}) nor in the asset folders",
+                              expected=f"{looked!r} (or {Path(written).name!r}) below a folder of --mujoco-asset-paths",
+                              got=f"folders searched: {searched}",
+                              fix="pass the folder that holds the model's meshes/textures (or a parent of it) "
+                                  "with --mujoco-asset-paths")
+        if name in chosen and chosen[name].resolve() != found.resolve():
+            raise ConfigError(f"the model names two different files called {name!r} ({str(chosen[name])!r} and "
+                              f"{str(found)!r}), and MuJoCo keys the assets it is given by file name",
+                              got=written, fix="load the model from its own folder (its files beside it), or "
+                                               "give the files distinct names")
+        chosen[name] = found
+        assets[name] = found.read_bytes()
+
+
 class LiveStates:
     """Per-record MuJoCo state for the writers and the rollouts.
 
     The sink (or the torchrl loop) calls :meth:`step` per record: it reads the env's state with a
     :class:`MujocoStateReader` (built once per env), stores ``qpos`` into the transition under
     ``mujoco_qpos_key`` (the state before the action under the key, the state after under
-    ``("next", key)``), and, for rendered episodes of a format that takes states (``html``; ``ipynb``
-    with the 3-D viewer), returns a state :class:`~torchrl_render.data.FrameBundle` for the writers.
+    ``("next", key)``; with mocap bodies their poses too, under :func:`mocap_keys`), and, for
+    rendered episodes of a format that takes states (``html``; ``ipynb`` with the 3-D viewer), returns
+    a state :class:`~torchrl_render.data.FrameBundle` for the writers.
 
     Args:
         cfg: The run's config (``format``, ``mujoco_qpos_key``, ``notebook_render_backend``).
@@ -241,9 +380,12 @@ class LiveStates:
             return None
         model, state = found
         if self.qpos_key is not None:
+            keys = {"qpos": self.qpos_key, **{f: k for f, k in mocap_keys(self.qpos_key).items() if f in state}}
+            prev = self._prev or {}
             if transition is not None:
-                store_qpos(transition, self.qpos_key, self._prev, state["qpos"])
-            self._prev = state["qpos"]
+                for field, key in keys.items():
+                    store_qpos(transition, key, prev.get(field), state[field])
+            self._prev = {field: state[field] for field in keys}
         if not to_writers or model is None:  # a get_state() env without a model: qpos only, nothing to draw
             return None
         metrics = {"step": record.step, "reward": record.reward, "return": ret}
@@ -275,12 +417,14 @@ class LiveStates:
             raise ConfigError(
                 "the html format, the notebook's 3-D viewer and mujoco_qpos_key need a MuJoCo model, "
                 "and this env has none",
-                expected="a gymnasium MuJoCo env or a dm_control env (a mujoco.MjModel behind the env)",
-                got=type(env).__name__,
+                expected="a gymnasium MuJoCo env or a dm_control env (a mujoco.MjModel behind the env; looked "
+                         "for at " + "; ".join(SIMULATION_PLACES) + ")",
+                got=describe_env(env),
                 fix="use a video format (--out run.mp4), or --notebook-render-backend static for a notebook")
         raise ConfigError("mujoco_qpos_key records the env's MuJoCo state, and this env exposes none",
                           expected="a gymnasium MuJoCo or dm_control env, or an env whose get_state() returns "
-                                   "a mapping with 'qpos'", got=type(env).__name__,
+                                   "a mapping with 'qpos' (looked for at " + "; ".join(SIMULATION_PLACES) + ")",
+                          got=describe_env(env),
                           fix="drop --mujoco-qpos-key, or give the env a get_state() returning qpos")
 
     def _read(self, record: Any, needed: bool) -> tuple[Any, dict[str, Any]] | None:

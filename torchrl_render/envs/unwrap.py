@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["find_simulation", "is_dm_env", "is_gymnasium", "plain_gymnasium", "space_keys", "underlying_env"]
+__all__ = ["SIMULATION_PLACES", "describe_env", "find_simulation", "is_dm_env", "is_gymnasium", "plain_gymnasium",
+           "space_keys", "underlying_env"]
 
 
 def underlying_env(env: Any) -> Any:
@@ -80,13 +81,29 @@ def _is_mj(obj: Any, name: str) -> bool:
     return type(obj).__name__ == name and type(obj).__module__.startswith("mujoco")
 
 
+#: where :func:`find_simulation` looks, as error messages name it
+SIMULATION_PLACES = ("env.physics (dm_control)", "env.unwrapped.model/.data (gymnasium MuJoCo)",
+                     "env.unwrapped._env.physics / .env.physics (a dm_control task inside a gymnasium env, "
+                     "as gym-aloha's)")
+
+
+def describe_env(env: Any) -> str:
+    """The env's class, and the class under its gymnasium wrappers: ``'TimeLimit (unwrapped: AlohaEnv)'``."""
+    raw = underlying_env(env)
+    inner = getattr(raw, "unwrapped", raw)
+    names = [type(env).__name__] + ([type(raw).__name__] if raw is not env else [])
+    return " > ".join(names) + (f" (unwrapped: {type(inner).__name__})" if inner is not raw else "")
+
+
 def find_simulation(env: Any) -> tuple[Any, Any] | None:
-    """``(MjModel, MjData)`` behind ``env`` (torchrl-wrapped or raw), or ``None``."""
+    """``(MjModel, MjData)`` behind ``env`` (torchrl-wrapped or raw), or ``None`` (see :data:`SIMULATION_PLACES`)."""
     for candidate in (env, underlying_env(env)):
-        physics = getattr(candidate, "physics", None)
-        if physics is not None and hasattr(getattr(physics, "model", None), "ptr"):
-            return physics.model.ptr, physics.data.ptr
         unwrapped = getattr(candidate, "unwrapped", candidate)
+        own = getattr(unwrapped, "__dict__", {})  # a gymnasium env holding a dm_control Environment
+        for holder in (candidate, own.get("_env"), own.get("env")):
+            physics = getattr(holder, "physics", None)
+            if physics is not None and hasattr(getattr(physics, "model", None), "ptr"):
+                return physics.model.ptr, physics.data.ptr
         model, data = getattr(unwrapped, "model", None), getattr(unwrapped, "data", None)
         if _is_mj(model, "MjModel") and _is_mj(data, "MjData"):
             return model, data

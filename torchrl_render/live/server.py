@@ -9,7 +9,9 @@ browser loses events, never slows the run. :class:`LiveServer` serves the hub wi
 Security: every request must carry the random ``token`` (403 without it); only ``GET`` on the
 fixed paths of :data:`ROUTES` (404 otherwise, 405 for other methods); request lines over 2 KiB,
 headers over 8 KiB, ``..``, backslashes or NUL bytes in the path and malformed queries get 400;
-nothing is read from disk per request. Server-sent events (``/events``) carry the updates.
+a ``Host`` header other than a loopback name or the bound address gets 403 (a page of another site
+that reached the server through DNS rebinding); nothing is read from disk per request. Server-sent
+events (``/events``) carry the updates.
 
 Example:
     >>> import json, urllib.request, urllib.error
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import hmac
 import html
+import ipaddress
 import json
 import logging
 import secrets
@@ -43,7 +46,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..replay.page import page_resource
 
-__all__ = ["LOOPBACK", "ROUTES", "LiveHub", "LiveServer", "live_page"]
+__all__ = ["LISTEN_BACKLOG", "LOOPBACK", "ROUTES", "LiveHub", "LiveServer", "live_page"]
 
 log = logging.getLogger("torchrl_render.live")
 
@@ -51,6 +54,7 @@ ROUTES = ("/", "/state", "/scene", "/events", "/frame.png", "/ack")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_REQUEST_LINE = 2048
 MAX_HEADER_BYTES = 8192
+LISTEN_BACKLOG = 128  # connections the kernel queues before the server thread accepts them
 QUEUE_EVENTS = 64  # per page: older events are dropped when a page reads slower than the run publishes
 _LIVE_SCRIPTS = ("decode.js", "view.js", "live.js")
 
@@ -205,6 +209,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.startswith("/") or ".." in path or "\\" in path or "\x00" in path or "//" in path:
             self.send_error(400, "bad path")
             return None
+        if not self.live.host_allowed(self.headers.get("Host")):
+            self.send_error(403, "this server answers only to its own address (Host header)")
+            return None
         token = (query.get("token") or [""])[0]
         if not hmac.compare_digest(token.encode(), self.live.token.encode()):
             self.send_error(403, "a valid token is required")
@@ -285,6 +292,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
+    # the listen backlog: with socketserver's 5, a page opening its streams while the run keeps the
+    # interpreter busy overflowed the queue and each further connection waited for a SYN retry
+    request_queue_size = LISTEN_BACKLOG
 
     def handle_error(self, request: Any, client_address: Any) -> None:  # never a traceback on stderr
         log.debug("live server: request from %s failed", client_address, exc_info=True)
@@ -346,6 +356,28 @@ class LiveServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=5)
+
+    def host_allowed(self, header: str | None) -> bool:
+        """Whether a request's ``Host`` header names this server: a loopback name or the bound address (any
+        IP literal when bound to all interfaces). A foreign name means a page of another site reached the
+        server through DNS rebinding, so it is refused even with the token. No header (an HTTP/1.0 client,
+        never a browser) is let through."""
+        if header is None:
+            return True
+        name = header.strip().lower()
+        if name.startswith("["):
+            name = name[1:name.find("]")] if "]" in name else ""
+        elif name.count(":") == 1:
+            name = name.partition(":")[0]
+        if name in LOOPBACK or name == self.host.lower():
+            return True
+        if self.host in ("", "0.0.0.0", "::"):
+            try:
+                ipaddress.ip_address(name)
+            except ValueError:
+                return False
+            return True
+        return False
 
     def __enter__(self) -> LiveServer:
         return self

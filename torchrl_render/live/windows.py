@@ -81,10 +81,14 @@ def frame_camera(mujoco: Any, model: Any, cam: Any, config: dict[str, Any]) -> N
     """Opens on the model as the video frames it: the env's camera settings (gymnasium's
     ``default_cam_config``: distance, elevation, azimuth, lookat, trackbodyid) over MuJoCo's free
     camera, tracking the body a follow camera tracks (the model's tracking camera's, else its root)."""
-    from ..replay.scene import follow_body  # imports mujoco
+    from ..replay.scene import follow_body, moving_bodies  # imports mujoco
 
     mujoco.mjv_defaultFreeCamera(model, cam)
-    body = int(config.get("trackbodyid", follow_body(model)))
+    chosen = follow_body(model)
+    if chosen is None:  # no moving tracking camera nor free joint: the root of the first moving tree
+        moving = moving_bodies(model)
+        chosen = int(model.body_rootid[moving[0]]) if moving else 0
+    body = int(config.get("trackbodyid", chosen))
     if body > 0:
         cam.type, cam.trackbodyid = mujoco.mjtCamera.mjCAMERA_TRACKING, body
     for key in ("distance", "elevation", "azimuth"):

@@ -25,11 +25,22 @@ from typing import Any
 import mujoco
 import numpy as np
 
-__all__ = ["GEOM_TYPES", "SCENE_VERSION", "export_scene", "follow_body", "pack_array"]
+__all__ = [
+    "GEOM_TYPES",
+    "SCENE_VERSION",
+    "drawn_summary",
+    "export_scene",
+    "follow_body",
+    "follow_choice",
+    "moving_bodies",
+    "pack_array",
+]
 
-SCENE_VERSION = 1
-#: mjtGeom value -> the page's name; other types (hfield, sdf, flex) are not drawn
-GEOM_TYPES = {0: "plane", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box", 7: "mesh"}
+SCENE_VERSION = 2
+#: mjtGeom value -> the page's name; other types (sdf) are not drawn, and are counted in ``drawn``
+GEOM_TYPES = {0: "plane", 1: "hfield", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box", 7: "mesh"}
+_TEX_KINDS = {0: "2d", 1: "cube", 2: "skybox"}
+_MAX_HFIELD = 256  # height fields are sampled down (nearest) to at most this many points a side
 _LIGHT_TYPES = {0: "spot", 1: "directional", 2: "point", 3: "point"}
 _VISIBLE_GROUPS = 3  # MuJoCo's viewer shows geom groups 0, 1 and 2 by default
 _MAX_TEXTURE = 64  # textures are sampled down (nearest) to at most this many texels a side
@@ -58,8 +69,9 @@ def export_scene(model: Any, data: Any = None) -> dict[str, Any]:
         data: A ``mujoco.MjData`` of ``model``; a private one at ``qpos0`` when omitted.
 
     Returns:
-        A dict with ``bodies``, ``geoms``, ``materials``, ``textures``, ``meshes``, ``lights``,
-        ``headlight``, ``camera``, ``follow_body`` and ``stat`` (see ``docs/formats.md``).
+        A dict with ``bodies``, ``geoms``, ``materials``, ``textures``, ``meshes``, ``hfields``, ``skins``,
+        ``lights``, ``headlight``, ``camera``, ``follow_body``, ``follow_reason``, ``moving``, ``stat`` and
+        ``drawn`` (what is drawn and what is not; see ``docs/formats.md``).
     """
     if data is None:
         data = mujoco.MjData(model)
@@ -70,20 +82,85 @@ def export_scene(model: Any, data: Any = None) -> dict[str, Any]:
               for i, name in enumerate(_names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody))]
     textures: dict[int, int] = {}
     meshes: dict[int, int] = {}
-    scene = {"version": SCENE_VERSION, "bodies": bodies, "textures": [], "meshes": []}
+    hfields: dict[int, int] = {}
+    scene = {"version": SCENE_VERSION, "bodies": bodies, "textures": [], "meshes": [], "hfields": []}
     scene["materials"] = [_material(model, i, textures, scene["textures"]) for i in range(model.nmat)]
-    scene["geoms"] = [g for g in (_geom(model, i, meshes, scene["meshes"]) for i in range(model.ngeom)) if g]
+    scene["geoms"] = [g for g in (_geom(model, i, meshes, scene["meshes"], hfields, scene["hfields"])
+                                  for i in range(model.ngeom)) if g]
+    scene["skins"] = [_skin(model, i) for i in range(model.nskin) if int(model.skin_group[i]) < _VISIBLE_GROUPS]
     scene["lights"] = [_light(model, i) for i in range(model.nlight) if model.light_active[i]]
     head = model.vis.headlight
     scene["headlight"] = {"active": bool(head.active), "ambient": _floats(head.ambient),
                           "diffuse": _floats(head.diffuse)}
     scene["stat"] = {"extent": float(model.stat.extent), "center": _floats(model.stat.center)}
     scene["camera"] = _camera(model, data)
-    scene["follow_body"] = follow_body(model)
+    scene["follow_body"], scene["follow_reason"] = follow_choice(model)
+    scene["moving"] = moving_bodies(model)
+    scene["drawn"] = drawn_summary(model, scene, textures)
     return scene
 
 
-def _geom(model: Any, i: int, meshes: dict[int, int], packed: list[dict[str, Any]]) -> dict[str, Any] | None:
+def drawn_summary(model: Any, scene: dict[str, Any], textures: dict[int, int]) -> dict[str, Any]:
+    """What the page draws of the model and what it does not: ``{kind: {"model", "drawn"}}`` for meshes,
+    skins, height fields, textures and flex objects, plus ``not_drawn``: one line per thing left out."""
+    visible = [i for i in range(model.ngeom) if model.geom_group[i] < _VISIBLE_GROUPS and model.geom_rgba[i][3] > 0]
+    not_drawn: list[str] = []
+    for i in visible:
+        if int(model.geom_type[i]) not in GEOM_TYPES:
+            name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, i) or f"#{i}"
+            not_drawn.append(f"geom {name!r} of type {mujoco.mjtGeom(int(model.geom_type[i])).name[8:].lower()}")
+    drawn_tex = set()
+    for t in range(model.ntex):
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_TEXTURE, t) or f"#{t}"
+        kind = _TEX_KINDS.get(int(model.tex_type[t]), "?")
+        if t not in textures:
+            why = "the page's background is its own gradient" if kind == "skybox" else "no material uses it"
+            not_drawn.append(f"{kind} texture {name!r} ({why})")
+            continue
+        index = textures[t]
+        users = [g for g in scene["geoms"] if g["material"] is not None
+                 and scene["materials"][g["material"]]["texture"] == index]
+        skins = [k for k in scene["skins"] if k["material"] is not None
+                 and scene["materials"][k["material"]]["texture"] == index]
+        shown = [g for g in users if (g["type"] == "box" if kind == "cube" else g["type"] != "mesh")]
+        shown += [k for k in skins if kind == "2d" and k["texcoords"] is not None]
+        if shown:
+            drawn_tex.add(t)
+        left = len(users) + len(skins) - len(shown)
+        if not users and not skins:
+            not_drawn.append(f"{kind} texture {name!r} (no visible geom or skin uses it)")
+        elif left:
+            what = "geoms other than boxes" if kind == "cube" else "meshes (their texture coordinates are not exported)"
+            not_drawn.append(f"{kind} texture {name!r} on {left} {what}: drawn in the material's colour")
+    if model.nflex:
+        not_drawn.append(f"{model.nflex} flex object(s) (flexcomp): not drawn")
+    skins_hidden = model.nskin - len(scene["skins"])
+    if skins_hidden:
+        not_drawn.append(f"{skins_hidden} skin(s) in hidden groups")
+    return {"meshes": {"model": int(model.nmesh), "drawn": len(scene["meshes"])},
+            "skins": {"model": int(model.nskin), "drawn": len(scene["skins"])},
+            "hfields": {"model": int(model.nhfield), "drawn": len(scene["hfields"])},
+            "textures": {"model": int(model.ntex), "drawn": len(drawn_tex)},
+            "flex": {"model": int(model.nflex), "drawn": 0},
+            "not_drawn": not_drawn}
+
+
+def _material_textures(model: Any) -> list[tuple[int, int]]:
+    """``(material, texture)`` of every material: the RGB role's texture, else the first role's."""
+    out = []
+    for i in range(model.nmat):
+        if model.mat_texid.ndim == 2:
+            texid = int(model.mat_texid[i][1])
+            if texid < 0:
+                texid = int(model.mat_texid[i][0])
+        else:
+            texid = int(model.mat_texid[i])
+        out.append((i, texid))
+    return out
+
+
+def _geom(model: Any, i: int, meshes: dict[int, int], packed: list[dict[str, Any]], hfields: dict[int, int],
+          packed_hf: list[dict[str, Any]]) -> dict[str, Any] | None:
     kind = GEOM_TYPES.get(int(model.geom_type[i]))
     rgba = model.geom_rgba[i]
     if kind is None or model.geom_group[i] >= _VISIBLE_GROUPS or rgba[3] == 0:
@@ -102,9 +179,54 @@ def _geom(model: Any, i: int, meshes: dict[int, int], packed: list[dict[str, Any
             meshes[mesh_id] = len(packed)
             packed.append(_mesh(model, mesh_id))
         geom["mesh"] = meshes[mesh_id]
+    if kind == "hfield":
+        hf = int(model.geom_dataid[i])
+        if hf not in hfields:
+            hfields[hf] = len(packed_hf)
+            packed_hf.append(_hfield(model, hf))
+        geom["hfield"] = hfields[hf]
     if kind == "plane":
         geom["extent"] = float(model.stat.extent)
     return geom
+
+
+def _hfield(model: Any, hf: int) -> dict[str, Any]:
+    """A height field's elevations (``[nrow, ncol]``, 0..1, row 0 at -y), sampled down (nearest) if large,
+    and ``size`` (x and y radii, top elevation, base depth), as MuJoCo stores them."""
+    nrow, ncol, adr = int(model.hfield_nrow[hf]), int(model.hfield_ncol[hf]), int(model.hfield_adr[hf])
+    data = np.asarray(model.hfield_data[adr:adr + nrow * ncol], np.float32).reshape(nrow, ncol)
+    rows = np.unique(np.linspace(0, nrow - 1, min(nrow, _MAX_HFIELD)).round().astype(int))
+    cols = np.unique(np.linspace(0, ncol - 1, min(ncol, _MAX_HFIELD)).round().astype(int))
+    small = data[np.ix_(rows, cols)]
+    return {"nrow": int(small.shape[0]), "ncol": int(small.shape[1]), "size": _floats(model.hfield_size[hf]),
+            "data": pack_array(small.astype("<f4"))}
+
+
+def _skin(model: Any, i: int) -> dict[str, Any]:
+    """A skin: its vertices in the bind pose, faces, texture coordinates, and per bone the body, the bind
+    pose and the weighted vertices, so the page skins it as MuJoCo's visualiser does (``mjv_updateSkin``)."""
+    v0, nv = int(model.skin_vertadr[i]), int(model.skin_vertnum[i])
+    f0, nf = int(model.skin_faceadr[i]), int(model.skin_facenum[i])
+    b0, nb = int(model.skin_boneadr[i]), int(model.skin_bonenum[i])
+    ids, weights, counts = [], [], []
+    for b in range(b0, b0 + nb):
+        a, n = int(model.skin_bonevertadr[b]), int(model.skin_bonevertnum[b])
+        ids.append(model.skin_bonevertid[a:a + n])
+        weights.append(model.skin_bonevertweight[a:a + n])
+        counts.append(n)
+    skin = {"vertices": pack_array(model.skin_vert[v0:v0 + nv].astype("<f4")), "num_vertices": nv,
+            "faces": pack_array(model.skin_face[f0:f0 + nf].astype("<u4")), "num_faces": nf,
+            "rgba": _floats(model.skin_rgba[i], 4), "inflate": float(model.skin_inflate[i]),
+            "material": int(model.skin_matid[i]) if int(model.skin_matid[i]) >= 0 else None,
+            "bone_body": [int(x) for x in model.skin_bonebodyid[b0:b0 + nb]],
+            "bone_bindpos": _floats(model.skin_bonebindpos[b0:b0 + nb]),
+            "bone_bindquat": _floats(model.skin_bonebindquat[b0:b0 + nb]), "bone_count": counts,
+            "bone_vertid": pack_array(np.concatenate(ids).astype("<u4")),
+            "bone_weight": pack_array(np.concatenate(weights).astype("<f4")), "texcoords": None}
+    t0 = int(model.skin_texcoordadr[i])
+    if t0 >= 0:
+        skin["texcoords"] = pack_array(model.skin_texcoord[t0:t0 + nv].astype("<f4"))
+    return skin
 
 
 def _mesh(model: Any, mesh_id: int) -> dict[str, Any]:
@@ -119,10 +241,8 @@ def _material(model: Any, i: int, textures: dict[int, int], packed: list[dict[st
            "shininess": float(model.mat_shininess[i]), "reflectance": float(model.mat_reflectance[i]),
            "emission": float(model.mat_emission[i]), "texrepeat": _floats(model.mat_texrepeat[i]),
            "texuniform": bool(model.mat_texuniform[i]), "texture": None}
-    texid = int(model.mat_texid[i][1]) if model.mat_texid.ndim == 2 else int(model.mat_texid[i])  # role RGB
-    if texid < 0 and model.mat_texid.ndim == 2:
-        texid = int(model.mat_texid[i][0])
-    if texid >= 0 and int(model.tex_type[texid]) == 0:  # 2-D textures only (cube maps / skyboxes are not drawn)
+    texid = _material_textures(model)[i][1]
+    if texid >= 0 and int(model.tex_type[texid]) in (0, 1):  # 2-D and cube textures (a skybox is not drawn)
         if texid not in textures:
             textures[texid] = len(packed)
             packed.append(_texture(model, texid))
@@ -131,14 +251,22 @@ def _material(model: Any, i: int, textures: dict[int, int], packed: list[dict[st
 
 
 def _texture(model: Any, texid: int) -> dict[str, Any]:
-    """The texture's RGB texels, sampled down (nearest) so that a checker keeps its cells."""
+    """The texture's RGB texels, sampled down (nearest) so that a checker keeps its cells. A cube texture
+    is six square faces stacked (+x, -x, +y, -y, +z, -z, as MuJoCo stores them), each sampled down."""
     h, w, c = int(model.tex_height[texid]), int(model.tex_width[texid]), int(model.tex_nchannel[texid])
     adr = int(model.tex_adr[texid])
     texels = np.asarray(model.tex_data[adr:adr + h * w * c], np.uint8).reshape(h, w, c)
-    step_h, step_w = max(1, -(-h // _MAX_TEXTURE)), max(1, -(-w // _MAX_TEXTURE))
-    small = texels[::step_h, ::step_w]
-    rgb = small[..., :3] if c >= 3 else np.repeat(small[..., :1], 3, axis=2)
-    return {"width": int(rgb.shape[1]), "height": int(rgb.shape[0]), "rgb": pack_array(rgb)}
+    kind = _TEX_KINDS[int(model.tex_type[texid])]
+    faces = [texels[k * w:(k + 1) * w] for k in range(6)] if kind == "cube" and h == 6 * w else [texels]
+    small = []
+    for face in faces:
+        fh, fw = face.shape[:2]
+        step_h, step_w = max(1, -(-fh // _MAX_TEXTURE)), max(1, -(-fw // _MAX_TEXTURE))
+        f = face[::step_h, ::step_w]
+        small.append(f[..., :3] if c >= 3 else np.repeat(f[..., :1], 3, axis=2))
+    rgb = np.concatenate(small)
+    return {"kind": "cube" if len(faces) == 6 else "2d", "width": int(rgb.shape[1]),
+            "height": int(small[0].shape[0]), "faces": len(faces), "rgb": pack_array(rgb)}
 
 
 def _light(model: Any, i: int) -> dict[str, Any]:
@@ -168,10 +296,31 @@ def _camera(model: Any, data: Any) -> dict[str, Any]:
     return {"free": free, "track": track, **clip}
 
 
-def follow_body(model: Any) -> int:
-    """The body a follow camera tracks: the tracking camera's, else the first child of the world."""
+def moving_bodies(model: Any) -> list[int]:
+    """The bodies that can move: below a joint (not welded to the world) or mocap bodies."""
+    return [b for b in range(1, model.nbody) if int(model.body_weldid[b]) != 0 or int(model.body_mocapid[b]) >= 0]
+
+
+def follow_choice(model: Any) -> tuple[int | None, str]:
+    """``(body, reason)`` the follow camera tracks, from the model alone.
+
+    The first tracking camera's target (or its own body) when that body moves; else the body of the
+    first free joint (the root of the moving tree); else ``None``: the page then follows the body that
+    moves most over the episode. A camera in the world body or in a static body is never followed.
+    """
+    moving = set(moving_bodies(model))
     for c in range(model.ncam):
         if int(model.cam_mode[c]) in _TRACKING:
-            return int(model.cam_targetbodyid[c]) if int(model.cam_targetbodyid[c]) > 0 else int(model.cam_bodyid[c])
-    roots = [b for b in range(1, model.nbody) if int(model.body_parentid[b]) == 0]
-    return roots[0] if roots else 0
+            target = int(model.cam_targetbodyid[c]) if int(model.cam_targetbodyid[c]) > 0 else int(model.cam_bodyid[c])
+            if target in moving:
+                name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, c) or str(c)
+                return target, f"tracking camera {name!r}"
+    for j in range(model.njnt):
+        if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
+            return int(model.jnt_bodyid[j]), "free joint"
+    return None, "moves most"
+
+
+def follow_body(model: Any) -> int | None:
+    """The body a follow camera tracks (see :func:`follow_choice`); ``None``: the one that moves most."""
+    return follow_choice(model)[0]

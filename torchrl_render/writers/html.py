@@ -7,7 +7,9 @@ The scene is exported from the model once; per frame the body poses are computed
 MuJoCo (:mod:`torchrl_render.replay.poses`) and appended, chunk by chunk, to a temporary
 file, so memory stays flat in the episode length. ``close()`` assembles the page
 (``replay/page.html``, the vendored three.js, the page's scripts, the data) under a
-temporary name and renames it into place.
+temporary name and renames it into place. The artifact's ``info["replay"]`` (and so the
+metadata's artifact entry) counts what the page draws of the model (meshes, skins, height
+fields, textures, flex) and names what it does not; ``info["notes"]`` says it in one line.
 
 Example:
     >>> import mujoco, tempfile, pathlib
@@ -135,7 +137,14 @@ class HtmlWriter(Writer):
         with open(self._chunks_path, encoding="ascii") as chunks, open(self.tmp, "w", encoding="utf-8") as out:
             assemble_page(out, head, self._scene, self._episodes, chunks)
         self._release()
-        return {"size": os.path.getsize(self.tmp), "episodes": len(self._episodes)}
+        drawn = self._scene.get("drawn") or {}
+        info = {"size": os.path.getsize(self.tmp), "episodes": len(self._episodes), "replay": drawn}
+        # the note names what the model shows and the page does not (not a skybox, nor unused textures)
+        shown = [line for line in drawn.get("not_drawn", ()) if not line.startswith("skybox")
+                 and "no material uses it" not in line and "no visible geom or skin uses it" not in line]
+        if shown:
+            info["notes"] = ["the 3-D replay does not draw: " + "; ".join(shown)]
+        return info
 
     def _release(self) -> None:
         if self._chunks is not None:

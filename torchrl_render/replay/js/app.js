@@ -18,7 +18,13 @@
     episodes: meta.map((e) => e.episode_ix),
     numFrames(episode) { return info(episode === undefined ? st.primary : episode).frames; },
     seek(frame, episode) {
-      if (episode !== undefined && episode !== null && episode !== st.primary) setPrimary(episode);
+      // checked before anything changes: a bad frame or episode throws and leaves the page as it was
+      if (typeof frame !== "number" || !Number.isFinite(frame)) {
+        throw new TypeError("replay.seek(frame, episode): frame must be a finite number (0 to " +
+                            (framesShown() - 1) + "), got " + describe(frame));
+      }
+      if (episode !== undefined && episode !== null) info(episode);
+      if (episode !== undefined && episode !== null && Number(episode) !== st.primary) setPrimary(episode);
       st.frame = clamp(Math.round(frame), 0, framesShown() - 1);
       st.clock = st.frame;
       apply();
@@ -34,12 +40,28 @@
     setLoop(on) { st.loop = !!on; ui(); },
     setFollow(on) { st.follow = !!on; for (const v of views) { v.follow = st.follow; v.lastFollow = null; } apply(); },
     setCompare(episode) { setSecondary(episode === undefined ? null : episode); },
-    bodyPositions(which) { const v = views[which ? 1 : 0]; return v ? v.positions() : []; },
+    bodyPositions(which) { return view(which, "bodyPositions").positions(); },
     camera(which) {
-      const v = views[which ? 1 : 0];
+      const v = view(which, "camera");
       return { position: v.camera.position.toArray(), target: v.controls.target.toArray(),
-               mode: st.follow ? "follow" : "free" };
+               mode: st.follow ? "follow" : "free", ...v.followInfo() };
     },
+    setCamera(position, target, which) {
+      const v = view(which, "setCamera"), ok = (a) => Array.isArray(a) && a.length === 3 && a.every(Number.isFinite);
+      if (!ok(position) || !(target === undefined || ok(target))) {
+        throw new TypeError("replay.setCamera(position, target, view): position and target must be [x, y, z] of " +
+                            "finite numbers, got " + describe(position) + ", " + describe(target));
+      }
+      v.camera.position.set(...position);
+      if (target) v.controls.target.set(...target);
+      v.controls.update();
+      v.lastFollow = v.bodies[v.followBody].position.clone();
+      v.dirty = true;
+      v.draw(true);
+      return api.camera(which);
+    },
+    drawn() { return JSON.parse(JSON.stringify(scene.drawn || {})); },
+    drawnVertices(kind, index, which) { return view(which, "drawnVertices").drawnVertices(kind, index); },
     state() {
       return { episode: st.primary, compare: st.secondary, frame: st.frame, playing: st.playing,
                speed: st.speed, loop: st.loop, follow: st.follow };
@@ -52,10 +74,25 @@
   };
   window.replay = api;
 
+  function describe(x) {
+    try { return typeof x === "string" ? JSON.stringify(x) : String(x); } catch (e) { return typeof x; }
+  }
+  // which view a call means: 0 (or nothing) the first, 1 the one beside it (when one is shown)
+  function view(which, name) {
+    const i = which === undefined || which === null || which === false || which === 0 ? 0
+      : which === true || which === 1 ? 1 : -1;
+    if (i < 0 || !views[i]) {
+      throw new RangeError("replay." + name + "(view): view must be 0" + (views.length > 1 ? " or 1" : "") +
+                           " (1 needs an episode beside: replay.setCompare(e)), got " + describe(which));
+    }
+    return views[i];
+  }
   function clamp(x, lo, hi) { return Math.min(Math.max(x, lo), hi); }
   function info(episode) {
-    const e = meta.find((m) => m.episode_ix === Number(episode));
-    if (!e) throw new RangeError("no episode " + episode + "; the page holds episodes " + api.episodes.join(", "));
+    const e = typeof episode === "boolean" || episode === null || episode === "" ? undefined : meta.find((m) => m.episode_ix === Number(episode));
+    if (!e) {
+      throw new RangeError("no episode " + describe(episode) + "; the page holds episodes " + api.episodes.join(", "));
+    }
     return e;
   }
   function framesShown() {
@@ -80,7 +117,11 @@
       v.home();
     }
     const shown = [st.primary, st.secondary];
-    views.forEach((v, i) => { v.label.textContent = "episode " + shown[i]; v.lastFollow = null; });
+    views.forEach((v, i) => {
+      v.label.textContent = "episode " + shown[i];
+      v.chooseFollow(decoded.get(shown[i]));
+      v.lastFollow = null;
+    });
     st.frame = clamp(st.frame, 0, framesShown() - 1);
     chart.set(shown.filter((e) => e !== null).map((e, i) => ({ ep: decoded.get(e), dash: i > 0 })));
     facts();
@@ -119,11 +160,14 @@
     }
     const sha = head.facts.checkpoint_sha256;
     rows.push(["checkpoint sha256", sha ? sha.slice(0, 16) + "..." : null], ["env", head.facts.env]);
+    const left = (scene.drawn && scene.drawn.not_drawn) || [];
+    if (left.length) rows.push(["not drawn", left.length + " (hover)"]);
     $("facts").innerHTML = "";
     for (const [k, v] of rows) {
       const tr = $("facts").insertRow(), a = tr.insertCell(), b = tr.insertCell();
       a.textContent = k; b.textContent = fmt(v);
       if (k === "checkpoint sha256" && sha) b.title = sha;
+      if (k === "not drawn") b.title = left.join("\n");
     }
   }
 
