@@ -82,6 +82,16 @@ def test_the_numbers_are_seeded_and_a_cells_do_not_depend_on_the_others(tmp_path
     assert one["per_checkpoint"][0]["overall"]["scores"]["score"] == "raw"
 
 
+def test_a_sweep_larger_than_the_memory_budget_gives_the_same_numbers(tmp_path, monkeypatch):
+    """With room for one cell's resamples only, cells are drawn again as the levels and the pairs need them."""
+    from torchrl_render.sweep import report
+
+    folder = write_sweep(tmp_path / "sw", returns_grid(), reps=100, baselines=BASE)
+    roomy = derive(folder)
+    monkeypatch.setattr(report, "DRAWS_BUDGET", 1)
+    assert derive(folder) == roomy
+
+
 def test_no_intervals_with_bootstrap_reps_0(tmp_path):
     info = derive(write_sweep(tmp_path / "sw", returns_grid(), reps=0))
     cell = info["per_checkpoint"][0]["per_task"]["a"]

@@ -48,7 +48,7 @@ import numpy as np
 from ..errors import ConfigError, did_you_mean
 
 __all__ = ["DEFAULT_REPS", "TAUS", "Draws", "JoinedDraws", "cell_estimates", "check_baselines", "interval95", "iqm",
-           "keyed_seed", "level_estimates", "normalise", "pair_estimates", "pooled_estimates",
+           "keyed_seed", "level_estimates", "normalise", "pair_estimates", "pair_task_samples", "pooled_estimates",
            "probability_of_improvement", "profile"]
 
 #: Bootstrap resamples unless told (rliable's papers use 50,000 for the figures they publish).
@@ -321,6 +321,18 @@ def level_estimates(cells: Sequence[tuple[str, Draws]], baselines: dict[str, dic
     return out
 
 
+def pair_task_samples(x: Draws, y: Draws, reps: int) -> np.ndarray:
+    """One task's ``P(Y > X) + 0.5 P(Y = X)`` in each of ``reps`` resamples (both sides' own, independent)."""
+    below = np.searchsorted(x.values, y.values, side="left")  # per return of Y: how many of X's are below it,
+    upto = np.searchsorted(x.values, y.values, side="right")  # and below or equal
+    # resample r: the sum over Y's draws of (X's draws below + half of those equal), over n m
+    if np.array_equal(below, upto):  # no tie between the two: one gather
+        twice = 2 * np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below], dtype=np.int64)
+    else:
+        twice = np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below] + x.cum[:reps, upto], dtype=np.int64)
+    return twice / (2 * x.n * y.n)
+
+
 def pair_estimates(a: dict[str, Draws], b: dict[str, Draws]) -> dict[str, Any] | None:
     """P(a return of B > a return of A) + 0.5 P(equal), averaged over the tasks both have, with its interval.
 
@@ -335,16 +347,6 @@ def pair_estimates(a: dict[str, Draws], b: dict[str, Draws]) -> dict[str, Any] |
     reps = min(min(a[t].reps, b[t].reps) for t in shared)
     if reps == 0:
         return out
-    total = np.zeros(reps)
-    for t in shared:
-        x, y = a[t], b[t]
-        below = np.searchsorted(x.values, y.values, side="left")  # per return of B: how many of A's are below it,
-        upto = np.searchsorted(x.values, y.values, side="right")  # and below or equal
-        # resample r: sum over B's draws of (A's draws below + half of those equal), over n m
-        if np.array_equal(below, upto):  # no tie between the two: one gather
-            twice = 2 * np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below], dtype=np.int64)
-        else:
-            twice = np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below] + x.cum[:reps, upto], dtype=np.int64)
-        total += twice / (2 * x.n * y.n)
+    total = sum(pair_task_samples(a[t], b[t], reps) for t in shared)
     out["probability_of_improvement_ci95"] = interval95(total / len(shared))
     return out

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..metrics import aggregate
-from ..metrics.robust import DEFAULT_REPS, Draws, keyed_seed, level_estimates, pair_estimates, pooled_estimates
+from ..metrics import aggregate, robust
 from .html import write_html
 from .notebook import write_notebook
 from .store import read_manifest, read_records, write_json_atomic
@@ -40,28 +39,33 @@ _KEYS = ("avg_sum_reward", "avg_max_reward", "pc_success", "n_episodes", "eval_s
          "ci95_sum_reward", "avg_length", "iqm_sum_reward", "iqm_sum_reward_ci95", "median_sum_reward",
          "median_sum_reward_ci95")
 _VIDEO_SUFFIXES = (".mp4", ".gif", ".webm", ".html")
+#: Bytes of bootstrap resamples kept at once while the report is derived (8 bytes x resamples x episodes per
+#: cell); beyond it a cell's resamples are drawn again when needed, identically (seeded by the cell's id).
+DRAWS_BUDGET = 1 << 30
 
 
 @dataclass
 class _Stats:
     """How the sweep's bootstrap runs: resamples, the seed (the cells' ``--seed``), the per-task baselines."""
 
-    reps: int = DEFAULT_REPS
+    reps: int = robust.DEFAULT_REPS
     seed: int = 0
     baselines: dict[str, dict[str, float]] | None = None
 
     @classmethod
     def of(cls, manifest: dict[str, Any]) -> _Stats:
         base = (manifest.get("config") or {}).get("base") or {}
-        return cls(int(base.get("bootstrap_reps", DEFAULT_REPS)), int(base.get("seed") or 0), manifest.get("baselines"))
+        return cls(int(base.get("bootstrap_reps", robust.DEFAULT_REPS)), int(base.get("seed") or 0),
+                   manifest.get("baselines"))
 
-    def draws(self, cell: str, metrics: list[dict[str, Any]]) -> Draws:
+    def draws(self, cell: str, metrics: list[dict[str, Any]]) -> robust.Draws:
         """The cell's resamples, seeded with the sweep's seed and the cell's id."""
         returns = _returns(metrics)
-        return Draws(returns, self.reps if len(returns) > 1 else 0, np.random.default_rng(keyed_seed(self.seed, cell)))
+        rng = np.random.default_rng(robust.keyed_seed(self.seed, cell))
+        return robust.Draws(returns, self.reps if len(returns) > 1 else 0, rng)
 
 
-def _agg(metrics: list[dict[str, Any]], videos: list[str], draws: Draws | None = None) -> dict[str, Any]:
+def _agg(metrics: list[dict[str, Any]], videos: list[str], draws: robust.Draws | None = None) -> dict[str, Any]:
     """The aggregates of ``metrics``: with the cell's ``draws``, the IQM's and the median's intervals; without (a
     level across tasks, whose intervals are in ``scores``), the IQM and median of the pooled returns alone."""
     full = aggregate(metrics, eval_s=sum(float(m.get("wall_s") or 0.0) for m in metrics), reps=0, draws=draws)
@@ -121,22 +125,22 @@ def derive(folder: Path) -> dict[str, Any]:
     by = _grouped(cells, episodes, videos)
     stats = _Stats.of(manifest)
     groups = manifest.get("groups", {})
-    draws = {c["id"]: stats.draws(c["id"], [r["metrics"] for r in episodes[c["id"]]]) for c in cells}
-    by_task: dict[str, list[tuple[str, Draws]]] = defaultdict(list)
+    draws = _DrawCache(stats, {c["id"]: [r["metrics"] for r in episodes[c["id"]]] for c in cells})
+    by_task: dict[str, list[tuple[str, robust.Draws]]] = defaultdict(list)  # returns only: the sweep-wide levels
     for c in cells:
-        by_task[c["task"]].append((c["task"], draws[c["id"]]))
-    everything = [(t, _point(d)) for pairs in by_task.values() for t, d in pairs]
-    overall_scores = _pooled_note(level_estimates(everything, stats.baselines))
+        by_task[c["task"]].append((c["task"], draws.point(c["id"])))
+    everything = [pair for pairs in by_task.values() for pair in pairs]
+    overall_scores = _pooled_note(robust.level_estimates(everything, stats.baselines))
     info = {
         "per_task": [{"task_group": group, "task_id": i, "task": task,
                       "task_spec": (manifest.get("tasks") or {}).get(task, task),
-                      "metrics": {**_agg(*by["task"][task]), **pooled_estimates([_point(d) for _, d in by_task[task]]),
+                      "metrics": {**_agg(*by["task"][task]), **robust.pooled_estimates([d for _, d in by_task[task]]),
                                   **_lists(by["task"][task][0])}}
                      for group, tasks in groups.items() for i, task in enumerate(tasks)],
         "per_group": {group: {**_agg(*by["group"][group]),
                               "scores": overall_scores if set(tasks) >= set(by_task) else
-                              _pooled_note(level_estimates([(t, _point(d)) for t in tasks for _, d in by_task[t]],
-                                                           stats.baselines))}
+                              _pooled_note(robust.level_estimates([p for t in tasks for p in by_task[t]],
+                                                                  stats.baselines))}
                       for group, tasks in groups.items()},
         "overall": {**_agg(*by["all"][None]), "scores": overall_scores},
         "per_checkpoint": (per_checkpoint := _per_checkpoint(cells, episodes, videos, status, errors, draws, stats,
@@ -170,10 +174,34 @@ def _lists(metrics: list[dict[str, Any]]) -> dict[str, list[Any]]:
             "successes": [m["success"] for m in metrics]}
 
 
-def _point(draws: Draws) -> Draws:
-    """The cell's returns without resamples: the sweep-wide levels pool checkpoints, and a bootstrap interval of
-    a mixture of checkpoints answers no question (each checkpoint's levels have theirs)."""
-    return Draws(draws.values, 0, np.random.default_rng(0))
+class _DrawCache:
+    """Each cell's resamples, drawn when first asked for and kept within ``budget`` bytes (the least recently used
+    go first, and are drawn again, identically, if asked for again): the checkpoints' levels read the cells
+    checkpoint by checkpoint, the comparisons task by task, so a large sweep needs only a row or a column of
+    its grid at once."""
+
+    def __init__(self, stats: _Stats, metrics: dict[str, list[dict[str, Any]]], budget: int | None = None) -> None:
+        self.stats, self.metrics = stats, metrics
+        self.budget = DRAWS_BUDGET if budget is None else budget
+        self._kept: OrderedDict[str, robust.Draws] = OrderedDict()
+        self._bytes = 0
+
+    def __getitem__(self, cell: str) -> robust.Draws:
+        if cell in self._kept:
+            self._kept.move_to_end(cell)
+            return self._kept[cell]
+        draws = self.stats.draws(cell, self.metrics[cell])
+        self._kept[cell] = draws
+        self._bytes += draws.cum.nbytes + draws.counts.nbytes
+        while self._bytes > self.budget and len(self._kept) > 1:
+            _, old = self._kept.popitem(last=False)
+            self._bytes -= old.cum.nbytes + old.counts.nbytes
+        return draws
+
+    def point(self, cell: str) -> robust.Draws:
+        """The cell's returns without resamples: the sweep-wide levels pool checkpoints, and a bootstrap interval
+        of a mixture of checkpoints answers no question (each checkpoint's levels have theirs)."""
+        return robust.Draws(_returns(self.metrics[cell]), 0, np.random.default_rng(0))
 
 
 def _pooled_note(scores: dict[str, Any]) -> dict[str, Any]:
@@ -182,60 +210,73 @@ def _pooled_note(scores: dict[str, Any]) -> dict[str, Any]:
 
 
 def _comparisons(per_checkpoint: list[dict[str, Any]], cells: list[dict[str, Any]],
-                 draws: dict[str, Draws]) -> list[dict[str, Any]]:
+                 draws: _DrawCache) -> list[dict[str, Any]]:
     """One entry per ordered pair of checkpoints: P(a return of B > a return of A), over their shared tasks.
 
-    Each unordered pair is computed once; ``(B, A)`` is ``1 -`` ``(A, B)`` on the same resamples.
+    Task by task (the resamples of one task's cells at a time), each unordered pair once; ``(B, A)`` is ``1 -``
+    ``(A, B)`` on the same resamples.
     """
-    by_ckpt: dict[str, dict[str, Draws]] = defaultdict(dict)
-    for cell in cells:
-        by_ckpt[cell["ckpt"]][cell["task"]] = draws[cell["id"]]
     entries = {e["checkpoint"]: e for e in per_checkpoint}
     names = list(entries)
-    out = []
+    cell_of = {(c["ckpt"], c["task"]): c["id"] for c in cells}
+    tasks = list(dict.fromkeys(c["task"] for c in cells))
+    shared: dict[tuple[str, str], list[str]] = defaultdict(list)
+    returns = {key: draws.point(cid).values for key, cid in cell_of.items()}
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            est = pair_estimates(by_ckpt[a], by_ckpt[b])
-            if est is None:
-                continue
-            ci = est["probability_of_improvement_ci95"]
-            for x, y, p, band in ((a, b, est["probability_of_improvement"], ci),
-                                  (b, a, 1.0 - est["probability_of_improvement"],
-                                   [1.0 - ci[1], 1.0 - ci[0]] if ci else None)):
-                out.append({"checkpoint_a": x, "checkpoint_b": y,
-                            "checkpoint_a_sha256": entries[x]["checkpoint_sha256"],
-                            "checkpoint_b_sha256": entries[y]["checkpoint_sha256"], "run_a": entries[x]["run"],
-                            "run_b": entries[y]["run"], "step_a": entries[x]["step"], "step_b": entries[y]["step"],
-                            "tasks": est["tasks"], "probability_of_improvement": p,
-                            "probability_of_improvement_ci95": band})
+            shared[a, b] = [t for t in tasks if returns.get((a, t), np.zeros(0)).size
+                            and returns.get((b, t), np.zeros(0)).size]
+    reps = draws.stats.reps
+    samples = {pair: np.zeros(reps) for pair, ts in shared.items() if ts and reps}
+    if samples:
+        for t in tasks:
+            for (a, b) in samples:
+                if t in shared[a, b]:
+                    samples[a, b] += robust.pair_task_samples(draws[cell_of[a, t]], draws[cell_of[b, t]], reps)
+    out = []
+    for (a, b), ts in shared.items():
+        if not ts:
+            continue
+        p = robust.probability_of_improvement([returns[a, t] for t in ts], [returns[b, t] for t in ts])
+        ci = robust.interval95(samples[a, b] / len(ts)) if (a, b) in samples else None
+        for x, y, px, band in ((a, b, p, ci), (b, a, 1.0 - p, [1.0 - ci[1], 1.0 - ci[0]] if ci else None)):
+            out.append({"checkpoint_a": x, "checkpoint_b": y, "checkpoint_a_sha256": entries[x]["checkpoint_sha256"],
+                        "checkpoint_b_sha256": entries[y]["checkpoint_sha256"], "run_a": entries[x]["run"],
+                        "run_b": entries[y]["run"], "step_a": entries[x]["step"], "step_b": entries[y]["step"],
+                        "tasks": ts, "probability_of_improvement": px, "probability_of_improvement_ci95": band})
     out.sort(key=lambda e: (names.index(e["checkpoint_a"]), names.index(e["checkpoint_b"])))
     return out
 
 
 def _per_checkpoint(cells: list[dict[str, Any]], episodes: dict[str, list[dict[str, Any]]],
                     videos: dict[str, list[str]], status: dict[str, str], errors: dict[str, str],
-                    draws: dict[str, Draws], stats: _Stats, groups: dict[str, list[str]]) -> list[dict]:
-    out: dict[str, dict[str, Any]] = {}
+                    draws: _DrawCache, stats: _Stats, groups: dict[str, list[str]]) -> list[dict]:
+    by_ckpt: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for cell in cells:
-        entry = out.setdefault(cell["ckpt"], {"run": cell["run"], "checkpoint": cell["ckpt"],
-                                              "checkpoint_sha256": cell["sha256"], "step": cell["step"],
-                                              "per_task": {}, "_all": ([], []), "_draws": []})
-        metrics = [r["metrics"] for r in episodes[cell["id"]]]
-        entry["per_task"][cell["task"]] = {**_agg(metrics, videos[cell["id"]], draws[cell["id"]]), "cell": cell["id"],
-                                           "status": status[cell["id"]], "n_expected": cell["num_trajs"],
-                                           "error": errors.get(cell["id"]) if status[cell["id"]] == "failed" else None,
-                                           "episodes": [r["episode_ix"] for r in episodes[cell["id"]]],
-                                           "sum_rewards": [m["sum_reward"] for m in metrics]}
-        entry["_all"][0].extend(metrics)
-        entry["_all"][1].extend(videos[cell["id"]])
-        entry["_draws"].append((cell["task"], draws[cell["id"]]))
-    for entry in out.values():
-        mine = entry.pop("_draws")
-        entry["overall"] = {**_agg(*entry.pop("_all")), "scores": level_estimates(mine, stats.baselines)}
-        entry["per_group"] = {group: {"scores": entry["overall"]["scores"] if set(tasks) >= {t for t, _ in mine} else
-                                      level_estimates([p for p in mine if p[0] in tasks], stats.baselines)}
+        by_ckpt[cell["ckpt"]].append(cell)
+    out = []
+    for ckpt, mine in by_ckpt.items():  # one checkpoint's cells at a time
+        first = mine[0]
+        entry = {"run": first["run"], "checkpoint": ckpt, "checkpoint_sha256": first["sha256"], "step": first["step"],
+                 "per_task": {}}
+        everything: tuple[list, list] = ([], [])
+        for cell in mine:
+            metrics = [r["metrics"] for r in episodes[cell["id"]]]
+            entry["per_task"][cell["task"]] = {
+                **_agg(metrics, videos[cell["id"]], draws[cell["id"]]), "cell": cell["id"],
+                "status": status[cell["id"]], "n_expected": cell["num_trajs"],
+                "error": errors.get(cell["id"]) if status[cell["id"]] == "failed" else None,
+                "episodes": [r["episode_ix"] for r in episodes[cell["id"]]],
+                "sum_rewards": [m["sum_reward"] for m in metrics]}
+            everything[0].extend(metrics)
+            everything[1].extend(videos[cell["id"]])
+        pairs = [(cell["task"], draws[cell["id"]]) for cell in mine]
+        entry["overall"] = {**_agg(*everything), "scores": robust.level_estimates(pairs, stats.baselines)}
+        entry["per_group"] = {group: {"scores": entry["overall"]["scores"] if set(tasks) >= {t for t, _ in pairs} else
+                                      robust.level_estimates([p for p in pairs if p[0] in tasks], stats.baselines)}
                               for group, tasks in groups.items()}
-    return list(out.values())
+        out.append(entry)
+    return out
 
 
 def _relative(path: str, folder: Path) -> str:
