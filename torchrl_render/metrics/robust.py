@@ -326,10 +326,11 @@ def pair_task_samples(x: Draws, y: Draws, reps: int) -> np.ndarray:
     below = np.searchsorted(x.values, y.values, side="left")  # per return of Y: how many of X's are below it,
     upto = np.searchsorted(x.values, y.values, side="right")  # and below or equal
     # resample r: the sum over Y's draws of (X's draws below + half of those equal), over n m
+    wide = np.int64 if 2 * x.n * y.n >= 2**31 else np.int32  # the sum below is at most 2 n m
     if np.array_equal(below, upto):  # no tie between the two: one gather
-        twice = 2 * np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below], dtype=np.int64)
+        twice = 2 * np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below], dtype=wide)
     else:
-        twice = np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below] + x.cum[:reps, upto], dtype=np.int64)
+        twice = np.einsum("rj,rj->r", y.counts[:reps], x.cum[:reps, below] + x.cum[:reps, upto], dtype=wide)
     return twice / (2 * x.n * y.n)
 
 
