@@ -198,3 +198,11 @@ def test_the_clis_summary_of_many_episodes_prints_the_iqm_and_its_interval():
     agg = aggregate(episodes(x), 1.0, reps=200)
     lo, hi = agg["iqm_sum_reward_ci95"]
     assert f"; IQM {agg['iqm_sum_reward']:.2f} [{lo:.2f}, {hi:.2f}]" in _mean_line(agg)
+
+
+def test_bootstrap_options_read_a_runs_config():
+    from torchrl_render.metrics import bootstrap_options
+
+    cfg = RenderConfig(policy="m:p", env="E", seed=7, bootstrap_reps=0).to_dict()
+    assert bootstrap_options(cfg) == {"reps": 0, "seed": 7}
+    assert bootstrap_options(None) == {"reps": R.DEFAULT_REPS, "seed": None}

@@ -45,8 +45,8 @@ import numpy as np
 
 from .robust import DEFAULT_REPS, Draws, cell_estimates
 
-__all__ = ["SUCCESS_RULES", "EpisodeMetrics", "aggregate", "json_ready", "nonfinite_note", "read_success",
-           "step_success", "t_quantile", "wilson_interval"]
+__all__ = ["SUCCESS_RULES", "EpisodeMetrics", "aggregate", "bootstrap_options", "json_ready", "nonfinite_note",
+           "read_success", "step_success", "t_quantile", "wilson_interval"]
 
 SUCCESS_KEYS = ("success", "is_success")
 #: How an episode's success is read from the steps that report it: ``any`` (true at some step, as
@@ -154,6 +154,12 @@ def aggregate(episodes: list[dict[str, Any]], eval_s: float, *, reps: int = DEFA
         "len_min": min(lengths) if n else None, "len_max": max(lengths) if n else None,
     })
     return out
+
+
+def bootstrap_options(config: dict[str, Any] | None) -> dict[str, Any]:
+    """:func:`aggregate`'s ``reps`` and ``seed`` from a run's config as a dict (``--bootstrap-reps``, ``--seed``)."""
+    config = config or {}
+    return {"reps": int(config.get("bootstrap_reps", DEFAULT_REPS)), "seed": config.get("seed")}
 
 
 def _number(value: Any) -> float | None:

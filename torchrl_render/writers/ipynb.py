@@ -41,7 +41,7 @@ from ..config import callable_name
 from ..data import FrameBundle
 from ..errors import ConfigError, OutputExistsError, WriterError
 from ..live.notebook_viewer import write_mujoco_wasm_viewer
-from ..metrics import aggregate
+from ..metrics import aggregate, bootstrap_options
 from ..notebook import EMBED_LIMIT_BYTES, display_width
 from ..notebook.kernel import execute_notebook
 from ..notebook.paths import MUJOCO_VIEWER_DIR, asset_folder, portable_config, relative, search_path
@@ -289,7 +289,8 @@ class IpynbWriter(Writer):
 
     def _metrics(self) -> dict[str, Any]:
         wall = sum(float(e.get("wall_s") or 0.0) for e in self._episodes)
-        return {"per_episode": self._episodes, "aggregated": aggregate(self._episodes, wall)}
+        aggregated = aggregate(self._episodes, wall, **bootstrap_options(self.config))
+        return {"per_episode": self._episodes, "aggregated": aggregated}
 
     def _report_videos(self) -> tuple[list[ReportVideo], list[Path]]:
         """Embeds the videos in episode order while they fit the limit; links the rest."""

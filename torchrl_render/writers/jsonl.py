@@ -52,7 +52,7 @@ from .._version import __version__
 from ..data import FrameBundle
 from ..errors import WriterError
 from ..keys import key_to_string
-from ..metrics import aggregate, json_ready
+from ..metrics import aggregate, bootstrap_options, json_ready
 from ..storage import atomic_path
 from .base import Writer
 
@@ -153,7 +153,8 @@ class JsonlWriter(Writer):
 
     def _finish(self) -> dict[str, Any]:
         wall = time.perf_counter() - self._t0
-        self._line({"type": "summary", "n_steps": self._steps, "wall_s": wall, **aggregate(self._episodes, wall)})
+        summary = aggregate(self._episodes, wall, **bootstrap_options(self.config))
+        self._line({"type": "summary", "n_steps": self._steps, "wall_s": wall, **summary})
         file, self._file = self._file, None
         os.fsync(file.fileno())
         file.close()
