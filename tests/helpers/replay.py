@@ -99,3 +99,18 @@ def watching_pendulum_policy(folder: str):
 
 
 WATCHED: dict[str, list] = {}
+
+
+def dm_replay(folder, task: str, steps: int):
+    """A replay page of the dm_control ``task`` (``"dog-walk"``) under a linear policy, with qpos kept: the page's
+    path, the run's result, the task's MjModel and the episode's states."""
+    from dm_control import suite
+
+    from torchrl_render import RenderConfig, render_policy
+    from torchrl_render.envs.mujoco_state import episode_states
+
+    out = folder / f"{task}.html"
+    result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env=f"dm_control/{task}",
+                                        max_steps=steps, out=str(out), mujoco_qpos_key="qpos"))
+    domain, _, name = task.partition("-")
+    return out, result, suite.load(domain, name).physics.model.ptr, episode_states(result.trajectories[0], "qpos")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torchrl_render import RenderConfig, render_policy
 from torchrl_render.data import FrameBundle
 from torchrl_render.writers.html import HtmlWriter
 
 from helpers.browser import needs_browser, open_page
-from helpers.replay import mesh_model, mujoco_xpos, random_states
+from helpers.replay import dm_replay, mesh_model, mujoco_xpos, random_states
 
 pytestmark = needs_browser
 
@@ -94,22 +93,14 @@ def test_follow_camera_follows_the_body_that_moves_never_a_static_one(tmp_path):
 
 @pytest.fixture(scope="module")
 def quadruped(tmp_path_factory):
-    out = tmp_path_factory.mktemp("quadruped") / "quadruped.html"
-    result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="dm_control/quadruped-walk",
-                                        max_steps=150, out=str(out), mujoco_qpos_key="qpos"))
-    return out, result
+    return dm_replay(tmp_path_factory.mktemp("quadruped"), "quadruped-walk", 150)
 
 
 @pytest.mark.slow
 def test_quadruped_is_followed_by_its_torso_not_the_world_camera(quadruped):
     import mujoco
-    from dm_control import suite
 
-    from torchrl_render.envs.mujoco_state import episode_states
-
-    out, result = quadruped
-    model = suite.load("quadruped", "walk").physics.model.ptr
-    states = episode_states(result.trajectories[0], "qpos")
+    out, _result, model, states = quadruped
     torso = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "torso")
     with open_page(out) as (page, _):
         last = len(states) - 1

@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from torchrl_render import RenderConfig, render_policy
 from torchrl_render.data import FrameBundle
 from torchrl_render.writers.html import HtmlWriter
 
 from helpers.browser import needs_browser, open_page
-from helpers.replay import random_states
+from helpers.replay import dm_replay, random_states
 
 pytestmark = needs_browser
 
@@ -43,21 +42,12 @@ def _mujoco_skin(model, qpos):
 
 @pytest.fixture(scope="module")
 def dog(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dog") / "dog.html"
-    result = render_policy(RenderConfig(policy="helpers.policies:dm_linear_policy", env="dm_control/dog-walk",
-                                        max_steps=40, out=str(out), mujoco_qpos_key="qpos"))
-    return out, result
+    return dm_replay(tmp_path_factory.mktemp("dog"), "dog-walk", 40)
 
 
 @pytest.mark.slow
 def test_the_dogs_skin_is_drawn_where_mujoco_skins_it(dog):
-    from dm_control import suite
-
-    from torchrl_render.envs.mujoco_state import episode_states
-
-    out, result = dog
-    model = suite.load("dog", "walk").physics.model.ptr
-    states = episode_states(result.trajectories[0], "qpos")
+    out, result, model, states = dog
     with open_page(out) as (page, _):
         for frame in (0, 40):
             drawn = np.array(page.js(f"replay.seek({frame}, 0), replay.drawnVertices('skin', 0)")).reshape(-1, 3)
