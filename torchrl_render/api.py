@@ -144,7 +144,8 @@ class Run:
                 artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
             lingering, self.lingering = self.lingering, []
         try:  # an artifact never stays without its sidecar
-            metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started)}
+            metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started,
+                                                                        **self._bootstrap())}
             note = nonfinite_note(metrics["aggregated"])
             if note:
                 self.notes.append(note)
@@ -308,6 +309,11 @@ class Run:
         self.lingering = sink.close()  # the stream ends; the server stops once the artifacts are written
         return sink.episodes, sink.trajectories
 
+    def _bootstrap(self) -> dict[str, Any]:
+        """The intervals' bootstrap settings (``--bootstrap-reps``, seeded with ``--seed``), as the json writer
+        uses them: the sidecar's aggregates equal eval_info.json's."""
+        return {"reps": self.cfg.bootstrap_reps, "seed": self.cfg.seed}
+
     def _stop_live(self) -> None:
         """Stops the live page's server of a run that failed after its rollout."""
         lingering, self.lingering = self.lingering, []
@@ -320,7 +326,7 @@ class Run:
             return
         path = Path(f"{self.cfg.out}.partial.json")
         data = {"error": f"{type(exc).__name__}: {exc}", "config": self.cfg.to_dict(),
-                "metrics": {"per_episode": episodes, "aggregated": aggregate(episodes, 0.0)}}
+                "metrics": {"per_episode": episodes, "aggregated": aggregate(episodes, 0.0, **self._bootstrap())}}
         try:
             _write_json_atomic(path, data)
         except OSError as write_exc:  # the run's own error matters more

@@ -206,3 +206,21 @@ def test_bootstrap_options_read_a_runs_config():
     cfg = RenderConfig(policy="m:p", env="E", seed=7, bootstrap_reps=0).to_dict()
     assert bootstrap_options(cfg) == {"reps": 0, "seed": 7}
     assert bootstrap_options(None) == {"reps": R.DEFAULT_REPS, "seed": None}
+
+
+def test_the_sidecar_and_eval_info_give_the_same_intervals(tmp_path):
+    # both follow --bootstrap-reps and --seed: the run's RenderResult, its sidecar and eval_info.json agree
+    import json
+
+    from torchrl_render import render_policy
+
+    result = render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env",
+                                        num_trajs=12, seed=7, bootstrap_reps=300, out=tmp_path / "eval_info.json",
+                                        trajectories=False))
+    info = json.loads((tmp_path / "eval_info.json").read_text())["aggregated"]
+    sidecar = json.loads((tmp_path / "eval_info.json.metadata.json").read_text())["metrics"]["aggregated"]
+    for key in ("iqm_sum_reward_ci95", "median_sum_reward_ci95"):
+        assert sidecar[key] == info[key] == result.metrics["aggregated"][key], key
+    default = render_policy(RenderConfig(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env",
+                                         num_trajs=12, seed=7, out=tmp_path / "b.json", trajectories=False))
+    assert default.metrics["aggregated"]["iqm_sum_reward"] == result.metrics["aggregated"]["iqm_sum_reward"]
