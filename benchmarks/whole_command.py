@@ -55,6 +55,7 @@ TARGETS = [("fast look: ours at least 6x torchrl.render's whole command", "ours 
 
 def run_case(case: str, trajs: int, steps: int, tmp: Path) -> float:
     module, flags = CASES[case]
+    tmp.mkdir(exist_ok=True)
     out = tmp / case.replace(" ", "_").replace("(", "").replace(")", "").replace(",", "").replace(".", "_")
     argv = [sys.executable, "-m", module, *COMMON, *[f.format(out=out) for f in flags], "--num-trajs", str(trajs),
             "--max-steps", str(steps)]
@@ -79,7 +80,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="whole_command_") as folder:
         for r in range(rounds):
             for case in order if r % 2 == 0 else order[::-1]:
-                walls[case].append(run_case(case, trajs, steps, Path(folder)))
+                walls[case].append(run_case(case, trajs, steps, Path(folder) / f"round{r + 1}"))
                 print(f"  round {r + 1}: {case}: {walls[case][-1]:.2f} s", file=sys.stderr)
     frames = trajs * (steps + 1)
     print(f"Whole command, fresh process each: {trajs} x {steps} steps ({frames} frames), 480x480, "
