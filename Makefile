@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(VPY) benchmarks/run.py --full
 	$(VPY) benchmarks/eval_throughput.py --full
 	$(VPY) benchmarks/eval_throughput.py --profile --full
+	$(VPY) benchmarks/whole_command.py
 
 clean:
 	rm -rf $(VENV) .venv-min .venv-wheel demo build dist *.egg-info
