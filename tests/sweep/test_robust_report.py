@@ -99,6 +99,13 @@ def test_no_intervals_with_bootstrap_reps_0(tmp_path):
     assert info["comparisons"][0]["probability_of_improvement_ci95"] is None
 
 
+def test_a_cell_of_one_episode_gives_a_comparison_without_an_interval(tmp_path):
+    # a running sweep's report is derived while cells are partial: one episode in a cell has no resamples
+    info = derive(write_sweep(tmp_path / "sw", {("A", "a"): [1.0], ("B", "a"): [2.0, 3.0, 2.5]}))
+    pair = next(c for c in info["comparisons"] if c["checkpoint_a"] == "A")
+    assert pair["probability_of_improvement"] == 1.0 and pair["probability_of_improvement_ci95"] is None
+
+
 def test_score_baselines_flag_is_checked_before_anything_runs(tmp_path):
     sweepenv.write_checkpoints(tmp_path, steps=(5,))
     common = dict(ckpt=[f"{tmp_path}/ckpt_*.pt"], env=["a=helpers.tinyenv:make_env"],

@@ -97,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _help(meta: Any) -> str | None:
+    """A field's help for argparse, which formats help strings with ``%``: a literal ``95%`` is ``95%%``."""
+    text = meta.get("help")
+    return text.replace("%", "%%") if text else text
+
+
 def add_config_fields(group: argparse._ArgumentGroup, cls: type, skip: tuple[str, ...] = ()) -> None:
     """One flag per field of the dataclass ``cls`` (help, choices, negatives from the field metadata).
 
@@ -119,23 +125,23 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
     flag = "--" + meta.get("flag", f.name).replace("_", "-")
     if str(f.type) in ("bool", "bool | None"):
         negative = "--" + meta.get("negative", "no-" + meta.get("flag", f.name)).replace("_", "-")
-        group.add_argument(flag, dest=f.name, action="store_true", default=None, help=meta.get("help"))
+        group.add_argument(flag, dest=f.name, action="store_true", default=None, help=_help(meta))
         group.add_argument(negative, dest=f.name, action="store_false", default=None, help=argparse.SUPPRESS)
         return
     if meta.get("multiple"):
         group.add_argument(flag, dest=f.name, action="extend", nargs="+", default=None, metavar=meta.get("metavar"),
-                           help=meta.get("help"))
+                           help=_help(meta))
         return
     if "optional_value" in meta:  # a flag whose value may be left out (--live alone means --live 8765)
         group.add_argument(flag, dest=f.name, type=_arg_type(f.type), default=None, nargs="?",
                            const=meta["optional_value"], metavar=meta.get("metavar", f.name.upper()),
-                           choices=meta.get("choices"), help=meta.get("help"))  # choices: --viewer's kinds
+                           choices=meta.get("choices"), help=_help(meta))  # choices: --viewer's kinds
         return
     choices = meta.get("choices")
     if isinstance(choices, str):
         choices = _registry_choices(choices)
     group.add_argument(flag, dest=f.name, type=_arg_type(f.type), default=None, choices=choices,
-                       metavar=None if choices else f.name.upper(), help=meta.get("help"))
+                       metavar=None if choices else f.name.upper(), help=_help(meta))
 
 
 def markdown_reference() -> str:
@@ -161,7 +167,7 @@ def markdown_reference() -> str:
             field_ = defaults.get(a.dest)
             default = default_text(field_) if field_ is not None else ""
             choices = ", ".join(map(str, a.choices)) if a.choices else ""
-            lines.append(f"| {flags} | {default} | {choices} | {a.help or ''} |")
+            lines.append(f"| {flags} | {default} | {choices} | {(a.help or '').replace('%%', '%')} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -227,7 +227,9 @@ def _comparisons(per_checkpoint: list[dict[str, Any]], cells: list[dict[str, Any
             shared[a, b] = [t for t in tasks if returns.get((a, t), np.zeros(0)).size
                             and returns.get((b, t), np.zeros(0)).size]
     reps = draws.stats.reps
-    samples = {pair: np.zeros(reps) for pair, ts in shared.items() if ts and reps}
+    # a cell of one episode has no resamples (no interval of its own): a pair with one gets no interval either
+    samples = {(a, b): np.zeros(reps) for (a, b), ts in shared.items() if ts and reps
+               and all(returns[a, t].size > 1 and returns[b, t].size > 1 for t in ts)}
     if samples:
         for t in tasks:
             for (a, b) in samples:
