@@ -22,8 +22,9 @@ from typing import Any
 from ..cli import PROG, Parser, add_config_fields, configure_logging, default_text, fields_from_args
 from ..config import RenderConfig, load_mapping
 from ..errors import ConfigError, RenderError
-from .driver import DRIVER, sweep
+from .driver import DRIVER, SweepFailedError, sweep
 from .grid import BASE_OWNED, SweepConfig
+from .html import success_text
 from .report import derive
 from .store import MANIFEST, read_records
 
@@ -71,6 +72,10 @@ def sweep_main(argv: list[str]) -> int:
             print(json.dumps(cfg.to_dict(), indent=2))
             return 0
         result = sweep(cfg, command=[PROG, "sweep", *argv], echo=echo)
+    except SweepFailedError as exc:  # the grid ran and every cell failed: the failed-cells exit code
+        print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(cfg.out / "eval_info.json")
+        return EXIT_FAILED_CELLS
     except RenderError as exc:
         if args.debug:
             traceback.print_exc()
@@ -83,8 +88,8 @@ def sweep_main(argv: list[str]) -> int:
         return 130
     overall = result.eval_info["overall"]
     echo(f"{result.cells_done}/{result.cells} cells done ({result.cells_failed} failed), {result.episodes} episodes "
-         f"({result.episodes_run} run now); mean return {_fmt_stat(overall['avg_sum_reward'])}, success "
-         f"{_fmt_stat(overall['pc_success'])}%")
+         f"({result.episodes_run} run now); mean return {_fmt_stat(overall['avg_sum_reward'])}, "
+         f"{success_text(overall['pc_success'])}")
     for path in result.report_paths:
         echo(f"report: {path}")
     print(result.out / "eval_info.json")
@@ -126,6 +131,7 @@ def sweep_status(folder: Path) -> dict[str, Any]:
         rate = len(recent) / elapsed if recent and elapsed > 0 else None
     left = progress["episodes_total"] - progress["episodes"]
     progress.update({"running": driver is not None, "driver_pid": driver and driver["pid"],
+                     "watching": bool(driver and driver.get("watch")), "watch": driver and driver.get("watch"),
                      "episodes_per_s": rate, "time_left_s": left / rate if rate else None,
                      "last_episode_s_ago": time.time() - max(times) if times else None,
                      "failures": info["failures"]})
@@ -150,12 +156,26 @@ def status_text(s: dict[str, Any]) -> str:
     state = f"running (driver pid {s['driver_pid']})" if s["running"] else "not running"
     lines = [f"{state}: {s['done']}/{s['cells']} cells done, {s['failed']} failed, {s['pending']} pending; "
              f"{s['episodes']}/{s['episodes_total']} episodes"]
+    if s.get("watching"):
+        lines.append(_watch_line(s["watch"]))
     if s["episodes_per_s"]:
         lines.append(f"rate {s['episodes_per_s']:.2f} episodes/s, about {s['time_left_s']:.0f} s left")
     if s["last_episode_s_ago"] is not None:
         lines.append(f"last episode recorded {s['last_episode_s_ago']:.0f} s ago")
     lines += [f"failed: {cell}: {error}" for cell, error in s["failures"].items()]
     return "\n".join(lines)
+
+
+def _watch_line(watch: dict[str, Any]) -> str:
+    """``watching 'runs/*.pt': last saw step_3000.pt (step 3000) 4 s ago``."""
+    globs = ", ".join(repr(g) for globs in watch["patterns"].values() for g in globs)
+    if watch.get("last_seen") is None:
+        seen = "no new checkpoint yet"
+    else:
+        seen = (f"last saw {Path(watch['last_seen']).name} (step {watch['last_step']}) "
+                f"{time.time() - watch['last_seen_time']:.0f} s ago")
+    until = f"; ends {watch['timeout_s']:g} s after the last new one" if watch.get("timeout_s") else ""
+    return f"watching {globs}: {seen}{until}"
 
 
 def flags_markdown() -> str:

@@ -6,6 +6,10 @@ cell's episodes), hands them to the executor and appends each episode the moment
 reports it. A unit whose worker died is resubmitted for its unrecorded episodes only, so
 nothing is counted twice; a unit that raised is recorded as failed and the others go on.
 Ctrl-C stops scheduling, keeps what finished, rewrites the derived outputs and re-raises.
+With ``watch`` the grid grows: each new checkpoint the globs match (:mod:`.watch`) adds its
+cells to the manifest and its units to the executor. A sweep that could not start (its
+executor or its workers failed before anything ran) leaves no files behind; a Python
+:func:`sweep` whose every cell failed raises :class:`SweepFailedError`.
 """
 
 from __future__ import annotations
@@ -19,20 +23,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, OutputExistsError
+from ..errors import ConfigError, OutputExistsError, RenderError
 from ..sidecar import versions
-from .grid import Cell, SweepConfig, expand_cells
+from .grid import Cell, SweepConfig, checkpoint_cells, expand_cells
 from .local import LocalExecutor, machine_cpus
 from .ray_exec import RayExecutor, import_ray
 from .report import write_derived
-from .store import MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
+from .store import EPISODES, MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
+from .watch import Watcher
 
-__all__ = ["SweepResult", "plan_units", "sweep"]
+__all__ = ["SweepFailedError", "SweepResult", "plan_units", "sweep"]
 
 log = logging.getLogger("torchrl_render")
 DRIVER = "driver.json"
 _HOW = ("executor", "workers", "block_size", "resume", "max_attempts", "report", "ray_address", "ray_num_cpus",
-        "ray_num_gpus", "out", "score_baselines")  # baselines change the report only: a resume may change them
+        "ray_num_gpus", "out", "score_baselines", "watch", "watch_timeout")  # a resume may change these
+
+
+class SweepFailedError(RenderError):
+    """Every cell of a sweep failed: the message has the first cell's error and the fix."""
 
 
 @dataclass
@@ -91,14 +100,47 @@ def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = N
 
         import_ray()
     cells = expand_cells(cfg)
+    fresh = read_manifest(cfg.out) is None
+    created = not cfg.out.exists()
     store, records = _open(cfg, cells, command)
-    return _Driver(cfg, cells, store, records, echo or (lambda text: None)).run()
+    driver = _Driver(cfg, _known_cells(cfg, cells), store, records, echo or (lambda text: None))
+    try:
+        result = driver.run()
+    except RenderError:
+        if fresh and not driver.ran:  # it never started: leave nothing, so that the same command can run again
+            _discard(cfg.out, created)
+        raise
+    if result.cells and result.cells_failed == result.cells:
+        cell, error = next(iter(result.failures.items()))
+        raise SweepFailedError(f"every cell of the sweep failed ({result.cells} cells); the first, {cell}: {error}",
+                               got=f"{result.cells_failed} failed cells, 0 episodes" if not result.episodes else
+                               f"{result.cells_failed} failed cells", fix="correct what the first error names (the "
+                               "env, policy or checkpoint), then run the same sweep with resume=True (--resume): "
+                               f"only the missing episodes run; the errors are in {cfg.out / EPISODES}")
+    return result
+
+
+def _discard(folder: Path, created: bool) -> None:
+    """Removes the files a sweep that never started wrote (and its folder when the sweep made it)."""
+    for name in (MANIFEST, EPISODES, DRIVER):
+        (folder / name).unlink(missing_ok=True)
+    if created and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def _known_cells(cfg: SweepConfig, cells: list[Cell]) -> list[Cell]:
+    """A watched sweep's cells: those of its manifest (checkpoints seen before) and those found now."""
+    manifest = read_manifest(cfg.out) or {}
+    old = [Cell(**c) for c in manifest.get("cells", [])] if cfg.watch else []
+    ids = {c.id for c in old}
+    return old + [c for c in cells if c.id not in ids]
 
 
 def _grid(cfg: SweepConfig, cells: list[Cell]) -> dict[str, Any]:
-    """What a resumed sweep must share with the original: the cells and what each cell runs."""
+    """What a resumed sweep must share with the original: the cells and what each cell runs (a watched sweep's
+    cells grow as training writes checkpoints: what each cell runs alone)."""
     what = {k: v for k, v in cfg.to_dict().items() if k not in _HOW}
-    return {"what": what, "cells": [[c.id, c.sha256] for c in cells]}
+    return {"what": what} if cfg.watch else {"what": what, "cells": [[c.id, c.sha256] for c in cells]}
 
 
 def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tuple[Store, list[dict[str, Any]]]:
@@ -114,7 +156,8 @@ def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tup
     if not cfg.resume:
         raise OutputExistsError(f"{str(cfg.out)!r} already holds a sweep", got=str(cfg.out),
                                 fix="pass --resume to run only its missing episodes, or choose another --out")
-    if manifest.get("grid") != _grid(cfg, cells):
+    old_grid, new_grid = manifest.get("grid") or {}, _grid(cfg, cells)
+    if (old_grid.get("what") != new_grid["what"]) if cfg.watch else old_grid != new_grid:
         raise ConfigError(f"the sweep in {str(cfg.out)!r} has another grid than this config (other checkpoints, "
                           "checkpoint contents, tasks or RenderConfig fields)",
                           expected="the config it was started with",
@@ -134,7 +177,8 @@ def _first_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
                 keys = sorted(k for k in set(old.get(key, {})) | set(new[key])
                               if old.get(key, {}).get(k) != new[key].get(k))
                 return f"different {', '.join(keys)}"
-            return f"{len(old.get(key) or [])} cells recorded, {len(new[key])} in this config (or other checkpoints)"
+            return (f"{len(old.get(key) or [])} cells recorded, {len(new.get(key) or [])} in this config (or other "
+                    "checkpoints)")
     return "a different manifest"
 
 
@@ -173,32 +217,101 @@ class _Driver:
         self.failed: dict[str, str] = {}
         self.run_count = 0
         self.last_report = 0.0
+        self.watcher = Watcher(cfg.run, {c.ckpt for c in cells}) if cfg.watch else None
+        self.last_new = time.monotonic()
+
+    @property
+    def ran(self) -> bool:
+        """Whether this session recorded anything (an episode or a failed block)."""
+        return bool(self.run_count or self.failed)
 
     def run(self) -> SweepResult:
         units = plan_units(list(self.cells.values()), self.done, self.cfg.block_size)
-        write_json_atomic(self.cfg.out / DRIVER, {"pid": os.getpid(), "host": socket.gethostname(),
-                                                  "started": time.time(), "executor": self.cfg.executor})
+        self.driver_info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
+                            "executor": self.cfg.executor}
+        if self.watcher is not None:
+            self._add_to_manifest(list(self.cells.values()))  # a resumed watch: checkpoints written meanwhile
+            self.driver_info["watch"] = {"patterns": self.cfg.run, "timeout_s": self.cfg.watch_timeout,
+                                         "last_seen": None, "last_step": None, "last_seen_time": None}
         executor = None
         try:
             executor = self._executor(len(units))
+            write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
             for cell, start, count in units:
                 executor.submit(self._unit(cell, start, count, 1))
-            while executor.busy():
-                for message in executor.poll(0.5):
-                    self._handle(message, executor)
+            self._loop(executor)
         except KeyboardInterrupt:
             if executor is not None:
                 executor.cancel_pending()
             self._finish(executor, final=False)
             raise
+        except BaseException:
+            self._finish(executor, final=False, derived=self.ran)
+            raise
         self._finish(executor, final=True)
         return self._result()
+
+    def _loop(self, executor: Any) -> None:
+        """Runs the units until none is left; a watched sweep also takes new checkpoints, until its timeout."""
+        last_look = 0.0
+        while True:
+            busy = executor.busy()
+            if busy:
+                for message in executor.poll(0.5):
+                    self._handle(message, executor)
+            if self.watcher is None:
+                if not busy:
+                    return
+                continue
+            if time.monotonic() - last_look >= 1.0:
+                last_look = time.monotonic()
+                self._look(executor)
+            timeout = self.cfg.watch_timeout
+            if not executor.busy():
+                if timeout is not None and time.monotonic() - self.last_new >= timeout:
+                    return
+                time.sleep(0.5)
+
+    def _look(self, executor: Any) -> None:
+        """Adds the cells of the checkpoints the watcher took; records those that failed to load as failed."""
+        taken, failed = self.watcher.poll()
+        for found in taken + failed:
+            cells = checkpoint_cells(self.cfg, found.run, found.path, found.digest, found.step)
+            self.cells.update({c.id: c for c in cells})
+            self._add_to_manifest(cells)
+            self.last_new = time.monotonic()
+            self.echo(f"new checkpoint {Path(found.path).name} (step {found.step})" +
+                      (f" failed to load twice: {found.error}" if found.error else ""))
+            for cell in cells:
+                if found.error:
+                    self._fail(cell, {"start": 0, "count": cell.num_trajs, "attempt": 2}, found.error)
+                    continue
+                for c, start, count in plan_units([cell], self.done, self.cfg.block_size):
+                    executor.submit(self._unit(c, start, count, 1))
+        if taken:
+            last = self.watcher.last_found
+            self.driver_info["watch"].update({"last_seen": last.path, "last_step": last.step,
+                                              "last_seen_time": self.watcher.last_found_time})
+        if taken or failed or time.time() - self.driver_info.get("checked", 0) > 10:
+            self.driver_info["checked"] = time.time()
+            write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
+        if failed and not executor.busy():
+            write_derived(self.cfg.out, html=self.cfg.report)
+
+    def _add_to_manifest(self, cells: list[Cell]) -> None:
+        manifest = read_manifest(self.cfg.out) or {}
+        known = {c["id"] for c in manifest.get("cells", [])}
+        new = [c.to_dict() for c in cells if c.id not in known]
+        if new:  # kept in training-step order (a stable sort: runs and tasks keep theirs)
+            manifest["cells"] = sorted(manifest.get("cells", []) + new, key=lambda c: (c["step"] is None, c["step"] or 0))
+            write_json_atomic(self.cfg.out / MANIFEST, manifest)
 
     def _executor(self, n_units: int) -> Any:
         if self.cfg.executor == "ray":
             return RayExecutor(self.cfg.ray_address, self.cfg.ray_num_cpus, self.cfg.ray_num_gpus)
 
-        return LocalExecutor(min(self.cfg.workers or machine_cpus(), max(1, n_units)))
+        workers = self.cfg.workers or machine_cpus()
+        return LocalExecutor(workers if self.watcher is not None else min(workers, max(1, n_units)))
 
     def _unit(self, cell: Cell, start: int, count: int, attempt: int) -> dict[str, Any]:
         unit = {"id": f"{cell.id}#{start}+{count}@{attempt}", "cell": cell.to_dict(), "start": start, "count": count,
@@ -257,11 +370,12 @@ class _Driver:
         write_derived(self.cfg.out, html=self.cfg.report and time.monotonic() - self.last_report > 10)
         self.last_report = time.monotonic()
 
-    def _finish(self, executor: Any, final: bool) -> None:
+    def _finish(self, executor: Any, final: bool, derived: bool = True) -> None:
         if executor is not None:
             executor.close()
         self.store.close()
-        self.report_paths = write_derived(self.cfg.out, html=self.cfg.report, notebook=final and self.cfg.report)
+        self.report_paths = write_derived(self.cfg.out, html=self.cfg.report, notebook=final and self.cfg.report) \
+            if derived else []
         (self.cfg.out / DRIVER).unlink(missing_ok=True)
 
     def _result(self) -> SweepResult:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -70,6 +71,9 @@ class SweepConfig:
         score_baselines: JSON/YAML/TOML file of per-task baselines, ``{task: {"random": R, "reference": S}}``:
             the across-task estimates are on normalised scores ``(return - R) / (S - R)``; read once, kept in
             the manifest (``baselines``).
+        watch: Evaluate the checkpoints already there, then each new one the globs match as training writes
+            it (:mod:`.watch`), appending to the same folder.
+        watch_timeout: With ``watch``: end after this many seconds without a new checkpoint.
         base: RenderConfig fields shared by every cell (``policy``, ``num_trajs``, ``format``...).
 
     Example:
@@ -101,6 +105,10 @@ class SweepConfig:
     score_baselines: str | None = _f(None, help="JSON/YAML file {task: {random: R, reference: S}}: normalise each "
                                      "task's returns to (return-R)/(S-R) for the estimates across tasks (default: "
                                      "raw returns, with a note).", metavar="FILE")
+    watch: bool = _f(False, help="Evaluate the checkpoints there, then each new one the globs match as training "
+                     "writes it (taken once complete), until --watch-timeout or Ctrl-C.")
+    watch_timeout: float | None = _f(None, help="With --watch: end the sweep after this many seconds without a new "
+                                     "checkpoint (default: watch until Ctrl-C).", metavar="S")
     base: dict[str, Any] = _f({}, help="RenderConfig fields shared by every cell (the CLI: their own flags).")
 
     def __post_init__(self) -> None:
@@ -117,6 +125,7 @@ class SweepConfig:
         self.base = _base(self.base)
         for spec in self.tasks.values():  # every cell's RenderConfig is valid before anything runs
             self.render_config(spec, None)
+        _check_gymnasium_ids(self.tasks)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> SweepConfig:
@@ -180,24 +189,30 @@ def expand_cells(cfg: SweepConfig) -> list[Cell]:
 
     cells = []
     for run, patterns in cfg.run.items():
-        paths = _expand(run, patterns)
-        for path in sorted(paths, key=lambda p: (_step(p) is None, _step(p) or 0, p)):
-            digest = sha256_file(path)
-            step = _step(path)
-            for task, spec in cfg.tasks.items():
-                ident = f"{_SAFE.sub('_', run)}__{_SAFE.sub('_', Path(path).stem)}-{digest[:8]}__{_SAFE.sub('_', task)}"
-                group = next((g for g, names in cfg.groups.items() if task in names), "all")
-                cells.append(Cell(ident, run, path, digest, step, task, _absolute_spec(spec), group,
-                                  int(cfg.base.get("num_trajs", 1)), cfg.base.get("seed", 0)))
+        digests = {path: sha256_file(path) for path in expand_paths(run, patterns, allow_none=cfg.watch)}
+        steps = {path: checkpoint_step(path, digest) for path, digest in digests.items()}
+        for path in sorted(digests, key=lambda p: (steps[p] is None, steps[p] or 0, p)):
+            cells += checkpoint_cells(cfg, run, path, digests[path], steps[path])
     return cells
 
 
-def _expand(run: str, patterns: list[str]) -> list[str]:
+def checkpoint_cells(cfg: SweepConfig, run: str, path: str, digest: str, step: int | None) -> list[Cell]:
+    """The cells of one checkpoint of ``run``: one per task."""
+    cells = []
+    for task, spec in cfg.tasks.items():
+        group = next((g for g, names in cfg.groups.items() if task in names), "all")
+        cells.append(Cell(cell_id(run, path, digest, task), run, path, digest, step, task, _absolute_spec(spec),
+                          group, int(cfg.base.get("num_trajs", 1)), cfg.base.get("seed", 0)))
+    return cells
+
+
+def expand_paths(run: str, patterns: list[str], allow_none: bool = False) -> list[str]:
+    """The absolute paths of the files the patterns match; each must match one unless ``allow_none`` (watching)."""
     found: list[str] = []
     for pattern in patterns:
         matches = sorted(glob.glob(os.path.expanduser(pattern))) if glob.has_magic(pattern) else [pattern]
-        matches = [m for m in matches if Path(m).exists()]
-        if not matches:
+        matches = [m for m in matches if Path(m).is_file()]
+        if not matches and not allow_none:
             raise ConfigError(f"checkpoint pattern {pattern!r} (run {run!r}) matches no file",
                               expected="an existing checkpoint path or a glob that matches one", got=pattern,
                               fix="check the path (quote a glob so that the shell leaves it to the sweep)")
@@ -205,15 +220,42 @@ def _expand(run: str, patterns: list[str]) -> list[str]:
     return found
 
 
-_STEP_CACHE: dict[str, int | None] = {}
+_STEP_CACHE: dict[tuple[str, str], int | None] = {}
 
 
-def _step(path: str) -> int | None:
-    """The training step: the last number of the file name, else the checkpoint's step entry, else None."""
-    if path not in _STEP_CACHE:
+def checkpoint_step(path: str, digest: str = "") -> int | None:
+    """The training step: the checkpoint's step entry, else the last number of the file name, else None.
+
+    Example:
+        >>> checkpoint_step("runs/none/ckpt-2000.pt"), checkpoint_step("3000.pt"), checkpoint_step("last.pt")
+        (2000, 3000, None)
+    """
+    key = (path, digest)
+    if key not in _STEP_CACHE:
+        step = _step_from_metadata(path) if Path(path).is_file() else None
         numbers = re.findall(r"\d+", Path(path).stem)
-        _STEP_CACHE[path] = int(numbers[-1]) if numbers else _step_from_metadata(path)
-    return _STEP_CACHE[path]
+        _STEP_CACHE[key] = step if step is not None else int(numbers[-1]) if numbers else None
+    return _STEP_CACHE[key]
+
+
+def cell_id(run: str, path: str, digest: str, task: str) -> str:
+    """A short readable cell id: the run (unless ``default``), the checkpoint's stem, a short hash of what makes
+    the cell unique (run, path, content, task), the task's short name.
+
+    Example:
+        >>> cell_id("default", "/w/runs/step_1000.pt", "ab" * 32, "/w/proj/envs.py:make_corridor_env")[-28:]
+        '-1d8c0b__make_corridor_env'
+    """
+    unique = hashlib.sha256(f"{run}\0{path}\0{digest}\0{task}".encode()).hexdigest()[:6]
+    prefix = "" if run == "default" else f"{_SAFE.sub('_', run)[:24]}__"
+    return f"{prefix}{_SAFE.sub('_', Path(path).stem)[:40]}-{unique}__{task_label(task)}"
+
+
+def task_label(task: str) -> str:
+    """A task's short name: ``path/envs.py:make_env`` -> ``make_env``, ``dm_control/cheetah-run`` -> ``cheetah-run``,
+    a name as it is; file-name safe, 40 characters at most."""
+    name = task.rpartition(":")[2] if ":" in task else task.rpartition("/")[2]
+    return _SAFE.sub("_", name).strip("_")[:40] or "task"
 
 
 def _step_from_metadata(path: str) -> int | None:
@@ -292,6 +334,26 @@ def load_baselines(path: str | None, tasks: Mapping[str, str]) -> dict[str, dict
     if path is None:
         return None
     return check_baselines(load_mapping(path), tasks, str(path))
+
+
+def _check_gymnasium_ids(tasks: Mapping[str, str]) -> None:
+    """Every task given as a gymnasium id is registered (checked before anything runs, as the globs are).
+
+    Factories (``module:object``) are resolved by each cell; dm_control ids by the cell too.
+    """
+    ids = {name: spec for name, spec in tasks.items() if ":" not in spec and not spec.startswith("dm_control/")}
+    if not ids:
+        return
+    import gymnasium
+
+    for name, spec in ids.items():
+        if spec not in gymnasium.registry:
+            label = "" if name == spec else f" (task {name!r})"
+            raise ConfigError(f"{spec!r}{label} is neither 'module:object' nor a registered gymnasium id."
+                              f"{did_you_mean(spec, gymnasium.registry)}",
+                              expected="'mypkg.env:make_env', 'path/env.py:make_env', a gymnasium id such as "
+                                       "'HalfCheetah-v5', or 'dm_control/cheetah-run'", got=spec,
+                              fix="correct the id (or add the colon and factory name); nothing has run")
 
 
 def _validate(cfg: SweepConfig) -> None:

@@ -190,7 +190,7 @@ def write_html(folder: Path, info: dict[str, Any]) -> Path:
     p = info["progress"]
     body = [f"<h1>Sweep report</h1><p>{p['done']}/{p['cells']} cells done, {p['failed']} failed, "
             f"{p['episodes']}/{p['episodes_total']} episodes; overall mean return "
-            f"{_num(info['overall']['avg_sum_reward'])}, success {_num(info['overall']['pc_success'])}%.</p>",
+            f"{_num(info['overall']['avg_sum_reward'])}, {success_text(info['overall']['pc_success'])}.</p>",
             "<h2>Return against training step</h2>", "".join(figures) or "<p>No episode yet.</p>",
             "<h2>Success rate and mean return</h2>", success_table(info)]
     if _scored(info):
@@ -213,6 +213,12 @@ def write_html(folder: Path, info: dict[str, Any]) -> Path:
     return path
 
 
+def success_text(pc_success: float | None) -> str:
+    """``success 40.00%``, or a plain sentence when no env reports success (never ``success -%``)."""
+    return "success not reported (no env gives a success signal)" if pc_success is None \
+        else f"success {pc_success:.2f}%"
+
+
 def _num(value: Any) -> str:
     return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
@@ -222,7 +228,7 @@ def success_table(info: dict[str, Any]) -> str:
     each checkpoint x task, as an HTML table."""
     tasks = [t["task"] for t in info["per_task"]]
     head = "<tr><th>run</th><th>checkpoint</th><th>step</th>" + "".join(
-        f"<th>{html.escape(t)}<br>success % / return</th>" for t in tasks) + "</tr>"
+        f"<th>{html.escape(t)}<br>success % / mean return &plusmn; 95% CI</th>" for t in tasks) + "</tr>"
     rows = []
     for entry in info["per_checkpoint"]:
         cells = []
@@ -232,7 +238,9 @@ def success_table(info: dict[str, Any]) -> str:
             band = f" &plusmn; {(ci[1] - ci[0]) / 2:.2f}" if ci else ""
             iqm = f"<br>IQM {_num(c['iqm_sum_reward'])}{_band(c.get('iqm_sum_reward_ci95'))}" \
                 if c.get("iqm_sum_reward") is not None else ""
-            cells.append(f"<td class={c.get('status', 'pending')}>{_num(c.get('pc_success'))} / "
+            success = "no success signal" if c.get("n_episodes") and c.get("pc_success") is None \
+                else _num(c.get("pc_success"))
+            cells.append(f"<td class={c.get('status', 'pending')}>{success} / "
                          f"{_num(c.get('avg_sum_reward'))}{band} (n={c.get('n_episodes', 0)}){iqm}</td>")
         rows.append(f"<tr><td>{html.escape(str(entry['run']))}</td><td>{html.escape(Path(entry['checkpoint']).name)}"
                     f"</td><td>{_num(entry['step'])}</td>{''.join(cells)}</tr>")

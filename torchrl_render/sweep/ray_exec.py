@@ -19,6 +19,7 @@ import logging
 import os
 import queue
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -60,20 +61,19 @@ class RayExecutor:
             env_vars = {"PYTHONPATH": _python_path(), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
             options = {"address": address, "log_to_driver": False, "logging_level": logging.WARNING,
                        "runtime_env": {"env_vars": env_vars}}
+            output: list[str] = []
             try:
                 # the user's cluster, on the user's network, joined as it is (ray.init joins $RAY_ADDRESS too)
                 if address or os.environ.get("RAY_ADDRESS"):
-                    self.ray.init(**options)
+                    with _stderr_kept(output):
+                        self.ray.init(**options)
                 else:
                     with _loopback_only():
                         self.ray.init(**options, include_dashboard=False, _node_ip_address=LOOPBACK)
                     exposed, line = _local_instance_line(self.ray)
                     log.log(logging.WARNING if exposed else logging.INFO, "%s", line)
             except (ConnectionError, ValueError, RuntimeError) as exc:
-                raise ConfigError(f"could not connect to the Ray cluster at {address!r}: {exc}",
-                                  expected="a running cluster (ray start --head) at that address",
-                                  got=str(address), fix="check --ray-address, or drop it to start a local instance") \
-                    from exc
+                raise connect_error(address or os.environ.get("RAY_ADDRESS"), exc, "".join(output)) from exc
             self.started_here = True
         self.remote = self.ray.remote(_ray_unit).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)
 
@@ -116,6 +116,44 @@ class RayExecutor:
         self.cancel_pending()
         if self.started_here and self.ray.is_initialized():
             self.ray.shutdown()
+
+
+def connect_error(address: str | None, exc: Exception, output: str) -> ConfigError:
+    """Why joining the cluster failed: a token the cluster refused (Ray logs ``InvalidAuthToken`` on stderr while
+    ``ray.init`` retries, then raises a plain ConnectionError), or no cluster at that address."""
+    if "InvalidAuthToken" in output or "InvalidAuthToken" in str(exc) or "Unauthenticated" in str(exc):
+        return ConfigError(f"the Ray cluster at {address!r} refused this process's authentication token "
+                           "(InvalidAuthToken): the cluster runs with token authentication, and this process has no "
+                           "token or another one", expected="the cluster's token, given to the sweep's process",
+                           got="RAY_AUTH_MODE=" + os.environ.get("RAY_AUTH_MODE", "(unset)") + ", RAY_AUTH_TOKEN_PATH="
+                           + os.environ.get("RAY_AUTH_TOKEN_PATH", "(unset)"),
+                           fix="export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH=<the token file the cluster was "
+                               "started with> (or RAY_AUTH_TOKEN=<token>; `ray get-auth-token` prints it on the "
+                               "head node), then run the same command again")
+    return ConfigError(f"could not connect to the Ray cluster at {address!r}: {exc}",
+                       expected="a running cluster (ray start --head) at that address",
+                       got=str(address), fix="check --ray-address, or drop it to start a local instance")
+
+
+@contextlib.contextmanager
+def _stderr_kept(output: list[str]) -> Iterator[None]:
+    """Copies what is written to fd 2 meanwhile (Ray's C++ client logs there) into ``output``; still shown after."""
+    with tempfile.TemporaryFile() as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            output.append(text)
+            if text:
+                sys.stderr.write(text)
+                sys.stderr.flush()
 
 
 @contextlib.contextmanager

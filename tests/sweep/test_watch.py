@@ -1,0 +1,105 @@
+"""``sweep --watch``: checkpoints written into a folder while the sweep runs, with real processes.
+
+Nothing is trained: the test writes TinyEnv checkpoints the way a training loop does (one slowly,
+in pieces, so that it is half-written for a while; one through a rename; one corrupt; one whose
+step is in its metadata only), while a real ``sweep --watch`` driver process watches the folder.
+Then Ctrl-C (exit 130) and ``--resume --watch`` with a timeout that ends it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from test_sweep import recorded, single_run
+from test_sweep_faults import ENV, wait_for
+
+from torchrl_render.sweep.cli import sweep_status
+from torchrl_render.sweep.store import read_records
+
+from helpers import sweep_envs as sweepenv
+from helpers.tinyenv import make_policy
+
+
+def watch_driver(tmp: Path, *extra: str) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "torchrl_render", "sweep", "--ckpt", f"{tmp}/ckpts/*.pt", "--env",
+            "tiny=helpers.tinyenv:make_env", "--policy", "helpers.tinyenv:make_policy", "--num-trajs", "3",
+            "--max-episodes-rendered", "0", "--workers", "1", "--out", str(tmp / "sw"), "--watch", *extra]
+    return subprocess.Popen(argv, cwd=tmp, env={**ENV, "TORCHRL_RENDER_WATCH_SETTLE_S": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def checkpoint_bytes(tmp: Path, step: int, **extra) -> bytes:
+    policy = make_policy()
+    with torch.no_grad():
+        for tensor in policy.parameters():
+            tensor.add_(step / 100)
+    path = tmp / f"bytes_{step}.pt"
+    torch.save({"model_state_dict": policy.state_dict(), **extra}, path)
+    return path.read_bytes()
+
+
+def steps_recorded(tmp: Path) -> dict[int | None, int]:
+    counts: dict[int | None, int] = {}
+    for r in read_records(tmp / "sw"):
+        if r["kind"] == "episode":
+            counts[r["step"]] = counts.get(r["step"], 0) + 1
+    return counts
+
+
+@pytest.mark.slow
+def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_path):
+    folder = tmp_path / "ckpts"
+    folder.mkdir()
+    sweepenv.write_checkpoints(folder, steps=(10,))  # there before the sweep starts
+    driver = watch_driver(tmp_path)
+    wait_for(lambda: steps_recorded(tmp_path).get(10) == 3, driver)
+    status = sweep_status(tmp_path / "sw")
+    assert status["running"] and status["watching"] and status["watch"]["patterns"] == {
+        "default": [f"{folder}/*.pt"]}
+    # a checkpoint written slowly, in pieces: never loaded half-written (its cell would fail)
+    data = checkpoint_bytes(tmp_path, 20)
+    with open(folder / "step_20.pt", "wb") as fh:
+        for i in range(0, len(data), len(data) // 4 + 1):
+            fh.write(data[i:i + len(data) // 4 + 1])
+            fh.flush()
+            time.sleep(0.6)
+    # written by rename (as torch.save to a temporary name, then os.replace, does); step in the metadata only
+    (tmp_path / "tmp.bin").write_bytes(checkpoint_bytes(tmp_path, 30, frames=30))
+    os.replace(tmp_path / "tmp.bin", folder / "latest.pt")
+    (folder / "ckpt-25.pt").write_bytes(b"PK\x03\x04 not a whole checkpoint")  # corrupt: fails to load twice
+    wait_for(lambda: steps_recorded(tmp_path).get(30) == 3 and steps_recorded(tmp_path).get(20) == 3, driver)
+    wait_for(lambda: any(r["kind"] == "failed" for r in read_records(tmp_path / "sw")), driver)
+    status = sweep_status(tmp_path / "sw")
+    assert status["watch"]["last_step"] in (20, 30)
+    driver.send_signal(signal.SIGINT)  # Ctrl-C: ends cleanly
+    _, err = driver.communicate(timeout=60)
+    assert driver.returncode == 130, err
+    assert "new checkpoint step_20.pt (step 20)" in err and "new checkpoint latest.pt (step 30)" in err
+    assert "ckpt-25.pt (step 25) failed to load twice" in err
+    # --resume --watch goes on: an earlier one is there already, a new one comes; then the timeout ends it
+    driver = watch_driver(tmp_path, "--resume", "--watch-timeout", "4")
+    sweepenv.write_checkpoints(folder, steps=(40,))
+    _, err = driver.communicate(timeout=120)
+    assert driver.returncode == 3, err  # it ended on its timeout; the corrupt checkpoint's cell failed
+    assert steps_recorded(tmp_path) == {10: 3, 20: 3, 30: 3, 40: 3}
+    info = json.loads((tmp_path / "sw" / "eval_info.json").read_text())
+    assert [e["step"] for e in info["per_checkpoint"]] == [10, 20, 25, 30, 40]  # the training step is the x axis
+    assert [p["step"] for p in info["curves"]["tiny"]["default"]] == [10, 20, 30, 40]
+    failed = [r for r in read_records(tmp_path / "sw") if r["kind"] == "failed"]
+    # one cell failed: while watching (it failed to load twice), and again in its worker when --resume retried it
+    assert {r["cell"] for r in failed} == {failed[0]["cell"]} and {r["step"] for r in failed} == {25}
+    assert "CheckpointError" in failed[0]["error"]
+    # every watched cell equals a single run of its checkpoint
+    got = recorded(tmp_path / "sw")
+    for name in ("ckpt_10.pt", "step_20.pt", "latest.pt", "ckpt_40.pt"):
+        cell = next(c for c in got if c.startswith(Path(name).stem + "-"))
+        assert got[cell] == single_run(tmp_path, folder / name, "helpers.tinyenv:make_env", 3)
+    assert not sweep_status(tmp_path / "sw")["running"]

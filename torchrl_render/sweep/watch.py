@@ -1,0 +1,115 @@
+"""``sweep --watch``: new checkpoints the sweep's globs match, each taken once it is complete.
+
+Training writes checkpoints into a folder while the sweep runs. A file is taken when its size
+and modification time have not changed for :data:`SETTLE_S` seconds (a file written by rename
+is complete at once, and already old when first seen; a file still being written keeps
+changing), so a half-written file is never loaded. A complete file that fails to load is
+tried once more after another settling time, then given up: its cells are recorded as failed.
+New checkpoints of one look are taken in training-step order (:func:`.grid.checkpoint_step`).
+
+Example:
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> watcher = Watcher({"default": [f"{folder}/*.pt"]}, known=set())
+    >>> watcher.poll()
+    ([], [])
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..checkpoint import load_checkpoint, sha256_file
+from ..errors import RenderError
+from .grid import checkpoint_step, expand_paths
+
+__all__ = ["SETTLE_S", "Found", "Watcher"]
+
+#: Seconds a checkpoint's size and mtime must stay unchanged before it is loaded.
+SETTLE_S = float(os.environ.get("TORCHRL_RENDER_WATCH_SETTLE_S", "2.0"))
+
+
+@dataclass
+class Found:
+    """A checkpoint the watcher took: its run, path, sha256, training step, and the load error if it failed."""
+
+    run: str
+    path: str
+    digest: str
+    step: int | None
+    error: str | None = None
+
+
+class Watcher:
+    """Looks for checkpoints matching ``patterns`` (``{run: [globs]}``) that are not ``known`` yet.
+
+    Args:
+        patterns: The sweep's runs and their globs.
+        known: Paths already in the sweep (never taken again).
+        settle_s: Seconds a file must stay unchanged before it is loaded.
+    """
+
+    def __init__(self, patterns: dict[str, list[str]], known: set[str], settle_s: float | None = None) -> None:
+        self.patterns = patterns
+        self.known = set(known)
+        self.settle_s = SETTLE_S if settle_s is None else settle_s
+        self.seen: dict[str, tuple[tuple[int, int], float]] = {}  # path -> ((size, mtime_ns), unchanged since)
+        self.tries: dict[str, int] = {}
+        self.last_found: Found | None = None
+        self.last_found_time: float | None = None
+
+    def poll(self) -> tuple[list[Found], list[Found]]:
+        """``(taken, failed)``: the complete new checkpoints in step order, and those that failed to load twice."""
+        now = time.time()
+        taken, failed = [], []
+        for run, patterns in self.patterns.items():
+            for path in expand_paths(run, patterns, allow_none=True):
+                if path in self.known or not self._settled(path, now):
+                    continue
+                found = self._load(run, path)
+                if found is None:
+                    continue
+                self.known.add(path)
+                (failed if found.error else taken).append(found)
+        taken.sort(key=lambda f: (f.step is None, f.step or 0, f.path))
+        if taken:
+            self.last_found, self.last_found_time = taken[-1], now
+        return taken, failed
+
+    def _settled(self, path: str, now: float) -> bool:
+        """Whether ``path`` has kept its size and mtime for ``settle_s`` (a file already that old counts)."""
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:  # renamed away or deleted between the glob and now
+            return False
+        signature = (st.st_size, st.st_mtime_ns)
+        previous = self.seen.get(path)
+        if previous is None or previous[0] != signature:
+            since = st.st_mtime if previous is None else now  # a file first seen counts from its last write
+            self.seen[path] = (signature, since)
+            return previous is None and st.st_size > 0 and now - since >= self.settle_s
+        return signature[0] > 0 and now - previous[1] >= self.settle_s
+
+    def _load(self, run: str, path: str) -> Found | None:
+        """The checkpoint's step once it loads; None to try again later; a Found with its error the second time."""
+        try:
+            load_checkpoint(path)
+        except (RenderError, OSError) as exc:
+            self.tries[path] = self.tries.get(path, 0) + 1
+            if self.tries[path] < 2:
+                self.seen[path] = (self.seen[path][0], time.time())  # another settling time, then once more
+                return None
+            return Found(run, path, _digest(path), checkpoint_step(str(Path(path).name)),
+                         f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+        digest = _digest(path)
+        return Found(run, path, digest, checkpoint_step(path, digest))
+
+
+def _digest(path: str) -> str:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return "0" * 64
