@@ -31,6 +31,7 @@ from .envs.mjlog import captured_mujoco_warnings
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
 from .live import observers
 from .live.viewer import prepare_viewer
+from .loggers import check_logger, log_run
 from .metrics import aggregate, json_ready, nonfinite_note
 from .policies import build_policy
 from .resolve import resolve
@@ -67,7 +68,10 @@ def render_policy(config: RenderConfig | None = None, /, *, command: list[str] |
     if cfg.dry_run:  # as torchrl.render: the config and the plan, no import, no checkpoint, no env
         return RenderResult(None, [], [], {"dry_run": True, "config": cfg.to_dict(),
                                            "planned_paths": [str(p) for p in run.planned_paths()]}, [])
-    return run.execute()
+    check_logger(cfg.logger)  # --logger without its package: refused before anything runs
+    result = run.execute()
+    log_run(cfg, result)  # --logger: the evaluation also in the user's tracker
+    return result
 
 
 def _config(config: RenderConfig | None, fields: dict[str, Any]) -> RenderConfig:

@@ -70,6 +70,7 @@ NOTEBOOK_RENDER_BACKENDS = get_args(NotebookRenderBackendName)
 #: How each episode is seeded (``torchrl_render.engine.seeding`` implements them).
 SEED_MODES = ("per-episode", "torchrl")
 VIEWER_KINDS = ("auto", "mujoco", "window")  # --viewer
+LOGGER_KINDS = ("tensorboard", "wandb", "mlflow", "csv")  # --logger: TorchRL's loggers (torchrl_render.loggers)
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
 _PATH_FIELDS = ("ckpt", "out", "frame_dir", "artifact_dir", "metadata")
@@ -279,6 +280,17 @@ class RenderConfig:
                             optional_value="auto", choices=VIEWER_KINDS, metavar="KIND")
     render_fps: float | None = _f(None, help="Steps per second the viewer shows, in real time (default: the "
                                   "env's metadata render_fps, else --fps); paces the viewer only.")
+    # -- --logger (the evaluation in an experiment tracker, through TorchRL's loggers) --
+    logger: str | None = _f(None, help="Also log the evaluation through TorchRL's logger of this kind: eval/* "
+                            "scalars at the checkpoint's training step, the rendered videos, the config as hparams "
+                            "(pip install 'torchrl_render[loggers]'; W&B runs offline without credentials).",
+                            choices=LOGGER_KINDS, metavar="KIND")
+    logger_dir: str | None = _f(None, help="Where --logger writes (default: a logs folder beside --out; a "
+                                "sweep's: its folder's logs).", metavar="DIR")
+    logger_project: str | None = _f(None, help="The W&B project (MLflow: the experiment) of --logger (default: "
+                                    "torchrl_render).")
+    exp_name: str | None = _f(None, help="The run's name in --logger (default: --out's stem; a sweep's: its "
+                              "folder's name).")
 
     def __post_init__(self) -> None:
         _normalise(self)

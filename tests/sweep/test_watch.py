@@ -3,7 +3,8 @@
 Nothing is trained: the test writes TinyEnv checkpoints the way a training loop does (one slowly,
 in pieces, so that it is half-written for a while; one through a rename; one corrupt; one whose
 step is in its metadata only), while a real ``sweep --watch`` driver process watches the folder.
-Then Ctrl-C (exit 130) and ``--resume --watch`` with a timeout that ends it.
+Then Ctrl-C (exit 130) and ``--resume --watch`` with a timeout that ends it; each finished cell is
+logged through ``--logger tensorboard`` and read back with TensorBoard's EventAccumulator.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from torchrl_render.sweep.store import read_records
 
 from helpers import sweep_envs as sweepenv
 from helpers.tinyenv import make_policy
+from helpers.trackers import tensorboard_scalars
 
 
 def watch_driver(tmp: Path, *extra: str) -> subprocess.Popen:
     argv = [sys.executable, "-m", "torchrl_render", "sweep", "--ckpt", f"{tmp}/ckpts/*.pt", "--env",
             "tiny=helpers.tinyenv:make_env", "--policy", "helpers.tinyenv:make_policy", "--num-trajs", "3",
-            "--max-episodes-rendered", "0", "--workers", "1", "--out", str(tmp / "sw"), "--watch", *extra]
+            "--max-episodes-rendered", "0", "--workers", "1", "--out", str(tmp / "sw"), "--watch",
+            "--logger", "tensorboard", *extra]
     return subprocess.Popen(argv, cwd=tmp, env={**ENV, "TORCHRL_RENDER_WATCH_SETTLE_S": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -103,3 +106,9 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
         cell = next(c for c in got if c.startswith(Path(name).stem + "-"))
         assert got[cell] == single_run(tmp_path, folder / name, "helpers.tinyenv:make_env", 3)
     assert not sweep_status(tmp_path / "sw")["running"]
+    # the logs, read back with TensorBoard's EventAccumulator: each cell once, at its training step
+    scalars, _ = tensorboard_scalars(tmp_path / "sw" / "logs" / "sw")
+    means = {e["step"]: e["per_task"]["tiny"]["avg_sum_reward"] for e in info["per_checkpoint"] if e["step"] != 25}
+    assert [s for s, _ in scalars["eval/avg_sum_reward"]] == [10, 20, 30, 40]
+    assert dict(scalars["eval/avg_sum_reward"]) == pytest.approx(means)
+    assert {s for s, _ in scalars["eval/ci95_sum_reward_high"]} == {10, 20, 30, 40}

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, OutputExistsError, RenderError
+from ..loggers import EvalLogger, check_logger
 from ..sidecar import versions
 from .grid import Cell, SweepConfig, checkpoint_cells, expand_cells
 from .local import LocalExecutor, machine_cpus
@@ -38,6 +39,8 @@ log = logging.getLogger("torchrl_render")
 DRIVER = "driver.json"
 _HOW = ("executor", "workers", "block_size", "resume", "max_attempts", "report", "ray_address", "ray_num_cpus",
         "ray_num_gpus", "out", "score_baselines", "watch", "watch_timeout")  # a resume may change these
+
+_LOGGING = ("logger", "logger_dir", "logger_project", "exp_name")
 
 
 class SweepFailedError(RenderError):
@@ -99,6 +102,7 @@ def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = N
     if cfg.executor == "ray":  # before anything is written: the error names the extra
 
         import_ray()
+    check_logger(cfg.base.get("logger"))
     cells = expand_cells(cfg)
     fresh = read_manifest(cfg.out) is None
     created = not cfg.out.exists()
@@ -140,6 +144,7 @@ def _grid(cfg: SweepConfig, cells: list[Cell]) -> dict[str, Any]:
     """What a resumed sweep must share with the original: the cells and what each cell runs (a watched sweep's
     cells grow as training writes checkpoints: what each cell runs alone)."""
     what = {k: v for k, v in cfg.to_dict().items() if k not in _HOW}
+    what["base"] = {k: v for k, v in what["base"].items() if k not in _LOGGING}  # where results are also logged
     return {"what": what} if cfg.watch else {"what": what, "cells": [[c.id, c.sha256] for c in cells]}
 
 
@@ -218,6 +223,7 @@ class _Driver:
         self.run_count = 0
         self.last_report = 0.0
         self.watcher = Watcher(cfg.run, {c.ckpt for c in cells}) if cfg.watch else None
+        self.tracker: EvalLogger | None = None
         self.last_new = time.monotonic()
 
     @property
@@ -236,6 +242,7 @@ class _Driver:
         executor = None
         try:
             executor = self._executor(len(units))
+            self.tracker = self._open_tracker()
             write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
             for cell, start, count in units:
                 executor.submit(self._unit(cell, start, count, 1))
@@ -303,7 +310,8 @@ class _Driver:
         known = {c["id"] for c in manifest.get("cells", [])}
         new = [c.to_dict() for c in cells if c.id not in known]
         if new:  # kept in training-step order (a stable sort: runs and tasks keep theirs)
-            manifest["cells"] = sorted(manifest.get("cells", []) + new, key=lambda c: (c["step"] is None, c["step"] or 0))
+            manifest["cells"] = sorted(manifest.get("cells", []) + new,
+                                       key=lambda c: (c["step"] is None, c["step"] or 0))
             write_json_atomic(self.cfg.out / MANIFEST, manifest)
 
     def _executor(self, n_units: int) -> Any:
@@ -369,10 +377,38 @@ class _Driver:
 
         write_derived(self.cfg.out, html=self.cfg.report and time.monotonic() - self.last_report > 10)
         self.last_report = time.monotonic()
+        if self.tracker is not None and n == cell.num_trajs and cell.id not in self.failed:
+            self._log_cell(cell)
+
+    def _log_cell(self, cell: Cell) -> None:
+        """--logger: a finished cell's aggregates and videos at its checkpoint's training step."""
+        import json
+
+        info = json.loads((self.cfg.out / "eval_info.json").read_text(encoding="utf-8"))
+        entry = next(e for e in info["per_checkpoint"] if e["checkpoint"] == cell.ckpt and e["run"] == cell.run)
+        agg = entry["per_task"][cell.task]
+        parts = ([cell.run] if len(self.cfg.run) > 1 else []) + ([cell.task] if len(self.cfg.tasks) > 1 else [])
+        tag = "/".join(parts) or None
+        self.tracker.log_eval(agg, cell.step, tag)
+        self.tracker.log_videos([self.cfg.out / v for v in agg.get("video_paths", [])], cell.step, tag)
+
+    def _open_tracker(self) -> Any:
+        base = self.cfg.base
+        if not base.get("logger"):
+            return None
+        tracker = EvalLogger(base["logger"], base.get("logger_dir") or self.cfg.out / "logs",
+                             base.get("exp_name") or self.cfg.out.resolve().name, base.get("logger_project"),
+                             fps=base.get("fps") or 30.0)
+        tracker.log_hparams(self.cfg.to_dict())
+        for note in tracker.notes:
+            self.echo(note)
+        return tracker
 
     def _finish(self, executor: Any, final: bool, derived: bool = True) -> None:
         if executor is not None:
             executor.close()
+        if self.tracker is not None:
+            self.tracker.close()
         self.store.close()
         self.report_paths = write_derived(self.cfg.out, html=self.cfg.report, notebook=final and self.cfg.report) \
             if derived else []

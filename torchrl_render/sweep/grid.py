@@ -29,22 +29,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checkpoint import load_checkpoint, sha256_file
+from ..checkpoint import sha256_file
+from ..checkpoint.step import checkpoint_step
 from ..config import RenderConfig, _f, load_mapping
-from ..errors import ConfigError, RenderError, did_you_mean
+from ..errors import ConfigError, did_you_mean
 from ..metrics.robust import check_baselines
 from ..writers import WRITERS
 
-__all__ = ["BASE_OWNED", "Cell", "SweepConfig", "expand_cells", "load_baselines"]
+__all__ = ["BASE_OWNED", "Cell", "SweepConfig", "checkpoint_step", "expand_cells", "load_baselines"]
 
 EXECUTORS = ("local", "ray")
 #: RenderConfig fields a sweep sets itself for each cell (not part of the shared base).
 BASE_OWNED = ("ckpt", "env", "out", "overwrite", "metadata", "frame_dir", "artifact_dir", "dry_run", "validate_only",
               "check_setup", "progress")
-#: Checkpoint entries holding the training step; ``frames`` is what torchrl.render's save_render_checkpoint
-#: writes (and its unified checkpoints' trainer_state ``frames`` / ``collected_frames``).
-_STEP_KEYS = ("step", "global_step", "train_step", "train_steps", "training_step", "iteration", "epoch", "frames",
-              "collected_frames")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -84,8 +81,8 @@ class SweepConfig:
          {'default': ['runs/s0/*.pt']})
     """
 
-    ckpt: list[str] = _f([], help="Checkpoint paths or globs (repeatable); training step from the file name "
-                         "or the checkpoint's step entry.", multiple=True, metavar="CKPT")
+    ckpt: list[str] = _f([], help="Checkpoint paths or globs (repeatable); training step from the checkpoint's "
+                         "step entry, else the number in its file name.", multiple=True, metavar="CKPT")
     env: list[str] = _f([], help="Tasks: env specs, optionally NAME=SPEC (repeatable).", multiple=True,
                         metavar="TASK")
     run: dict[str, list[str]] = _f({}, help="A named training run: NAME=GLOB (repeatable).", multiple=True,
@@ -220,24 +217,6 @@ def expand_paths(run: str, patterns: list[str], allow_none: bool = False) -> lis
     return found
 
 
-_STEP_CACHE: dict[tuple[str, str], int | None] = {}
-
-
-def checkpoint_step(path: str, digest: str = "") -> int | None:
-    """The training step: the checkpoint's step entry, else the last number of the file name, else None.
-
-    Example:
-        >>> checkpoint_step("runs/none/ckpt-2000.pt"), checkpoint_step("3000.pt"), checkpoint_step("last.pt")
-        (2000, 3000, None)
-    """
-    key = (path, digest)
-    if key not in _STEP_CACHE:
-        step = _step_from_metadata(path) if Path(path).is_file() else None
-        numbers = re.findall(r"\d+", Path(path).stem)
-        _STEP_CACHE[key] = step if step is not None else int(numbers[-1]) if numbers else None
-    return _STEP_CACHE[key]
-
-
 def cell_id(run: str, path: str, digest: str, task: str) -> str:
     """A short readable cell id: the run (unless ``default``), the checkpoint's stem, a short hash of what makes
     the cell unique (run, path, content, task), the task's short name.
@@ -256,19 +235,6 @@ def task_label(task: str) -> str:
     a name as it is; file-name safe, 40 characters at most."""
     name = task.rpartition(":")[2] if ":" in task else task.rpartition("/")[2]
     return _SAFE.sub("_", name).strip("_")[:40] or "task"
-
-
-def _step_from_metadata(path: str) -> int | None:
-    try:
-        payload = load_checkpoint(path)
-    except RenderError:
-        return None  # the cell will fail with the checkpoint's own error
-    if isinstance(payload, Mapping):
-        for key in _STEP_KEYS:
-            value = payload.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-    return None
 
 
 def _str_list(name: str, value: Any) -> list[str]:

@@ -82,9 +82,10 @@ class LocalExecutor:
                 messages += worker.drain()
                 if worker.dead:
                     self.workers.remove(worker)
+                    output = "" if worker.started else worker.start_log()
                     worker.close()
                     if not worker.started:
-                        raise start_error(worker.proc.exitcode, worker.start_log())
+                        raise start_error(worker.proc.exitcode, output)
         return messages
 
     def _schedule(self) -> None:

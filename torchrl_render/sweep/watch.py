@@ -9,6 +9,7 @@ New checkpoints of one look are taken in training-step order (:func:`.grid.check
 
 Example:
     >>> import tempfile
+    >>> from pathlib import Path
     >>> folder = Path(tempfile.mkdtemp())
     >>> watcher = Watcher({"default": [f"{folder}/*.pt"]}, known=set())
     >>> watcher.poll()
@@ -20,11 +21,11 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..checkpoint import load_checkpoint, sha256_file
+from ..checkpoint.step import checkpoint_step, step_from_name
 from ..errors import RenderError
-from .grid import checkpoint_step, expand_paths
+from .grid import expand_paths
 
 __all__ = ["SETTLE_S", "Found", "Watcher"]
 
@@ -102,7 +103,7 @@ class Watcher:
             if self.tries[path] < 2:
                 self.seen[path] = (self.seen[path][0], time.time())  # another settling time, then once more
                 return None
-            return Found(run, path, _digest(path), checkpoint_step(str(Path(path).name)),
+            return Found(run, path, _digest(path), step_from_name(path),
                          f"{type(exc).__name__}: {' '.join(str(exc).split())}")
         digest = _digest(path)
         return Found(run, path, digest, checkpoint_step(path, digest))

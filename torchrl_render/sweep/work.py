@@ -45,7 +45,8 @@ def block_config(unit: dict[str, Any]) -> Any:
     folder = Path(unit["out"]) / "cells" / cell["id"]
     folder.mkdir(parents=True, exist_ok=True)
     return RenderConfig.from_dict({**base, "env": cell["spec"], "ckpt": cell["ckpt"], "format": fmt,
-                                   "out": str(folder / name), "overwrite": True, "progress": False, **fields})
+                                   "out": str(folder / name), "overwrite": True, "progress": False, **fields,
+                                   "logger": None})  # the driver logs each whole cell (a block is a part of one)
 
 
 def run_unit(unit: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:

@@ -1,0 +1,85 @@
+"""``--logger``: a run's evaluation through TorchRL's loggers, read back with each tool's own reader.
+
+Real runs of the shipped InvertedPendulum example (64x64, fast look, 20 steps); the logs read back
+with TensorBoard's EventAccumulator, the CSV files, and W&B's offline run file (W&B's protobufs).
+A sweep's per-cell logging is in tests/sweep/test_watch.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pytest
+
+from torchrl_render import RenderConfig, render_policy
+from torchrl_render.config import LOGGER_KINDS
+from torchrl_render.loggers import LOGGERS
+
+from helpers.clicode import exit_code
+from helpers.paths import ROOT
+from helpers.trackers import csv_scalars, tensorboard_scalars, wandb_config, wandb_history
+
+PEND = {"ckpt": str(ROOT / "examples/inverted_pendulum/policy.pt"),
+        "policy": str(ROOT / "examples/inverted_pendulum/policy.py:make_policy"), "env": "InvertedPendulum-v5",
+        "num_trajs": 2, "max_steps": 20, "width": 64, "height": 64, "render_quality": "fast", "progress": False}
+STEP = 14753  # the example checkpoint's train_steps entry
+TAGS = {"eval/avg_sum_reward", "eval/avg_max_reward", "eval/avg_length", "eval/ci95_sum_reward_low",
+        "eval/ci95_sum_reward_high"}  # no eval/pc_success: InvertedPendulum gives no success signal
+
+
+def test_the_kinds_are_one_table():
+    assert tuple(LOGGERS) == LOGGER_KINDS
+
+
+@pytest.mark.slow
+def test_tensorboard_scalars_video_and_hparams(tmp_path):
+    result = render_policy(RenderConfig(**PEND, out=tmp_path / "run.mp4", logger="tensorboard"))
+    agg = result.metrics["aggregated"]
+    scalars, videos = tensorboard_scalars(tmp_path / "logs" / "run")
+    assert set(scalars) == TAGS
+    assert scalars["eval/avg_sum_reward"] == [(STEP, pytest.approx(agg["avg_sum_reward"]))]
+    assert scalars["eval/ci95_sum_reward_low"][0][1] == pytest.approx(agg["ci95_sum_reward"][0])
+    assert videos == [("eval/video", [STEP])]
+    hparams = [p for p in (tmp_path / "logs" / "run").iterdir() if p.is_dir()]  # add_hparams' own run folder
+    assert len(hparams) == 1 and any(hparams[0].glob("events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+def test_csv_and_wandb_offline(tmp_path, monkeypatch):
+    for name in ("WANDB_API_KEY", "WANDB_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc: no credentials
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run = render_policy(RenderConfig(**PEND, out=tmp_path / "c.mp4", logger="csv", exp_name="evalrun",
+                                     logger_dir=str(tmp_path / "csvlogs")))
+    got = csv_scalars(tmp_path / "csvlogs" / "evalrun")
+    assert set(got) == TAGS and got["eval/avg_length"] == [(STEP, 20.0)]
+    assert math.isclose(got["eval/avg_sum_reward"][0][1], run.metrics["aggregated"]["avg_sum_reward"])
+    video = next((tmp_path / "csvlogs" / "evalrun" / "videos").rglob("video_*"))
+    assert video.name == f"video_{STEP}{'.mp4' if importlib.util.find_spec('torchcodec') else '.pt'}"
+    assert "num_trajs: 2" in (tmp_path / "csvlogs" / "evalrun" / "texts" / "hparams0.txt").read_text()
+    run = render_policy(RenderConfig(**PEND, out=tmp_path / "w.mp4", logger="wandb", logger_project="proj"))
+    assert any("W&B: no credentials" in w and "offline" in w for w in run.warnings)
+    [path] = (tmp_path / "logs" / "wandb").glob("offline-run-*/run-*.wandb")
+    rows = wandb_history(path)
+    values = {k: (r["eval/step"], v) for r in rows for k, v in r.items() if k in TAGS}
+    assert set(values) == TAGS and values["eval/avg_length"] == (STEP, 20)
+    assert any(r.get("eval/video/_type") == "video-file" and r["eval/step"] == STEP for r in rows)
+    media = path.parent / "files" / next(r["eval/video/path"] for r in rows if "eval/video/path" in r)
+    assert media.is_file() and media.read_bytes()[4:8] == b"ftyp"  # an mp4
+    assert wandb_config(path)["num_trajs"] == 2
+
+
+def test_a_logger_without_its_package_is_refused_before_anything_runs(tmp_path, capsys):
+    if importlib.util.find_spec("mlflow") is not None:
+        pytest.skip("mlflow is installed here")
+    out = tmp_path / "run.mp4"
+    code = exit_code(["--ckpt", PEND["ckpt"], "--policy", PEND["policy"], "--env", "InvertedPendulum-v5",
+                      "--out", str(out), "--logger", "mlflow"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--logger mlflow needs the mlflow package, which is not installed" in err
+    assert "importlib_metadata<10" in err and not out.exists() and not (tmp_path / "logs").exists()
+    code = exit_code(["--ckpt", PEND["ckpt"], "--policy", PEND["policy"], "--env", "InvertedPendulum-v5",
+                      "--out", str(out), "--logger", "tensorbord"])
+    assert code == 2 and "Did you mean 'tensorboard'?" in capsys.readouterr().err

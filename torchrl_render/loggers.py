@@ -1,0 +1,210 @@
+"""``--logger tensorboard|wandb|mlflow|csv``: a run's (or a sweep cell's) evaluation in the trackers users use.
+
+Through TorchRL's own loggers (``torchrl.record.loggers``: TensorboardLogger, WandbLogger,
+MLFlowLogger, CSVLogger), imported only when ``--logger`` is given (a run without it imports
+neither torchrl nor tensordict). Each evaluation logs ``eval/avg_sum_reward``,
+``eval/pc_success``, ``eval/avg_max_reward``, ``eval/avg_length`` and the 95% interval of the
+mean return (``eval/ci95_sum_reward_low`` / ``_high``) at the checkpoint's training step
+(``eval/<task>/...`` when a sweep has several tasks), the rendered videos through the logger's
+``log_video``, and the run's config as hparams. W&B runs offline when no credentials are set
+(a note says so). The packages are the optional extra ``torchrl_render[loggers]``.
+
+Example:
+    >>> sorted(scalars({"avg_sum_reward": 2.5, "pc_success": None, "avg_max_reward": 1.0, "avg_length": 10.0,
+    ...                 "ci95_sum_reward": [2.0, 3.0]}, task="pend"))  # pc_success None: the env has no success
+    ['eval/pend/avg_length', 'eval/pend/avg_max_reward', 'eval/pend/avg_sum_reward', 'eval/pend/ci95_sum_reward_high',
+     'eval/pend/ci95_sum_reward_low']
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .checkpoint.step import checkpoint_step
+from .errors import ConfigError
+
+__all__ = ["LOGGERS", "LOGGERS_EXTRA", "EvalLogger", "check_logger", "hparams", "log_run", "open_logger", "scalars"]
+
+log = logging.getLogger("torchrl_render")
+LOGGERS_EXTRA = "torchrl_render[loggers]"
+#: ``--logger`` kind -> (TorchRL's logger class in torchrl.record.loggers, the module its tracker needs).
+LOGGERS = {"tensorboard": ("TensorboardLogger", "tensorboard"), "wandb": ("WandbLogger", "wandb"),
+           "mlflow": ("MLFlowLogger", "mlflow"), "csv": ("CSVLogger", None)}
+_SCALARS = ("avg_sum_reward", "pc_success", "avg_max_reward", "avg_length")
+_MAX_VIDEO_FRAMES = 600  # a logged video is decoded whole into memory: its first 600 frames at most
+
+
+def scalars(aggregated: Mapping[str, Any], task: str | None) -> dict[str, float]:
+    """The ``eval/...`` scalars of one evaluation (a cell's or a run's aggregates); None and NaN left out."""
+    prefix = "eval/" if task is None else f"eval/{re.sub(r'[^A-Za-z0-9_.-]+', '_', task)}/"
+    out = {f"{prefix}{k}": float(aggregated[k]) for k in _SCALARS if _finite(aggregated.get(k))}
+    ci = aggregated.get("ci95_sum_reward")
+    if ci and all(_finite(v) for v in ci):
+        out[f"{prefix}ci95_sum_reward_low"], out[f"{prefix}ci95_sum_reward_high"] = float(ci[0]), float(ci[1])
+    return out
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def hparams(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A config as hparams: nested keys flattened with ``.``, values kept as bool/int/float/str."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            out.update({f"{key}.{k}": v for k, v in hparams(value).items()})
+        elif isinstance(value, (bool, int, float, str)):
+            out[key] = value
+        elif value is not None and not callable(value):
+            out[key] = str(value)
+    return out
+
+
+class EvalLogger:
+    """One TorchRL logger for a run or a sweep: scalars at a step, videos, hparams once.
+
+    Args:
+        kind: ``tensorboard``, ``wandb``, ``mlflow`` or ``csv``.
+        log_dir: Where the logs go (W&B's and MLflow's local folders too).
+        exp_name: The experiment's (run's) name.
+        project: The W&B project (the MLflow experiment's name for MLflow).
+        fps: The videos' frame rate.
+    """
+
+    def __init__(self, kind: str, log_dir: str | Path, exp_name: str, project: str | None = None,
+                 fps: float = 30.0) -> None:
+        self.kind, self.fps, self.notes = kind, fps, []
+        self.logger = None
+        self.logger = _make(kind, str(log_dir), exp_name, project, fps, self.notes)
+
+    def log_eval(self, aggregated: Mapping[str, Any], step: int | None, task: str | None = None) -> None:
+        for name, value in scalars(aggregated, task).items():
+            self.logger.log_scalar(name, value, step=step)
+
+    def log_videos(self, paths: list[str | Path], step: int | None, task: str | None = None) -> None:
+        """Each rendered mp4/gif through the logger's ``log_video``, as a ``(1, T, 3, H, W)`` uint8 tensor."""
+        for i, path in enumerate(p for p in paths if str(p).lower().endswith((".mp4", ".gif", ".webm"))):
+            video = read_video(Path(path))
+            if video is None:
+                continue
+            name = "eval/video" if task is None else f"eval/{re.sub(r'[^A-Za-z0-9_.-]+', '_', task)}/video"
+            kwargs = {"fps": max(1, round(self.fps))} if self.kind in ("tensorboard", "wandb") else {}
+            self.logger.log_video(name if i == 0 else f"{name}_{i}", video, step=step, **kwargs)
+
+    def log_hparams(self, config: Mapping[str, Any]) -> None:
+        self.logger.log_hparams(hparams(config))
+
+    def close(self) -> None:
+        logger, self.logger = self.logger, None
+        if logger is None:
+            return
+        experiment = getattr(logger, "experiment", None)
+        if self.kind == "tensorboard":
+            experiment.close()
+        elif self.kind == "wandb":
+            experiment.finish()
+        elif self.kind == "mlflow":
+            import mlflow
+
+            mlflow.end_run()
+
+
+def check_logger(kind: str | None) -> None:
+    """Refuses a ``--logger`` whose package is missing (before anything runs: the error names the extra)."""
+    if not kind:
+        return
+    if kind not in LOGGERS:
+        raise ConfigError(f"logger must be one of {', '.join(LOGGERS)}", got=kind, fix="pass --logger tensorboard")
+    module = LOGGERS[kind][1]
+    if module is not None and importlib.util.find_spec(module) is None:
+        raise ConfigError(f"--logger {kind} needs the {module} package, which is not installed",
+                          expected=f"{module} importable", got=f"no module named {module!r}",
+                          fix="install the loggers extra" + (" (MLflow is not part of it: mlflow 3 needs "
+                                                             "importlib_metadata<10; pip install mlflow-skinny "
+                                                             "where that fits)" if kind == "mlflow" else ""),
+                          extra=f"'{LOGGERS_EXTRA}'" if kind != "mlflow" else None)
+
+
+def _make(kind: str, log_dir: str, exp_name: str, project: str | None, fps: float, notes: list[str]) -> Any:
+    check_logger(kind)
+    cls_name = LOGGERS[kind][0]
+    from torchrl.record import loggers
+
+    cls = getattr(loggers, cls_name)
+    os.makedirs(log_dir, exist_ok=True)
+    if kind == "tensorboard":
+        return cls(exp_name=exp_name, log_dir=log_dir)
+    if kind == "csv":  # mp4 videos through torchcodec where it is installed, else tensors saved with torch.save
+        video = "mp4" if importlib.util.find_spec("torchcodec") is not None else "pt"
+        return cls(exp_name=exp_name, log_dir=log_dir, video_format=video, video_fps=max(1, round(fps)))
+    if kind == "wandb":
+        offline = not _wandb_credentials()
+        if offline:
+            notes.append(f"W&B: no credentials (WANDB_API_KEY, ~/.netrc, wandb login): the run is logged offline "
+                         f"under {log_dir}/wandb; upload it later with `wandb sync`")
+        return cls(exp_name=exp_name, offline=offline, save_dir=log_dir, project=project or "torchrl_render",
+                   video_fps=max(1, round(fps)), log_env_packages=False)
+    return cls(exp_name=exp_name, tracking_uri=Path(log_dir).resolve().as_uri(),
+               **({"experiment_name": project} if project else {}))
+
+
+def _wandb_credentials() -> bool:
+    """Whether W&B could log online: an API key in the environment or ~/.netrc (what ``wandb login`` writes)."""
+    if os.environ.get("WANDB_MODE") in ("offline", "disabled", "dryrun"):
+        return False
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    netrc = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
+    return netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="replace")
+
+
+def read_video(path: Path) -> Any:
+    """A video file as a ``(1, T, 3, H, W)`` uint8 tensor (its first frames), or None if it has none."""
+    import av
+    import numpy as np
+    import torch
+
+    frames = []
+    with av.open(str(path)) as container:
+        for frame in container.decode(video=0):
+            frames.append(frame.to_ndarray(format="rgb24"))
+            if len(frames) >= _MAX_VIDEO_FRAMES:
+                break
+    if not frames:
+        return None
+    return torch.from_numpy(np.stack(frames)).permute(0, 3, 1, 2).unsqueeze(0).contiguous()
+
+
+def open_logger(cfg: Any, exp_name: str, log_dir: str | Path) -> EvalLogger | None:
+    """The logger a config asks for (``cfg.logger``), or None; logs the config as hparams once."""
+    if not getattr(cfg, "logger", None):
+        return None
+    logger = EvalLogger(cfg.logger, cfg.logger_dir or log_dir, cfg.exp_name or exp_name, cfg.logger_project,
+                        fps=getattr(cfg, "fps", None) or 30.0)
+    logger.log_hparams(cfg.to_dict())
+    return logger
+
+
+def log_run(cfg: Any, result: Any) -> None:
+    """``render_policy(..., logger=KIND)``: the run's aggregates and videos at its checkpoint's training step."""
+    if not getattr(cfg, "logger", None):
+        return
+    out = Path(result.artifact_path or cfg.out)
+    step = checkpoint_step(cfg.ckpt) if cfg.ckpt is not None else None
+    logger = open_logger(cfg, exp_name=out.stem if out.suffix else out.name, log_dir=out.parent / "logs")
+    try:
+        logger.log_eval(result.metrics["aggregated"], step)
+        logger.log_videos([a.path for a in result.artifacts if a.path is not None], step)
+    finally:
+        logger.close()
+    for note in logger.notes:
+        log.warning("%s", note)
+        result.warnings.append(note)
