@@ -82,4 +82,4 @@ def test_a_logger_without_its_package_is_refused_before_anything_runs(tmp_path, 
     assert "importlib_metadata<10" in err and not out.exists() and not (tmp_path / "logs").exists()
     code = exit_code(["--ckpt", PEND["ckpt"], "--policy", PEND["policy"], "--env", "InvertedPendulum-v5",
                       "--out", str(out), "--logger", "tensorbord"])
-    assert code == 2 and "Did you mean 'tensorboard'?" in capsys.readouterr().err
+    assert code == 2 and "Did you mean 'tensorboard'?" in capsys.readouterr().err  # argparse's choices

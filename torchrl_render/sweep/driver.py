@@ -31,7 +31,8 @@ from .local import LocalExecutor, machine_cpus
 from .ray_exec import RayExecutor, import_ray
 from .report import write_derived
 from .store import EPISODES, MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
-from .watch import Watcher
+from .tracking import log_cell, open_tracker
+from .watch import Watcher, add_to_manifest
 
 __all__ = ["SweepFailedError", "SweepResult", "plan_units", "sweep"]
 
@@ -236,13 +237,13 @@ class _Driver:
         self.driver_info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
                             "executor": self.cfg.executor}
         if self.watcher is not None:
-            self._add_to_manifest(list(self.cells.values()))  # a resumed watch: checkpoints written meanwhile
+            add_to_manifest(self.cfg.out, list(self.cells.values()))  # a resumed watch: checkpoints written meanwhile
             self.driver_info["watch"] = {"patterns": self.cfg.run, "timeout_s": self.cfg.watch_timeout,
                                          "last_seen": None, "last_step": None, "last_seen_time": None}
         executor = None
         try:
             executor = self._executor(len(units))
-            self.tracker = self._open_tracker()
+            self.tracker = open_tracker(self.cfg, self.echo)
             write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
             for cell, start, count in units:
                 executor.submit(self._unit(cell, start, count, 1))
@@ -285,7 +286,7 @@ class _Driver:
         for found in taken + failed:
             cells = checkpoint_cells(self.cfg, found.run, found.path, found.digest, found.step)
             self.cells.update({c.id: c for c in cells})
-            self._add_to_manifest(cells)
+            add_to_manifest(self.cfg.out, cells)
             self.last_new = time.monotonic()
             self.echo(f"new checkpoint {Path(found.path).name} (step {found.step})" +
                       (f" failed to load twice: {found.error}" if found.error else ""))
@@ -304,15 +305,6 @@ class _Driver:
             write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
         if failed and not executor.busy():
             write_derived(self.cfg.out, html=self.cfg.report)
-
-    def _add_to_manifest(self, cells: list[Cell]) -> None:
-        manifest = read_manifest(self.cfg.out) or {}
-        known = {c["id"] for c in manifest.get("cells", [])}
-        new = [c.to_dict() for c in cells if c.id not in known]
-        if new:  # kept in training-step order (a stable sort: runs and tasks keep theirs)
-            manifest["cells"] = sorted(manifest.get("cells", []) + new,
-                                       key=lambda c: (c["step"] is None, c["step"] or 0))
-            write_json_atomic(self.cfg.out / MANIFEST, manifest)
 
     def _executor(self, n_units: int) -> Any:
         if self.cfg.executor == "ray":
@@ -378,31 +370,7 @@ class _Driver:
         write_derived(self.cfg.out, html=self.cfg.report and time.monotonic() - self.last_report > 10)
         self.last_report = time.monotonic()
         if self.tracker is not None and n == cell.num_trajs and cell.id not in self.failed:
-            self._log_cell(cell)
-
-    def _log_cell(self, cell: Cell) -> None:
-        """--logger: a finished cell's aggregates and videos at its checkpoint's training step."""
-        import json
-
-        info = json.loads((self.cfg.out / "eval_info.json").read_text(encoding="utf-8"))
-        entry = next(e for e in info["per_checkpoint"] if e["checkpoint"] == cell.ckpt and e["run"] == cell.run)
-        agg = entry["per_task"][cell.task]
-        parts = ([cell.run] if len(self.cfg.run) > 1 else []) + ([cell.task] if len(self.cfg.tasks) > 1 else [])
-        tag = "/".join(parts) or None
-        self.tracker.log_eval(agg, cell.step, tag)
-        self.tracker.log_videos([self.cfg.out / v for v in agg.get("video_paths", [])], cell.step, tag)
-
-    def _open_tracker(self) -> Any:
-        base = self.cfg.base
-        if not base.get("logger"):
-            return None
-        tracker = EvalLogger(base["logger"], base.get("logger_dir") or self.cfg.out / "logs",
-                             base.get("exp_name") or self.cfg.out.resolve().name, base.get("logger_project"),
-                             fps=base.get("fps") or 30.0)
-        tracker.log_hparams(self.cfg.to_dict())
-        for note in tracker.notes:
-            self.echo(note)
-        return tracker
+            log_cell(self.tracker, self.cfg, cell)
 
     def _finish(self, executor: Any, final: bool, derived: bool = True) -> None:
         if executor is not None:

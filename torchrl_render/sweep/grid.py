@@ -222,8 +222,8 @@ def cell_id(run: str, path: str, digest: str, task: str) -> str:
     the cell unique (run, path, content, task), the task's short name.
 
     Example:
-        >>> cell_id("default", "/w/runs/step_1000.pt", "ab" * 32, "/w/proj/envs.py:make_corridor_env")[-28:]
-        '-1d8c0b__make_corridor_env'
+        >>> cell_id("default", "/w/runs/step_1000.pt", "ab" * 32, "/w/proj/envs.py:make_corridor_env")
+        'step_1000-ee2444__make_corridor_env'
     """
     unique = hashlib.sha256(f"{run}\0{path}\0{digest}\0{task}".encode()).hexdigest()[:6]
     prefix = "" if run == "default" else f"{_SAFE.sub('_', run)[:24]}__"

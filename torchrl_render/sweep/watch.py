@@ -21,13 +21,15 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..checkpoint import load_checkpoint, sha256_file
 from ..checkpoint.step import checkpoint_step, step_from_name
 from ..errors import RenderError
-from .grid import expand_paths
+from .grid import Cell, expand_paths
+from .store import MANIFEST, read_manifest, write_json_atomic
 
-__all__ = ["SETTLE_S", "Found", "Watcher"]
+__all__ = ["SETTLE_S", "Found", "Watcher", "add_to_manifest"]
 
 #: Seconds a checkpoint's size and mtime must stay unchanged before it is loaded.
 SETTLE_S = float(os.environ.get("TORCHRL_RENDER_WATCH_SETTLE_S", "2.0"))
@@ -107,6 +109,17 @@ class Watcher:
                          f"{type(exc).__name__}: {' '.join(str(exc).split())}")
         digest = _digest(path)
         return Found(run, path, digest, checkpoint_step(path, digest))
+
+
+def add_to_manifest(folder: Path, cells: list[Cell]) -> None:
+    """Adds the cells of new checkpoints to the sweep's manifest, kept in training-step order (a stable sort:
+    runs and tasks keep theirs), so that the report lists them as training wrote them."""
+    manifest = read_manifest(folder) or {}
+    known = {c["id"] for c in manifest.get("cells", [])}
+    new = [c.to_dict() for c in cells if c.id not in known]
+    if new:
+        manifest["cells"] = sorted(manifest.get("cells", []) + new, key=lambda c: (c["step"] is None, c["step"] or 0))
+        write_json_atomic(Path(folder) / MANIFEST, manifest)
 
 
 def _digest(path: str) -> str:
