@@ -125,7 +125,7 @@ class _Worker:
         child.close()
         try:
             reduction.send_handle(self.conn, 2, self.proc.pid)  # its real stderr, once it has started
-        except OSError:
+        except (OSError, RuntimeError):  # RuntimeError: macOS's acknowledgement never came
             pass  # it died already: drain() says so
         self.unit: dict[str, Any] | None = None
         self.dead = False
