@@ -83,3 +83,25 @@ def test_a_logger_without_its_package_is_refused_before_anything_runs(tmp_path, 
     code = exit_code(["--ckpt", PEND["ckpt"], "--policy", PEND["policy"], "--env", "InvertedPendulum-v5",
                       "--out", str(out), "--logger", "tensorbord"])
     assert code == 2 and "Did you mean 'tensorboard'?" in capsys.readouterr().err  # argparse's choices
+
+
+@pytest.mark.slow
+def test_a_sweep_logs_each_cell_with_its_task_in_the_tag(tmp_path):
+    from torchrl_render import SweepConfig, sweep
+
+    from helpers import sweep_envs as sweepenv
+
+    ckpts = sweepenv.write_checkpoints(tmp_path, steps=(10, 20))
+    result = sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["a=helpers.tinyenv:make_env",
+                                                                  "b=helpers.tinyenv:make_env"],
+                               out=tmp_path / "sw", workers=1, report=False,
+                               base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 3,
+                                     "max_episodes_rendered": 0, "logger": "csv", "exp_name": "evals"}))
+    got = csv_scalars(tmp_path / "sw" / "logs" / "evals")
+    assert {t for t in got if t.endswith("avg_sum_reward")} == {"eval/a/avg_sum_reward", "eval/b/avg_sum_reward"}
+    means = {(e["step"], task): c["avg_sum_reward"] for e in result.eval_info["per_checkpoint"]
+             for task, c in e["per_task"].items()}
+    for task in ("a", "b"):
+        assert dict(got[f"eval/{task}/avg_sum_reward"]) == pytest.approx({s: means[(s, task)] for s in (10, 20)})
+    hparams = (tmp_path / "sw" / "logs" / "evals" / "texts" / "hparams0.txt").read_text()
+    assert "base.num_trajs: 3" in hparams and "watch: False" in hparams

@@ -22,7 +22,7 @@ import torch
 from test_sweep import recorded, single_run
 from test_sweep_faults import ENV, wait_for
 
-from torchrl_render.sweep.cli import sweep_status
+from torchrl_render.sweep.cli import status_text, sweep_status
 from torchrl_render.sweep.store import read_records
 
 from helpers import sweep_envs as sweepenv
@@ -67,6 +67,7 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
     status = sweep_status(tmp_path / "sw")
     assert status["running"] and status["watching"] and status["watch"]["patterns"] == {
         "default": [f"{folder}/*.pt"]}
+    assert f"watching '{folder}/*.pt': " in status_text(status)
     # a checkpoint written slowly, in pieces: never loaded half-written (its cell would fail)
     data = checkpoint_bytes(tmp_path, 20)
     with open(folder / "step_20.pt", "wb") as fh:
@@ -81,7 +82,7 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
     wait_for(lambda: steps_recorded(tmp_path).get(30) == 3 and steps_recorded(tmp_path).get(20) == 3, driver)
     wait_for(lambda: any(r["kind"] == "failed" for r in read_records(tmp_path / "sw")), driver)
     status = sweep_status(tmp_path / "sw")
-    assert status["watch"]["last_step"] in (20, 30)
+    assert status["watch"]["last_step"] in (20, 30) and "last saw " in status_text(status)
     driver.send_signal(signal.SIGINT)  # Ctrl-C: ends cleanly
     _, err = driver.communicate(timeout=60)
     assert driver.returncode == 130, err
