@@ -28,6 +28,7 @@ from .engine import Engine
 from .envs import open_env
 from .envs.gl import ensure_headless_gl, gl_notes
 from .envs.mjlog import captured_mujoco_warnings
+from .envs.unwrap import model_file
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
 from .live import observers
 from .live.viewer import prepare_viewer
@@ -141,7 +142,8 @@ class Run:
             artifacts = self.writers.close()
             self.notes.extend(n for a in artifacts for n in a.info.get("notes", ()))  # e.g. what a page leaves out
             if self.rollout_dir is not None:
-                artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
+                artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite,
+                                               info=self._rollout_info(env)))
             lingering, self.lingering = self.lingering, []
         try:  # an artifact never stays without its sidecar
             metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started,
@@ -308,6 +310,12 @@ class Run:
             raise
         self.lingering = sink.close()  # the stream ends; the server stops once the artifacts are written
         return sink.episodes, sink.trajectories
+
+    def _rollout_info(self, env: Any) -> dict[str, Any]:
+        """What ``replay`` needs beside saved rollouts: the sidecar and the MuJoCo model file, when known."""
+        model = self.cfg.mujoco_model_path or model_file(env)
+        return {"metadata": str(self.sidecar.absolute()),
+                "mujoco_model_path": str(Path(model).absolute()) if model is not None else None}
 
     def _bootstrap(self) -> dict[str, Any]:
         """The intervals' bootstrap settings (``--bootstrap-reps``, seeded with ``--seed``), as the json writer

@@ -21,7 +21,7 @@ from ..errors import EnvError, did_you_mean
 from ..resolve import call_factory, receives, resolve
 from .gl import missing_gl_library
 from .handle import GymnasiumEnv, loaded_class
-from .unwrap import is_dm_env, is_gymnasium, plain_gymnasium, underlying_env
+from .unwrap import is_dm_env, is_gymnasium, model_file, plain_gymnasium, underlying_env
 
 __all__ = ["GymnasiumEnv", "as_torchrl", "build_env", "describe_env", "is_env_object", "make_raw_env", "open_env",
            "plain_gymnasium", "to_torchrl_env"]
@@ -233,4 +233,5 @@ def describe_env(env: Any) -> dict[str, Any]:
     spec = getattr(getattr(raw, "unwrapped", raw), "spec", None) or getattr(raw, "spec", None)
     name = "GymWrapper" if isinstance(env, GymnasiumEnv) else type(env).__name__  # the class torchrl would have
     return {"class": name, "raw_class": f"{type(raw).__module__}.{type(raw).__qualname__}",
-            "id": getattr(spec, "id", None), "batch_size": list(getattr(env, "batch_size", []))}
+            "id": getattr(spec, "id", None), "batch_size": list(getattr(env, "batch_size", [])),
+            "mujoco_model_path": model_file(env)}  # where replay finds the model of saved rollouts
