@@ -53,7 +53,7 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
     if rendered:
         slots = InProcessSlots([raw], extras)
         act, begin = actor(engine.policy, slots, per_env=True)
-        yield from SlotLoop(slots, act, begin, plan, **common).run(rendered, below=rendered.stop)
+        yield from SlotLoop(slots, act, begin, plan, **common).run(rendered, below=max(rendered) + 1)
     if not plan.more():
         return
     slots, owned = engine.__dict__.pop("_batch", None) or _slots(engine, extras)
