@@ -148,8 +148,8 @@ class Run:
             artifacts = self._close_writers(episodes)
             self.notes.extend(n for a in artifacts for n in a.info.get("notes", ()))  # e.g. what a page leaves out
             if self.rollout_dir is not None:
-                artifacts.append(save_rollouts(self._saved(episodes, trajectories), self.rollout_dir,
-                                               overwrite=self.cfg.overwrite))
+                kept, indices = self._saved(episodes, trajectories)
+                artifacts.append(save_rollouts(kept, self.rollout_dir, overwrite=self.cfg.overwrite, indices=indices))
             lingering, self.lingering = self.lingering, []
         try:  # an artifact never stays without its sidecar
             metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started,
@@ -336,12 +336,13 @@ class Run:
             return []
         return self.writers.close()
 
-    def _saved(self, episodes: list[dict[str, Any]], trajectories: list[Any]) -> list[Any]:
-        """The trajectories ``--save-rollout`` keeps: with a selection, the filmed episodes' (unless
-        ``--save-all-rollouts``); the first pass's, which are the run's numbers."""
+    def _saved(self, episodes: list[dict[str, Any]], trajectories: list[Any]) -> tuple[list[Any], Any]:
+        """The trajectories ``--save-rollout`` keeps, and their episode indices: with a selection, the filmed
+        episodes' (unless ``--save-all-rollouts``), from the first pass, whose numbers are the run's."""
         if self.select_info is None or self.cfg.save_all_rollouts:
-            return trajectories
-        return [t for e, t in zip(episodes, trajectories) if "render_reason" in e]
+            return trajectories, None
+        kept = [(e["episode_ix"], t) for e, t in zip(episodes, trajectories) if "render_reason" in e]
+        return [t for _, t in kept], [i for i, _ in kept]
 
     def _bootstrap(self) -> dict[str, Any]:
         """The intervals' bootstrap settings (``--bootstrap-reps``, seeded with ``--seed``), as the json writer
