@@ -190,3 +190,33 @@ def test_the_report_notebook_labels_the_chosen_episodes_and_tables_every_episode
     assert f"{N} saved episode(s)" in text  # the table covers the whole run, not only the filmed episodes
     rows = [line for line in nb.cells[1].source.splitlines() if line.count("|") == 10 and line[2].isdigit()]
     assert [int(r.split("|")[-2]) > 0 for r in rows] == [i in _filmed(result) for i in range(N)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_torchrl_envs_take_both_passes(tmp_path, num_envs):
+    """A torchrl env of the user's (its own pixels), one env or K in torchrl's SerialEnv for the first pass."""
+    common = dict(policy="helpers.tinyenv:make_policy", env="helpers.tinyenv:make_env", from_pixels=True,
+                  num_trajs=6, max_steps=5, policy_batch="per-env", progress=False)
+    plain = render_policy(**common, format="json", out=str(tmp_path / f"plain{num_envs}.json"))
+    result = render_policy(**common, num_envs=num_envs, env_batch_mode="serial", render_select=["worst:2"],
+                           out=str(tmp_path / f"t{num_envs}.mp4"))
+    assert result.metadata["engine"]["path"] == "torchrl"
+    returns = [e["sum_reward"] for e in plain.metrics["per_episode"]]
+    worst = sorted(range(6), key=lambda i: (returns[i], i))[:2]
+    assert sorted(_filmed(result)) == sorted(worst)
+    assert [e["sum_reward"] for e in result.metrics["per_episode"]] == returns
+    assert all(e["reproduced"] for e in result.metrics["per_episode"] if "render_reason" in e)
+    assert probe_mp4(tmp_path / f"t{num_envs}.mp4")["frames"] == sum(
+        result.metrics["per_episode"][i]["length"] + 1 for i in worst)
+
+
+def test_cli_mistakes_exit_2_and_leave_nothing(tmp_path, capsys):
+    out = tmp_path / "x.mp4"
+    with pytest.raises(SystemExit) as exc:
+        main(["--policy", "helpers.select_toys:zero_policy", "--env", "helpers.select_toys:make",
+              "--out", str(out), "--render-select", "worst:3", "--live"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "render_select worst:3" in err and "--live" in err and "Traceback" not in err
+    assert not any(tmp_path.iterdir())
