@@ -6,9 +6,11 @@ With ``--render-select worst:3`` (anything but ``first:N``) a run makes two pass
 2. the chosen episodes (:func:`torchrl_render.selection.choose`), each re-run on the run's own env by its
    seed (``seed + index``), one after another, with the render backend, into the writers.
 
-The first pass's numbers are the run's metrics. Each re-run's return and length are compared with the
-first pass's to the bit; where they differ (a stochastic policy without its seed, K envs with a batched
-policy, an env whose state survives reset) both are kept and the run says which episodes differ.
+The first pass's numbers are the run's metrics. A gymnasium env's re-run calls a batched policy on the
+same ``[K]`` batch as the first pass and reads the row its episode ran in, so its actions are the same to
+the bit. Each re-run's return and length are compared with the first pass's to the bit; where they differ
+(a stochastic policy that draws without its episode's seed, an env whose state survives reset, torchrl
+envs batched with a batched policy) both are kept and the run says which episodes differ.
 ``first:N`` alone never comes here: it stays the single pass of a plain run.
 """
 
@@ -51,7 +53,7 @@ def film_chosen(run: Any, engine: Any, backend: Any) -> tuple[list[dict[str, Any
     """Both passes; returns the per-episode metrics (the chosen ones reconciled), the trajectories and the
     metadata's ``render_select`` entry. ``run`` is the :class:`~torchrl_render.api.Run`."""
     started = time.perf_counter()
-    first = _measure(run, engine)
+    first, rows = _measure(run, engine)
     first_s = time.perf_counter() - started
     chosen = choose(run.selectors, first.episodes)
     if not chosen:
@@ -70,7 +72,7 @@ def film_chosen(run: Any, engine: Any, backend: Any) -> tuple[list[dict[str, Any
 
     for group in run.groups:  # split files: one per chosen episode
         group.trajectories = sorted(reasons)
-    _film(run, engine, backend, sorted(reasons), relabel)
+    _film(run, engine, backend, sorted(reasons), relabel, rows)
     episodes = [merged.get(e["episode_ix"], e) for e in first.episodes]
     run.writers.on_metrics(episodes)
     note = differ_note(episodes)
@@ -79,23 +81,28 @@ def film_chosen(run: Any, engine: Any, backend: Any) -> tuple[list[dict[str, Any
     return episodes, first.trajectories, summary(run.selectors, episodes, first_s, time.perf_counter() - started)
 
 
-def _measure(run: Any, engine: Any) -> Sink:
-    """The first pass: every episode, no frames, no writers (``on_episode`` still hears each one)."""
+def _measure(run: Any, engine: Any) -> tuple[Sink, dict[int, int]]:
+    """The first pass: every episode, no frames, no writers (``on_episode`` still hears each one); returns
+    its sink and the env slot each episode ran in."""
     context = RunContext(run.cfg, NoWriters(), run.notes, False, False, False, rendered=range(0))
     sink = Sink(context, None, [], run.on_episode)
+    rows: dict[int, int] = {}
     with Progress(run.cfg) as bar:
         for item in engine.episodes():
+            if getattr(item, "slot", None) is not None:
+                rows[item.index] = item.slot
             if sink.consume(item):
                 bar.episode_done(sink.episodes)
-    return sink
+    return sink, rows
 
 
-def _film(run: Any, engine: Any, backend: Any, indices: list[int], relabel: Any) -> None:
+def _film(run: Any, engine: Any, backend: Any, indices: list[int], relabel: Any, rows: dict[int, int]) -> None:
     """The second pass: the chosen episodes on the run's own env, one by one, rendered into the writers."""
     cfg = dataclasses.replace(run.cfg, num_envs=1, env_batch_mode="serial", render_select=[],
                               max_episodes_rendered=None)
     second = Engine(cfg, engine.env, engine.policy, engine.payload, engine.render_mode, frozenset(indices),
-                    keep=engine.keep, reward_fn=engine.reward_fn, notes=run.notes, only=tuple(indices))
+                    keep=engine.keep, reward_fn=engine.reward_fn, notes=run.notes, only=tuple(indices),
+                    batch_like=engine.batched_policy, batch_rows=rows)  # the first pass's calls: the same actions
     context = RunContext(run.cfg, run.writers, run.notes, run.needs_frames, run.needs_state, run.format_frames,
                          rendered=frozenset(indices), relabel=relabel)
     sink = Sink(context, backend, [], None)

@@ -234,5 +234,6 @@ def differ_note(episodes: list[dict[str, Any]]) -> str | None:
     more = f" and {len(differ) - 5} more" if len(differ) > 5 else ""
     return (f"the filmed re-run of {len(differ)} chosen episode(s) did not reproduce the first pass: {shown}{more}. "
             "The metrics are the first pass's; the video shows the re-run (both numbers are in the metadata). "
-            "A stochastic policy without its seed, --num-envs > 1 with --policy-batch batched, or an env whose "
-            "state survives reset does this; --policy-batch per-env and a deterministic env reproduce episodes")
+            "A stochastic policy that draws without its episode's seed, an env whose state survives reset, or "
+            "torchrl envs batched with --num-envs > 1 and --policy-batch batched do this (--policy-batch per-env "
+            "there)")

@@ -220,3 +220,17 @@ def test_cli_mistakes_exit_2_and_leave_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "render_select worst:3" in err and "--live" in err and "Traceback" not in err
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["serial", "parallel"])
+def test_a_batched_policy_over_k_envs_is_reproduced_by_the_re_run(tmp_path, mode):
+    """The first pass calls the policy once per batch step of 3 envs; each re-run calls it on the same [3] batch
+    and reads the row its episode ran in, so the filmed episode is the measured one, to the bit."""
+    common = dict(BASE, policy="helpers.select_toys:mlp_policy", num_envs=3, env_batch_mode=mode)
+    plain = render_policy(**common, format="json", out=str(tmp_path / "plain.json"))
+    result = render_policy(**common, render_select=["worst:3", "best:3"], out=str(tmp_path / "k.mp4"))
+    per = result.metrics["per_episode"]
+    assert [e["sum_reward"] for e in per] == [e["sum_reward"] for e in plain.metrics["per_episode"]]
+    assert len(_filmed(result)) == 6 and all(e["reproduced"] for e in per if "render_reason" in e)
+    assert result.metadata["render_select"]["differ"] == []

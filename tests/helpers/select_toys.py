@@ -63,3 +63,11 @@ def zero_policy():
 def noisy_policy():
     """Made stochastic on purpose: unseeded noise, so a re-run of an episode does not reproduce it."""
     return lambda obs: 0.1 * torch.randn((*obs.shape[:-1], 1))
+
+
+def mlp_policy():
+    """A seeded tanh MLP with small outputs: the return carries its actions' last bits."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh(),
+                              torch.nn.Linear(64, 1), torch.nn.Tanh())
+    return lambda obs: 0.01 * net(obs.float())

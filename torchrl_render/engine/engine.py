@@ -31,6 +31,10 @@ class Engine:
         reward_fn: Optional reward override (``reward_fn(transition) -> reward``).
         notes: The run's warnings.
         only: Run exactly these episode indices (each reset with ``seed + index``), not ``0..num_trajs-1``.
+        batch_like: Rendered episodes call the policy on a batch of this many copies of their observation
+            (the re-run of episodes that ran K at a time with one policy call per batch step), taking
+            the row of ``batch_rows[index]`` (the slot the episode ran in; elementwise kernels treat rows
+            at the batch's end apart, so the row matters to the last bit).
     """
 
     cfg: Any
@@ -44,6 +48,8 @@ class Engine:
     notes: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     only: tuple[int, ...] | None = None
+    batch_like: int | None = None
+    batch_rows: dict[int, int] = field(default_factory=dict)
     _plan: EpisodePlan | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +62,14 @@ class Engine:
             self.info["why_torchrl"] = self.why_torchrl
             self.env = as_torchrl(self.env)  # a gymnasium env the torchrl path steps: its GymWrapper
             self.policy.env = self.env
+
+    @property
+    def batched_policy(self) -> int | None:
+        """K when the gymnasium path calls the policy once per batch step of K envs (else None)."""
+        cfg = self.cfg
+        if self.path != "gymnasium" or cfg.num_envs < 2 or cfg.policy_batch != "batched" or self.policy.stateful:
+            return None
+        return cfg.num_envs
 
     @property
     def frames_in_workers(self) -> bool:
