@@ -186,7 +186,8 @@ def _check_seeds(cfg: Any, selectors: tuple[Selector, ...]) -> None:
     if outside:
         raise ConfigError(f"render_select names seed{'s' if len(outside) > 1 else ''} "
                           f"{', '.join(map(str, outside))}, which no episode of this run has",
-                          expected=f"seeds {low} to {high} (episode i is seeded seed+i)", got=", ".join(map(str, outside)),
+                          expected=f"seeds {low} to {high} (episode i is seeded seed+i)",
+                          got=", ".join(map(str, outside)),
                           fix="pass seeds of this run, or raise --num-trajs / change --seed")
 
 

@@ -4,6 +4,7 @@ filmed re-run that does not reproduce the first pass is caught and reported per 
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from torchrl_render import RenderConfig, render_policy
@@ -57,8 +58,8 @@ def test_each_selector_films_its_episodes_with_length_plus_one_frames(tmp_path, 
 
 
 def test_reasons_ranks_and_ties_break_by_episode_index():
-    episodes = [{"episode_ix": i, "seed": 100 + i, "sum_reward": r, "success": s}
-                for i, (r, s) in enumerate([(1.0, True), (0.0, False), (0.0, False), (5.0, True), (float("nan"), None)])]
+    outcomes = [(1.0, True), (0.0, False), (0.0, False), (5.0, True), (float("nan"), None)]
+    episodes = [{"episode_ix": i, "seed": 100 + i, "sum_reward": r, "success": s} for i, (r, s) in enumerate(outcomes)]
     assert choose(parse_selectors(["worst:2", "best:1", "failed:1", "seeds:104"]), episodes) == [
         (1, "worst 1 of 2, failed 1 of 1"), (2, "worst 2 of 2"), (3, "best 1 of 1"), (4, "seed 104")]
     assert choose(parse_selectors(["succeeded:5"]), episodes) == [(0, "succeeded 1 of 2"), (3, "succeeded 2 of 2")]

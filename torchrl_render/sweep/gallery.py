@@ -20,7 +20,7 @@ from ..config import RenderConfig
 from ..selection import choose, needs_two_passes, parse_selectors, reconcile
 from ..writers import WRITERS
 
-__all__ = ["film_galleries", "gallery_html", "galleries", "selection_of"]
+__all__ = ["film_galleries", "galleries", "gallery_html", "selection_of"]
 
 
 def selection_of(base: dict[str, Any]) -> tuple[Any, ...] | None:
