@@ -12,6 +12,7 @@ from torchrl_render.cli import main
 from torchrl_render.errors import ConfigError
 from torchrl_render.selection import choose, parse_selectors
 
+from helpers.browser import needs_browser, open_page
 from helpers.mediaprobe import gif_frames, probe_mp4
 from helpers.select_toys import expected
 
@@ -235,3 +236,16 @@ def test_a_batched_policy_over_k_envs_is_reproduced_by_the_re_run(tmp_path, mode
     assert [e["sum_reward"] for e in per] == [e["sum_reward"] for e in plain.metrics["per_episode"]]
     assert len(_filmed(result)) == 6 and all(e["reproduced"] for e in per if "render_reason" in e)
     assert result.metadata["render_select"]["differ"] == []
+
+
+@pytest.mark.slow
+@needs_browser
+def test_the_page_in_a_browser_names_why_each_episode_is_shown(tmp_path):
+    result = render_policy(policy="helpers.policies:linear_policy", env="InvertedPendulum-v5", max_steps=6, num_trajs=4,
+                           out=str(tmp_path / "page.html"), render_select=["best:1"], progress=False)
+    (ix, why), = _filmed(result).items()
+    with open_page(tmp_path / "page.html") as (page, top):
+        assert page.js("replay.episodes") == [ix]
+        assert page.js(f"replay.reason({ix})") == why == "best 1 of 1"
+        assert top.locator("#episode option").first.text_content() == f"episode {ix} (best 1 of 1)"
+        assert "chosen" in top.locator("#facts").inner_text() and page.errors == []
