@@ -325,8 +325,10 @@ class Run:
         """Both passes of ``--render-select`` (:func:`~torchrl_render.rerun.film_chosen`)."""
         try:
             return film_chosen(self, engine, backend)
-        except BaseException:
+        except BaseException as exc:
             self.writers.abort()
+            measured = getattr(self, "measured", None)
+            self._write_partial(measured.episodes if measured is not None else [], exc)
             raise
 
     def _close_writers(self, episodes: list[dict[str, Any]]) -> list[Artifact]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from .engine import Engine
 from .errors import ConfigError
-from .selection import choose, differ_note, reconcile, summary
+from .selection import choose, differ_note, missing_seeds, reconcile, summary
 from .sink import Progress, RunContext, Sink
 
 __all__ = ["NoWriters", "film_chosen", "refuse_batched_env"]
@@ -56,6 +56,10 @@ def film_chosen(run: Any, engine: Any, backend: Any) -> tuple[list[dict[str, Any
     first, rows = _measure(run, engine)
     first_s = time.perf_counter() - started
     chosen = choose(run.selectors, first.episodes)
+    missing = missing_seeds(run.selectors, first.episodes)
+    if missing:  # --eval-n-timesteps: how many episodes run is known only now
+        run.notes.append(f"render_select names seed(s) {', '.join(map(str, missing))}, which no episode of the run "
+                         f"had ({len(first.episodes)} episodes ran): not filmed")
     if not chosen:
         run.notes.append(f"render_select {' '.join(run.cfg.render_select)} chose no episode (for failed:N/"
                          "succeeded:N: no episode of the run reported that outcome), so nothing was filmed")
@@ -85,7 +89,7 @@ def _measure(run: Any, engine: Any) -> tuple[Sink, dict[int, int]]:
     """The first pass: every episode, no frames, no writers (``on_episode`` still hears each one); returns
     its sink and the env slot each episode ran in."""
     context = RunContext(run.cfg, NoWriters(), run.notes, False, False, False, rendered=range(0))
-    sink = Sink(context, None, [], run.on_episode)
+    sink = run.measured = Sink(context, None, [], run.on_episode)  # a failure keeps its episodes (.partial.json)
     rows: dict[int, int] = {}
     with Progress(run.cfg) as bar:
         for item in engine.episodes():

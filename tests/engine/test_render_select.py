@@ -249,3 +249,24 @@ def test_the_page_in_a_browser_names_why_each_episode_is_shown(tmp_path):
         assert page.js(f"replay.reason({ix})") == why == "best 1 of 1"
         assert top.locator("#episode option").first.text_content() == f"episode {ix} (best 1 of 1)"
         assert "chosen" in top.locator("#facts").inner_text() and page.errors == []
+
+
+@pytest.mark.slow
+def test_eval_n_timesteps_runs_both_passes_and_names_seeds_it_never_ran(tmp_path):
+    fields = {k: v for k, v in BASE.items() if k != "num_trajs"}
+    result = render_policy(**fields, eval_n_timesteps=10, render_select=["worst:1", "seeds:40"],
+                           out=str(tmp_path / "t.mp4"))
+    per = result.metrics["per_episode"]
+    assert sum(e["length"] for e in per) >= 10 and len(per) < 40
+    worst = min(range(len(per)), key=lambda i: (RETURNS[i], i))
+    assert _filmed(result) == {worst: "worst 1 of 1"}
+    assert any("seed(s) 40, which no episode of the run had" in w for w in result.warnings)
+
+
+@pytest.mark.slow
+def test_a_failing_re_run_keeps_the_first_pass_metrics_and_leaves_no_artifact(tmp_path):
+    with pytest.raises(Exception, match="the renderer broke"):
+        _run(tmp_path, env="helpers.select_toys:make_breaking", render_select=["worst:2"])
+    assert not (tmp_path / "run.mp4").exists() and not (tmp_path / "run.mp4.metadata.json").exists()
+    partial = json.loads((tmp_path / "run.mp4.partial.json").read_text())
+    assert [e["sum_reward"] for e in partial["metrics"]["per_episode"]] == RETURNS

@@ -71,3 +71,14 @@ def mlp_policy():
     net = torch.nn.Sequential(torch.nn.Linear(2, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh(),
                               torch.nn.Linear(64, 1), torch.nn.Tanh())
     return lambda obs: 0.01 * net(obs.float())
+
+
+class BreaksWhenRendered(SeedReturn):
+    """Renders nothing but an error: the filmed re-run fails after the first pass measured every episode."""
+
+    def render(self):
+        raise RuntimeError("the renderer broke")
+
+
+def make_breaking(render_mode: str | None = None) -> BreaksWhenRendered:
+    return BreaksWhenRendered(render_mode)
