@@ -35,6 +35,7 @@ from .errors import ConfigError, did_you_mean
 from .keys import NestedKey, key_to_string, parse_nested_key
 from .metrics import SUCCESS_RULES
 from .registry import BACKENDS, WRITERS, needs_frames
+from .selection import check_selection
 
 __all__ = ["CameraLayout", "EnvBackendName", "ExplorationMode", "FrameBundle", "NotebookRenderBackendName",
            "NotebookRolloutMode", "RenderBackendName", "RenderConfig", "RenderEnvSpec", "RenderFormat",
@@ -170,7 +171,12 @@ class RenderConfig:
     trajectories: bool = _f(True, help="Return the trajectories as TensorDicts (--no-trajectories keeps only "
                             "metrics: flat memory for thousands of episodes). The command line builds them only "
                             "when they are saved (--save-rollout) or asked for with --trajectories.")
-    max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all).")
+    max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all); the "
+                                           "same as --render-select first:N.")
+    render_select: list[str] = _f([], help="Which episodes to film: first:N, worst:N, best:N (by return), "
+                                  "failed:N, succeeded:N (by --success-rule) or seeds:3,17,42 (repeatable). Anything "
+                                  "but first:N evaluates every episode without frames first, then re-runs the chosen "
+                                  "ones by seed with rendering.", multiple=True, metavar="KIND:N")
     overlay: bool = _f(False, help="Draw step, reward and return (and success) onto the frames.")
     progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
     fps: float = _f(30.0, help="Frames per second of videos.",
@@ -227,6 +233,8 @@ class RenderConfig:
     video_preset: str = _f("veryfast", help="x264 speed preset: faster ones use less CPU and make larger files.",
                            choices=VIDEO_PRESETS)
     save_rollout: bool = _f(False, help="Save the trajectories next to the artifact.")
+    save_all_rollouts: bool = _f(False, help="With --render-select other than first:N, --save-rollout keeps every "
+                                 "episode's trajectory (default: the filmed episodes' only).")
     save_tensordicts: bool = _f(False, help="Save the trajectories as TensorDict memmaps.")
     save_frames: bool = _f(False, help="Also write the frames as PNG files.")
     frame_dir: str | Path | None = _f(None, help="Folder for --save-frames (default <out>_frames).")
@@ -469,6 +477,7 @@ def _validate(cfg: RenderConfig) -> None:
                           expected="--max-episodes-rendered 1 or more (or none: all) for this format", got=0,
                           fix="pass --max-episodes-rendered 1 or more, or a format that needs no frames "
                               "(--format jsonl or npz)")
+    check_selection(cfg, bool(needs_frames(cfg) or WRITERS.entry(cfg.format).needs_state or cfg.save_frames))
     if cfg.max_steps is not None:
         _positive_int(cfg, "max_steps", "max_steps=200 (--max-steps 200), or None to run until done")
     if cfg.seed is not None:

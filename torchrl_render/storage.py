@@ -123,13 +123,15 @@ def write_json_atomic(path: str | Path, data: Any, **dump: Any) -> None:
 
 
 def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool = False,
-                  info: dict[str, Any] | None = None) -> Artifact:
+                  indices: Sequence[int] | None = None, info: dict[str, Any] | None = None) -> Artifact:
     """Writes each trajectory TensorDict as a memmap subfolder of ``path``, plus ``index.json``.
 
     Args:
         trajectories: One TensorDict (or ``None``, for an episode without steps) per trajectory.
         path: The folder to create.
         overwrite: Replace an existing folder (only once the new one is complete).
+        indices: The episode index of each trajectory (default ``0, 1, ...``), for a run that keeps
+            some episodes only (``--render-select``): folders and the index are named by them.
         info: More JSON-ready keys for ``index.json`` (a run records ``metadata``, its sidecar's path, and
             ``mujoco_model_path``, where ``replay`` finds the model).
 
@@ -144,7 +146,8 @@ def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool
     remove(tmp)
     try:
         tmp.mkdir()
-        entries = [_save_one(td, i, tmp) for i, td in enumerate(trajectories)]
+        numbers = range(len(trajectories)) if indices is None else indices
+        entries = [_save_one(td, i, tmp) for i, td in zip(numbers, trajectories, strict=True)]
         index = {"torchrl_render_rollouts": VERSION, **(info or {}), "count": len(entries), "trajectories": entries}
         (tmp / INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
         size = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError, OutputExistsError
 from ..sidecar import versions
+from .gallery import film_galleries
 from .grid import Cell, SweepConfig, expand_cells
 from .local import LocalExecutor, machine_cpus
 from .ray_exec import RayExecutor, import_ray
@@ -260,6 +261,9 @@ class _Driver:
     def _finish(self, executor: Any, final: bool) -> None:
         if executor is not None:
             executor.close()
+        if final:  # --render-select worst:N...: the complete cells' chosen episodes, filmed once
+            film_galleries(self.cfg.base, self.cfg.out, self.cells.values(), read_records(self.cfg.out),
+                           self.store.append)
         self.store.close()
         self.report_paths = write_derived(self.cfg.out, html=self.cfg.report, notebook=final and self.cfg.report)
         (self.cfg.out / DRIVER).unlink(missing_ok=True)
