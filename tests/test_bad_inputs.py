@@ -553,7 +553,8 @@ def test_troubleshooting_page_is_generated_from_its_source():
     page = DOC.read_text(encoding="utf-8")
     assert troubleshooting.row_ids(source) == list(DOCUMENTED)
     assert troubleshooting.render(source, DOCUMENTED) == page, \
-        "docs/troubleshooting.md was edited by hand: edit tests/bad_inputs_explained.md, run tools/gen_troubleshooting.py"
+        "docs/troubleshooting.md was edited by hand: edit tests/bad_inputs_explained.md, then run " \
+        "tools/gen_troubleshooting.py"
 
 
 @pytest.mark.slow
