@@ -16,6 +16,8 @@ folder holding a copy of examples/ and the files the docs' placeholders name: ``
 - ```` ```text ````, ```` ```json ````, and untagged blocks that are no command (outputs, folder trees,
   synopses with ``[options]``): shown, not run.
 - ``<!-- skip: next "why" -->`` before a block skips it, with the reason, in the test report.
+
+Shell blocks get a real X server (Xvfb, as for a reader at a desktop), so ``--viewer`` opens its window there.
 """
 
 from __future__ import annotations
@@ -97,10 +99,17 @@ def set_tolerance(example) -> None:
 # -- evaluators -------------------------------------------------------------------------------------------------
 
 
+DISPLAY: dict[str, str | None] = {"name": None}  # the X server of the session (the `template` fixture starts it)
+
+
 def shell_env(ws: Path) -> dict[str, str]:
+    """The reader's shell: the shims first on PATH, this checkout importable, a display if one was started."""
     env = {**os.environ, "PATH": f"{ws / '.bin'}{os.pathsep}{os.environ['PATH']}", shrink.ENV_VAR: "",
            "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT)}
     env.pop("PYTHONSTARTUP", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    if DISPLAY["name"]:
+        env["DISPLAY"] = DISPLAY["name"]
     return env
 
 
@@ -116,6 +125,8 @@ def failed(proc: subprocess.CompletedProcess, what: str) -> str:
 
 
 def evaluate_shell(example) -> str | None:
+    if "--viewer" in example.parsed[1] and not DISPLAY["name"]:
+        raise SkipTest("--viewer opens a window and Xvfb is not installed (tools/test_setup.sh installs it)")
     proc = run_shell(example.parsed[1], example.namespace["__workspace__"])
     return None if proc.returncode == 0 else failed(proc, "the block")
 
@@ -247,7 +258,11 @@ def _params():
 
 @pytest.fixture(scope="session")
 def template(tmp_path_factory):
-    return workspace.build(tmp_path_factory.mktemp("docs_template"))
+    """The workspace every document's copy starts from, and an X server for the blocks that open a window."""
+    with workspace.x_server() as display:
+        DISPLAY["name"] = display
+        yield workspace.build(tmp_path_factory.mktemp("docs_template"))
+        DISPLAY["name"] = None
 
 
 @pytest.mark.slow
