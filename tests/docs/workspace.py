@@ -47,7 +47,7 @@ SHIM = "#!{python}\nimport sys\nsys.path.insert(0, {here!r})\nimport shrink\nshr
 RUNS = """
 from torchrl_render.cli import main
 common = ["--ckpt", "p.pt", "--policy", "m:make", "--env", "m:make", "--quiet"]
-assert main([*common, "--num-trajs", "2", "--max-steps", "30", "--mujoco-qpos-key", "qpos", "--save-rollout",
+assert main([*common, "--num-trajs", "1", "--max-steps", "20", "--mujoco-qpos-key", "qpos", "--save-rollout",
              "--out", "runs/eval.jsonl"]) == 0
 for name, seed in (("a", "0"), ("b", "10")):
     assert main([*common, "--num-trajs", "4", "--max-steps", "50", "--seed", seed,
