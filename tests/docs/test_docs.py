@@ -303,6 +303,20 @@ def test_the_shims_cap_long_runs_and_leave_the_rest_as_written():
         shrink.caps("trajectories=3")
 
 
+def test_python_blocks_runs_are_capped_as_the_shims_cap_commands():
+    from torchrl_render import RenderConfig, SweepConfig
+
+    cap = shrink.caps("")
+    run = workspace.shrink_config(RenderConfig(policy="a:b", env="c:d", num_trajs=4, max_steps=300), cap)
+    assert (run.num_trajs, run.max_steps, run.width, run.height, run.render_quality) == (2, 40, 96, 96, "fast")
+    data = workspace.shrink_config(RenderConfig(policy="a:b", env="c:d", num_trajs=5, out="e.json"), cap)
+    assert (data.num_trajs, data.max_steps, data.width) == (5, 1000, 480)  # evaluations run as written
+    grid = workspace.shrink_sweep(SweepConfig(ckpt=["x.pt"], env=["HalfCheetah-v5"], out="s",
+                                              base={"policy": "m:make", "num_trajs": 20}), cap)
+    assert grid.base == {"policy": "m:make", "num_trajs": 2, "max_steps": 40, "width": 96, "height": 96,
+                         "render_quality": "fast"}
+
+
 def test_console_output_comparison():
     assert output_matches(["a 1.0", "...", "mean 5232.51 +- 46.12"], ["a 1.0", "x", "y", "mean 5232.51 +- 46.12"], 0)
     assert not output_matches(["mean 5232.51"], ["mean 5232.52"], 0)

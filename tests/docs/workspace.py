@@ -123,13 +123,23 @@ def shrink_config(cfg, cap: dict[str, int]):
     return dataclasses.replace(cfg, **changes)
 
 
+def shrink_sweep(cfg, cap: dict[str, int]):
+    """A ``SweepConfig`` whose cells are capped as a rendering run's are."""
+    base = dict(cfg.base)
+    base["num_trajs"] = min(base.get("num_trajs") or 1, cap["trajs"])
+    base["max_steps"] = min(base.get("max_steps") or cap["steps"], cap["steps"])
+    base.update(width=min(base.get("width", 480), cap["size"]), height=min(base.get("height", 480), cap["size"]),
+                render_quality="fast")
+    return dataclasses.replace(cfg, base=base)
+
+
 @contextlib.contextmanager
 def shrunk_render_policy():
-    """``torchrl_render.render_policy`` with its config capped (``TORCHRL_RENDER_DOCS_SHRINK``'s defaults)."""
+    """``torchrl_render.render_policy`` and ``sweep`` with their configs capped (the shims' defaults)."""
     import torchrl_render
-    from torchrl_render import RenderConfig
+    from torchrl_render import RenderConfig, SweepConfig
 
-    real = torchrl_render.render_policy
+    real, real_sweep = torchrl_render.render_policy, torchrl_render.sweep
     cap = shrink.caps("")
 
     def render_policy(config=None, /, **fields):
@@ -138,11 +148,17 @@ def shrunk_render_policy():
             config, fields = RenderConfig(**fields), keep
         return real(shrink_config(config, cap), **fields)
 
-    torchrl_render.render_policy = render_policy
+    def sweep(config=None, /, **fields):
+        if config is None:
+            keep = {k: fields.pop(k) for k in ("command", "echo") if k in fields}
+            config, fields = SweepConfig(**fields), keep
+        return real_sweep(shrink_sweep(config, cap), **fields)
+
+    torchrl_render.render_policy, torchrl_render.sweep = render_policy, sweep
     try:
         yield
     finally:
-        torchrl_render.render_policy = real
+        torchrl_render.render_policy, torchrl_render.sweep = real, real_sweep
 
 
 @contextlib.contextmanager
