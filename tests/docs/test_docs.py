@@ -326,3 +326,23 @@ def test_console_output_comparison():
     assert output_matches(["mean 5232.51 +- 46.12 in ..."], ["mean   5232.51 +- 46.12 in 4.7s"], 0)
     assert not output_matches(["mean 5232.51 in ..."], ["mean 5232.51 out 4.7s"], 0)
     assert commands("$ a \\\n  b\nout\n$ c") == [("a \\\n  b", ["out"]), ("c", [])]
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_relative_link_and_anchor_of_the_docs_resolves():
+    link = re.compile(r"\]\(([^)\s]+)\)")
+    for relpath in DOCS:
+        text = re.sub(r"```.*?```", "", (ROOT / relpath).read_text(encoding="utf-8"), flags=re.S)
+        for target in link.findall(text):
+            if re.match(r"[a-z]+:", target):
+                continue  # http(s), mailto: not checked here
+            path, _, anchor = target.partition("#")
+            file = (ROOT / relpath).parent / path if path else ROOT / relpath
+            assert file.exists(), f"{relpath}: link to {target}"
+            if anchor and file.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.M)
+                assert anchor in {slug(h) for h in headings}, f"{relpath}: no heading for #{anchor} in {path}"
