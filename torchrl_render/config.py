@@ -62,6 +62,9 @@ ENV_BACKENDS = get_args(EnvBackendName)
 EXPLORATION_MODES = get_args(ExplorationMode)
 CAMERA_LAYOUTS = get_args(CameraLayout)
 RENDER_QUALITIES = ("default", "balanced", "fast")
+#: How many times faster than ``default`` each look draws: 480x480, software GL (llvmpipe), one draw timed alone
+#: (benchmarks/quality_stills.py, docs/user_guide.md's table). --help and the docs quote these figures.
+RENDER_QUALITY_SPEEDUP = {"balanced": 3.7, "fast": 9.3}
 #: x264/x265 speed presets, fastest (largest file at the same quality) first.
 VIDEO_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 ENV_BATCH_MODES = ("auto", "serial", "parallel")
@@ -222,8 +225,10 @@ class RenderConfig:
                     check=_Int("width=480", most=8192))
     height: int = _f(480, help="Frame height for backends that render themselves.", check=_Int("height=480", most=8192))
     render_quality: str = _f("default", help="MuJoCo look: default; balanced (same lighting, shadows and "
-                             "reflections; small shadow map, no MSAA: ~3x faster on software GL); fast (no "
-                             "shadows/reflections/MSAA: ~10x).", choices=RENDER_QUALITIES)
+                             "reflections; small shadow map, no MSAA: about "
+                             f"{RENDER_QUALITY_SPEEDUP['balanced']}x faster on software GL); fast (no "
+                             f"shadows/reflections/MSAA: about {RENDER_QUALITY_SPEEDUP['fast']}x).",
+                             choices=RENDER_QUALITIES)
     trust_checkpoint: bool = _f(False, help="Allow full pickle loading (runs code from the file: trusted files only).")
     background_encode: bool = _f(True, help="Encode on a background thread while the rollout goes on.")
     split_trajectories: bool = _f(False, help="Write one file per trajectory instead of one after another.")
@@ -237,7 +242,8 @@ class RenderConfig:
                                  "episode's trajectory (default: the filmed episodes' only).")
     save_tensordicts: bool = _f(False, help="Save the trajectories as TensorDict memmaps.")
     save_frames: bool = _f(False, help="Also write the frames as PNG files.")
-    frame_dir: str | Path | None = _f(None, help="Folder for --save-frames (default <out>_frames).")
+    frame_dir: str | Path | None = _f(None, help="Folder for --save-frames (default: the out name's stem + _frames, "
+                                      "run.mp4 -> run_frames).")
     artifact_dir: str | Path | None = _f(None, help="Folder for side artifacts (default: beside --out).")
     metadata: str | Path | None = _f(None, help="Metadata sidecar path (default <out>.metadata.json).")
     notebook_rollout_mode: str = _f("saved", help="ipynb only: saved, live or both.", choices=NOTEBOOK_ROLLOUT_MODES)
