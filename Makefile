@@ -55,7 +55,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check torchrl_render tests tools benchmarks examples
 	$(VENV)/bin/lint-imports --no-cache
 
-# Side by side with torchrl.render (installs Debian's ffmpeg and torchcodec==0.13.0 for it).
+# The benchmarks (docs/benchmarks.md): rendering side by side with torchrl.render (run.py), evaluation throughput
+# without frames (eval_throughput.py), and for `bench` the whole command against torchrl.render's (whole_command.py).
+# The set-up installs Debian's ffmpeg and torchcodec==0.13.0, which torchrl.render's mp4 writer needs.
 bench-quick: $(STAMP)
 	bash benchmarks/setup.sh $(VPY)
 	$(VPY) benchmarks/run.py --quick

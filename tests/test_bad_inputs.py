@@ -7,8 +7,9 @@ no temporary file, no sidecar, no ``.partial.json``). Rows marked ``midrun`` fai
 writer, on its background thread: episodes may finish before the error surfaces, and
 their metrics may then be kept in ``<out>.partial.json`` (by design), nothing else.
 
-docs/troubleshooting.md explains every row (message, meaning, fix); a test keeps the
-two in sync. Placeholders in argv: ``{inp}`` (a folder for input files the row's
+docs/troubleshooting.md explains every row: the message is the one the row prints, put there by
+tools/gen_troubleshooting.py (the test compares the whole message with the page's), the meaning and
+the fix come from tests/bad_inputs_explained.md. Placeholders in argv: ``{inp}`` (a folder for input files the row's
 set-up writes) and ``{out}`` (the output folder, also the current directory).
 """
 
@@ -30,9 +31,10 @@ import torch
 from torchrl_render.cli import main
 from torchrl_render.writers import WRITERS
 
-from helpers.paths import TESTS
+from helpers import troubleshooting
+from helpers.paths import ROOT, TESTS
 
-DOC = TESTS.parent / "docs" / "troubleshooting.md"
+DOC = troubleshooting.PAGE
 OUT = ["--out", "{out}/run.mp4"]
 TINY = ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.tinyenv:make_env", "--from-pixels", "--max-steps",
         "3", *OUT]
@@ -226,6 +228,12 @@ CASES = [
     # policy output
     Case("policy-obs-key-missing", [*TINY, "--obs-key", "obs"],
          ("the step TensorDict has no observation key 'obs'", "--obs-key")),
+    Case("policy-obs-key-missing-gymnasium", ["--ckpt", str(ROOT / "examples/inverted_pendulum/policy.pt"), "--policy",
+                                              str(ROOT / "examples/inverted_pendulum/policy.py:make_policy"),
+                                              "--env", "InvertedPendulum-v5", "--max-steps", "2", "--obs-key", "obs",
+                                              "--out", "{out}/run.jsonl"],
+         ("the step TensorDict has no observation key 'obs'. Expected: one of ['observation']",
+          "Fix: pass --obs-key with the right name"), slow=True),
     Case("policy-action-key-missing", [*TINY, "--policy", "helpers.badfactories:td_policy_wrong_key"],
          ("the policy output has no action key 'action'", "'act'", "--action-key")),
     Case("policy-action-wrong-shape", [*TINY, "--policy", "helpers.badfactories:shape_policy"],
@@ -415,6 +423,8 @@ CASES = [
           "--exploration-mode deterministic")),
     Case("flag-unknown-did-you-mean", [*TINY, "--stocastic"],
          ("unrecognized arguments: --stocastic", "Did you mean '--stochastic'?")),
+    Case("logger-misspelled", [*TINY, "--logger", "tensorbord"],
+         ("argument --logger: invalid choice: 'tensorbord'", "Did you mean 'tensorboard'?")),
     # sweeps: refused before anything is written
     Case("sweep-no-checkpoints", ["sweep", *SWEEP], ("the sweep has no checkpoints", "--ckpt 'runs/ckpt_*.pt'")),
     Case("sweep-glob-matches-nothing", ["sweep", "--ckpt", "{inp}/ckpt_*.pt", *SWEEP],
@@ -433,8 +443,6 @@ CASES = [
                                            "helpers.tinyenv:make_policy", "--out", "{out}/sw"],
          ("'HalfCheetah-v' is neither 'module:object' nor a registered gymnasium id", "Did you mean 'HalfCheetah-v5'?",
           "nothing has run"), setup=tiny_ckpt),
-    Case("logger-misspelled", [*TINY, "--logger", "tensorbord"],
-         ("argument --logger: invalid choice: 'tensorbord'", "Did you mean 'tensorboard'?")),
     Case("sweep-ray-not-installed", ["sweep", "--ckpt", "{inp}/p.pt", *SWEEP, "--executor", "ray"],
          ("the ray executor needs Ray, which is not installed", "pip install 'torchrl_render[ray]'"),
          setup=without_ray),
@@ -471,6 +479,9 @@ CASES = [
                                "--env-batch-mode", "serial"],
          ("with --num-envs > 1 the envs live in worker processes", "--num-envs 1"), slow=True),
 ]
+
+
+DOCUMENTED = troubleshooting.documented(DOC.read_text(encoding="utf-8"))
 
 
 def _params():
@@ -515,6 +526,8 @@ def test_bad_input(case, ctx, capsys):
     assert "Traceback" not in err and err.count("\n") == 1, err
     for fragment in case.fragments:
         assert fragment.replace("{inp}", str(ctx.inp)) in err, (fragment, err)
+    assert troubleshooting.page_message(err, ctx.inp, ctx.out) == DOCUMENTED.get(case.id), \
+        "docs/troubleshooting.md shows another message: run tools/gen_troubleshooting.py"
     after = snapshot(ctx.out)
     if case.midrun:  # the writer fails on its own thread: episodes may have finished meanwhile (kept, not lost)
         partial = ctx.out / "run.mp4.partial.json"
@@ -538,6 +551,16 @@ def test_troubleshooting_doc_lists_every_catalogued_input():
     sections = dict(zip(documented, re.split(r"^### `[a-z0-9-]+`", text, flags=re.M)[1:]))
     for case in CASES:  # the doc quotes the pinned message
         assert case.fragments[0].replace("{inp}/", "") in sections[case.id], case.id
+
+
+def test_troubleshooting_page_is_generated_from_its_source():
+    """The page is tests/bad_inputs_explained.md with the messages inserted: no hand edit, nothing left out."""
+    source = troubleshooting.SOURCE.read_text(encoding="utf-8")
+    page = DOC.read_text(encoding="utf-8")
+    assert troubleshooting.row_ids(source) == list(DOCUMENTED)
+    assert troubleshooting.render(source, DOCUMENTED) == page, \
+        "docs/troubleshooting.md was edited by hand: edit tests/bad_inputs_explained.md, then run " \
+        "tools/gen_troubleshooting.py"
 
 
 @pytest.mark.slow

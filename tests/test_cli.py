@@ -140,3 +140,41 @@ def test_version_of_the_command_and_of_every_subcommand_is_the_package_version(c
     from importlib.metadata import version
 
     assert version("torchrl_render") == torchrl_render.__version__  # pyproject reads the same string
+
+
+def test_help_and_the_reference_name_every_subcommand(capsys):
+    from torchrl_render.cli import SUBCOMMAND_HELP, SUBCOMMANDS, markdown_reference
+
+    assert list(SUBCOMMAND_HELP) == list(SUBCOMMANDS)
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "subcommands (python -m torchrl_render SUBCOMMAND --help):" in out
+    reference = markdown_reference()
+    for name, text in SUBCOMMAND_HELP.items():
+        assert f"  {name:<13} {text}" in out
+        assert f"| `{name}` | {text} |" in reference
+    assert "### replay" in reference and "| `--mujoco-asset-paths` |" in reference
+    assert "### compare" in reference and "| `--bootstrap-reps` | `2000` |" in reference
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    """``--print-config | head``: the reader is gone before the command writes; no BrokenPipeError traceback."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
+    for argv in (["--policy", "a:b", "--env", "c:d", "--print-config"],
+                 ["sweep", "--ckpt", "a.pt", "--policy", "a:b", "--env", "c:d", "--out", "s", "--print-config"]):
+        read, write = os.pipe()
+        os.close(read)  # as `| head` once head has exited
+        proc = subprocess.run([sys.executable, "-m", "torchrl_render", *argv], stdout=write, stderr=subprocess.PIPE,
+                              text=True, cwd=tmp_path, env=env, timeout=120)
+        os.close(write)
+        assert proc.returncode == 141, proc.stderr
+        assert proc.stderr == ""
+
+
+def test_the_main_command_takes_several_asset_paths():
+    """(``replay`` takes them the same way: tests/replay/test_replay_rollouts.py runs it.)"""
+    main_cfg = build_parser().parse_args(["--policy", "a:b", "--env", "c:d", "--mujoco-asset-paths", "a", "b",
+                                          "--mujoco-asset-paths", "c"])
+    assert main_cfg.mujoco_asset_paths == ["a", "b", "c"]

@@ -91,3 +91,31 @@ def test_factory_exception_is_wrapped_with_its_name():
         call_factory(make_env, spec(), {}, "env")
     assert "the env factory" in str(exc.value) and "make_env" in str(exc.value)
     assert "RuntimeError: the simulator is sad" in str(exc.value)
+
+
+def test_every_message_spells_a_factory_one_way(tmp_path, monkeypatch, capsys):
+    """'file.py:name' (or 'module:name'): the same in the resolver's, the env's, the policy's and compat's messages."""
+    from torchrl_render.cli import main
+    from torchrl_render.compat import call_with_supported_kwargs
+    from torchrl_render.resolve import factory_name
+
+    (tmp_path / "facts.py").write_text("def make_env():\n    return 'not an env'\n\n"
+                                       "def make_policy():\n    return None\n\n"
+                                       "def needs(alpha, beta):\n    return None\n")
+    monkeypatch.chdir(tmp_path)
+    tiny = ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.tinyenv:make_env", "--out", "run.jsonl"]
+    messages = []
+    for argv in (["--env", "facts.py:make_env", *tiny[:2], "--out", "run.jsonl"],
+                 ["--policy", "facts.py:make_policy", *tiny[2:]]):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2
+        messages.append(capsys.readouterr().err)
+    with pytest.raises(ResolveError) as exc:
+        call_with_supported_kwargs(resolve("facts.py:needs", "env"), None, {})
+    messages.append(str(exc.value))
+    assert "the env factory 'facts.py:make_env' returned a builtins.str" in messages[0]
+    assert "the policy factory 'facts.py:make_policy' returned NoneType" in messages[1]
+    assert "cannot call the factory 'facts.py:needs'" in messages[2]
+    assert factory_name("pkg/facts.py:make_env") == factory_name(resolve("facts.py:make_env", "env"))
+    assert factory_name("helpers.tinyenv:make_env") == factory_name(resolve("helpers.tinyenv:make_env", "env"))

@@ -15,6 +15,9 @@ PY=${1:-.venv/bin/python}
 "$PY" -c 'import stable_baselines3, sys; sys.exit(stable_baselines3.__version__ != "2.9.2")' 2>/dev/null \
     || "$PY" -m pip install -q 'stable-baselines3==2.9.2'
 
+# tests/docs runs every block of the docs, through sybil (the dev extra has it; a venv made before it had not).
+"$PY" -c 'import sybil' 2>/dev/null || "$PY" -m pip install -q -c "$(dirname "$0")/../constraints.txt" 'sybil==10.1.0'
+
 # the replay page's tests run in real headless Chromium (Debian's package), driven by playwright.
 # Never `playwright install`: it downloads a browser build; the tests use /usr/bin/chromium.
 if [ ! -x /usr/bin/chromium ]; then

@@ -28,13 +28,16 @@ from .engine import Engine
 from .envs import open_env
 from .envs.gl import ensure_headless_gl, gl_notes
 from .envs.mjlog import captured_mujoco_warnings
+from .envs.unwrap import model_file
 from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
 from .live import observers
 from .live.viewer import prepare_viewer
 from .loggers import check_logger, log_run
 from .metrics import aggregate, json_ready, nonfinite_note
 from .policies import build_policy
+from .rerun import film_chosen, refuse_batched_env
 from .resolve import resolve
+from .selection import Selector, needs_two_passes, parse_selectors
 from .sidecar import run_metadata
 from .sink import Progress, RunContext, Sink, rendered_range
 from .storage import save_rollouts, write_json_atomic
@@ -90,6 +93,8 @@ class Run:
         self.notes: list[str] = _Notes()
         cfg = _one_layout_per_camera_set(cfg, self.notes)
         self.cfg = cfg = _envs_for_the_episodes(cfg, self.notes)
+        self.selectors = _two_pass_selectors(cfg)  # None: the single pass of today (first:N at most)
+        self.select_info: dict[str, Any] | None = None
         self.format_frames = needs_frames(cfg)
         self.needs_frames = self.format_frames or cfg.result_frames  # result_frames: torchrl.render's frames
         self.groups = [WriterGroup(cfg, cfg.out)]
@@ -141,11 +146,16 @@ class Run:
             if self.cfg.result_frames:  # RenderResult.frames, only when asked (memory grows)
                 self.writers = KeptFrames(self.writers)
             stack.callback(self._stop_live)  # a failure after the rollout stops the live page
-            episodes, trajectories = self._roll(engine, backend)
-            artifacts = self.writers.close()
+            if self.selectors is None:
+                episodes, trajectories = self._roll(engine, backend)
+            else:  # evaluate every episode, then film the chosen ones (rerun.py)
+                episodes, trajectories, self.select_info = self._roll_chosen(engine, backend)
+            artifacts = self._close_writers(episodes)
             self.notes.extend(n for a in artifacts for n in a.info.get("notes", ()))  # e.g. what a page leaves out
             if self.rollout_dir is not None:
-                artifacts.append(save_rollouts(trajectories, self.rollout_dir, overwrite=self.cfg.overwrite))
+                kept, indices = self._saved(episodes, trajectories)
+                artifacts.append(save_rollouts(kept, self.rollout_dir, overwrite=self.cfg.overwrite, indices=indices,
+                                               info=self._rollout_info(env)))
             lingering, self.lingering = self.lingering, []
         try:  # an artifact never stays without its sidecar
             metrics = {"per_episode": episodes, "aggregated": aggregate(episodes, time.perf_counter() - started,
@@ -155,6 +165,8 @@ class Run:
                 self.notes.append(note)
             meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
             meta["engine"] = dict(engine.info)
+            if self.select_info is not None:
+                meta["render_select"] = self.select_info
             self.write_sidecars(meta)
         except BaseException:
             _remove_artifacts(artifacts)
@@ -256,22 +268,24 @@ class Run:
         reward_fn = None
         if cfg.reward_fn is not None:
             reward_fn = resolve(cfg.reward_fn, "reward_fn")
-        engine = Engine(cfg, env, policy, payload, self._render_mode(),
-                        rendered_range(cfg) if self.needs_frames or self.needs_state or cfg.viewer else range(0),
+        films = (self.needs_frames or self.needs_state or cfg.viewer) and self.selectors is None
+        if self.selectors is not None:
+            refuse_batched_env(env)
+        engine = Engine(cfg, env, policy, payload, self._render_mode(), rendered_range(cfg) if films else range(0),
                         keep=cfg.trajectories or data_format, reward_fn=reward_fn, notes=self.notes)
         if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # batched already
             engine.batched = env
         elif engine.frames_in_workers:
             from .engine.workers import make_batched_env
 
-            frames = partial(make_backend, cfg) if self.needs_frames else None  # built inside each worker
+            frames = partial(make_backend, cfg) if self.needs_frames and self.selectors is None else None  # in workers
             batched = make_batched_env(cfg, payload, self._render_mode(), frames, self.notes)
             stack.callback(_close_quietly, batched)
             engine.batched = policy.adapt_env(batched)
         return engine
 
     def _backend(self, env: Any, engine: Any) -> Any:
-        if engine.frames_in_workers:  # frames are rendered inside the env workers
+        if engine.frames_in_workers and self.selectors is None:  # frames are rendered inside the env workers
 
             backend = NullBackend()
             backend.name = f"{self.cfg.render_backend} (in env workers)"
@@ -312,6 +326,37 @@ class Run:
             raise
         self.lingering = sink.close()  # the stream ends; the server stops once the artifacts are written
         return sink.episodes, sink.trajectories
+
+    def _rollout_info(self, env: Any) -> dict[str, Any]:
+        """What ``replay`` needs beside saved rollouts: the sidecar and the MuJoCo model file, when known."""
+        model = self.cfg.mujoco_model_path or model_file(env)
+        return {"metadata": str(self.sidecar.absolute()),
+                "mujoco_model_path": str(Path(model).absolute()) if model is not None else None}
+
+    def _roll_chosen(self, engine: Any, backend: Any) -> tuple[list[dict], list[Any], dict[str, Any]]:
+        """Both passes of ``--render-select`` (:func:`~torchrl_render.rerun.film_chosen`)."""
+        try:
+            return film_chosen(self, engine, backend)
+        except BaseException as exc:
+            self.writers.abort()
+            measured = getattr(self, "measured", None)
+            self._write_partial(measured.episodes if measured is not None else [], exc)
+            raise
+
+    def _close_writers(self, episodes: list[dict[str, Any]]) -> list[Artifact]:
+        """The artifacts; none when a selection chose no episode to film (the sidecar still holds the metrics)."""
+        if self.select_info is not None and not self.select_info["episodes"]:
+            self.writers.abort()
+            return []
+        return self.writers.close()
+
+    def _saved(self, episodes: list[dict[str, Any]], trajectories: list[Any]) -> tuple[list[Any], Any]:
+        """The trajectories ``--save-rollout`` keeps, and their episode indices: with a selection, the filmed
+        episodes' (unless ``--save-all-rollouts``), from the first pass, whose numbers are the run's."""
+        if self.select_info is None or self.cfg.save_all_rollouts:
+            return trajectories, None
+        kept = [(e["episode_ix"], t) for e, t in zip(episodes, trajectories) if "render_reason" in e]
+        return [t for _, t in kept], [i for i, _ in kept]
 
     def _bootstrap(self) -> dict[str, Any]:
         """The intervals' bootstrap settings (``--bootstrap-reps``, seeded with ``--seed``), as the json writer
@@ -385,6 +430,17 @@ def _envs_for_the_episodes(cfg: RenderConfig, notes: list[str]) -> RenderConfig:
     notes.append(f"num_envs={cfg.num_envs} is more than num_trajs={cfg.num_trajs}: ran {cfg.num_trajs} env(s), "
                  "one per episode (the others would have had no episode to run)")
     return dataclasses.replace(cfg, num_envs=cfg.num_trajs)
+
+
+def _two_pass_selectors(cfg: RenderConfig) -> tuple[Selector, ...] | None:
+    """The run's selectors when they need its numbers (two passes); ``--max-episodes-rendered N`` among
+    them is ``first:N``. None: a single pass."""
+    selectors = parse_selectors(cfg.render_select)
+    if not needs_two_passes(selectors):
+        return None
+    if cfg.max_episodes_rendered is not None:
+        selectors += (Selector("first", count=cfg.max_episodes_rendered),)
+    return selectors
 
 
 def _remove_artifacts(artifacts: list[Artifact]) -> None:

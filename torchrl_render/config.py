@@ -35,6 +35,7 @@ from .errors import ConfigError, did_you_mean
 from .keys import NestedKey, key_to_string, parse_nested_key
 from .metrics import SUCCESS_RULES
 from .registry import BACKENDS, WRITERS, needs_frames
+from .selection import check_selection
 
 __all__ = ["CameraLayout", "EnvBackendName", "ExplorationMode", "FrameBundle", "NotebookRenderBackendName",
            "NotebookRolloutMode", "RenderBackendName", "RenderConfig", "RenderEnvSpec", "RenderFormat",
@@ -61,6 +62,9 @@ ENV_BACKENDS = get_args(EnvBackendName)
 EXPLORATION_MODES = get_args(ExplorationMode)
 CAMERA_LAYOUTS = get_args(CameraLayout)
 RENDER_QUALITIES = ("default", "balanced", "fast")
+#: How many times faster than ``default`` each look draws: 480x480, software GL (llvmpipe), one draw timed alone
+#: (benchmarks/quality_stills.py, docs/user_guide.md's table). --help and the docs quote these figures.
+RENDER_QUALITY_SPEEDUP = {"balanced": 3.7, "fast": 9.3}
 #: x264/x265 speed presets, fastest (largest file at the same quality) first.
 VIDEO_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 ENV_BATCH_MODES = ("auto", "serial", "parallel")
@@ -171,7 +175,12 @@ class RenderConfig:
     trajectories: bool = _f(True, help="Return the trajectories as TensorDicts (--no-trajectories keeps only "
                             "metrics: flat memory for thousands of episodes). The command line builds them only "
                             "when they are saved (--save-rollout) or asked for with --trajectories.")
-    max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all).")
+    max_episodes_rendered: int | None = _f(None, help="Render only the first N episodes (default: all); the "
+                                           "same as --render-select first:N.")
+    render_select: list[str] = _f([], help="Which episodes to film: first:N, worst:N, best:N (by return), "
+                                  "failed:N, succeeded:N (by --success-rule) or seeds:3,17,42 (repeatable). Anything "
+                                  "but first:N evaluates every episode without frames first, then re-runs the chosen "
+                                  "ones by seed with rendering.", multiple=True, metavar="KIND:N")
     overlay: bool = _f(False, help="Draw step, reward and return (and success) onto the frames.")
     progress: bool | None = _f(None, help="Progress bar over episodes (default: when stderr is a terminal).")
     fps: float = _f(30.0, help="Frames per second of videos.",
@@ -217,8 +226,10 @@ class RenderConfig:
                     check=_Int("width=480", most=8192))
     height: int = _f(480, help="Frame height for backends that render themselves.", check=_Int("height=480", most=8192))
     render_quality: str = _f("default", help="MuJoCo look: default; balanced (same lighting, shadows and "
-                             "reflections; small shadow map, no MSAA: ~3x faster on software GL); fast (no "
-                             "shadows/reflections/MSAA: ~10x).", choices=RENDER_QUALITIES)
+                             "reflections; small shadow map, no MSAA: about "
+                             f"{RENDER_QUALITY_SPEEDUP['balanced']}x faster on software GL); fast (no "
+                             f"shadows/reflections/MSAA: about {RENDER_QUALITY_SPEEDUP['fast']}x).",
+                             choices=RENDER_QUALITIES)
     trust_checkpoint: bool = _f(False, help="Allow full pickle loading (runs code from the file: trusted files only).")
     background_encode: bool = _f(True, help="Encode on a background thread while the rollout goes on.")
     split_trajectories: bool = _f(False, help="Write one file per trajectory instead of one after another.")
@@ -228,9 +239,12 @@ class RenderConfig:
     video_preset: str = _f("veryfast", help="x264 speed preset: faster ones use less CPU and make larger files.",
                            choices=VIDEO_PRESETS)
     save_rollout: bool = _f(False, help="Save the trajectories next to the artifact.")
+    save_all_rollouts: bool = _f(False, help="With --render-select other than first:N, --save-rollout keeps every "
+                                 "episode's trajectory (default: the filmed episodes' only).")
     save_tensordicts: bool = _f(False, help="Save the trajectories as TensorDict memmaps.")
     save_frames: bool = _f(False, help="Also write the frames as PNG files.")
-    frame_dir: str | Path | None = _f(None, help="Folder for --save-frames (default <out>_frames).")
+    frame_dir: str | Path | None = _f(None, help="Folder for --save-frames (default: the out name's stem + _frames, "
+                                      "run.mp4 -> run_frames).")
     artifact_dir: str | Path | None = _f(None, help="Folder for side artifacts (default: beside --out).")
     metadata: str | Path | None = _f(None, help="Metadata sidecar path (default <out>.metadata.json).")
     notebook_rollout_mode: str = _f("saved", help="ipynb only: saved, live or both.", choices=NOTEBOOK_ROLLOUT_MODES)
@@ -481,6 +495,7 @@ def _validate(cfg: RenderConfig) -> None:
                           expected="--max-episodes-rendered 1 or more (or none: all) for this format", got=0,
                           fix="pass --max-episodes-rendered 1 or more, or a format that needs no frames "
                               "(--format jsonl or npz)")
+    check_selection(cfg, bool(needs_frames(cfg) or WRITERS.entry(cfg.format).needs_state or cfg.save_frames))
     if cfg.max_steps is not None:
         _positive_int(cfg, "max_steps", "max_steps=200 (--max-steps 200), or None to run until done")
     if cfg.seed is not None:

@@ -131,7 +131,7 @@ def call_factory(factory: Callable[..., Any], spec: Any, user_kwargs: Mapping[st
     except Exception as exc:
         if blind is not None:
             raise _blind_error(factory, spec, kind, blind, exc) from exc
-        raise ResolveError(f"the {kind} factory {_name(factory)} raised {type(exc).__name__}: {exc}",
+        raise ResolveError(f"the {kind} factory {factory_name(factory)} raised {type(exc).__name__}: {exc}",
                            fix=f"fix the {kind} factory or the {kind}_kwargs passed to it") from exc
 
 
@@ -148,9 +148,9 @@ def _blind_error(factory: Callable[..., Any], spec: Any, kind: str, name: str, e
     """A lone parameter that no field names got the spec, and the factory failed: say so, as for two."""
     fields = ", ".join(sorted(f.name for f in dataclasses.fields(spec)))
     return ResolveError(
-        f"the {kind} factory {_name(factory)} has one parameter {name!r}, which no spec field or {kind}_kwargs key "
-        f"names, so it received the {type(spec).__name__} (a lone parameter gets the spec), and it raised "
-        f"{type(exc).__name__}: {exc}",
+        f"the {kind} factory {factory_name(factory)} has one parameter {name!r}, which no spec field or "
+        f"{kind}_kwargs key names, so it received the {type(spec).__name__} (a lone parameter gets the spec), and it "
+        f"raised {type(exc).__name__}: {exc}",
         expected=f"a parameter named spec (or cfg/config) for the {type(spec).__name__}, or parameters named like its "
                  f"fields ({fields}) or {kind}_kwargs keys", got=f"parameters [{name!r}]",
         fix=f"pass it with --{kind}-kwargs '{{\"{name}\": ...}}', give it a default, or rename it to spec "
@@ -190,7 +190,8 @@ def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: st
             blind = p.name
     if unmatched:
         names = ", ".join(p.name for p in unmatched)
-        raise ResolveError(f"the {kind} factory {_name(factory)} needs argument(s) {names} that nothing provides",
+        raise ResolveError(f"the {kind} factory {factory_name(factory)} needs argument(s) {names} that nothing "
+                           "provides",
                            expected=f"a 'spec' parameter, fields of the spec ({', '.join(sorted(fields))}) or "
                                     f"{kind}_kwargs keys", got=f"parameters {[p.name for p in params]}",
                            fix=f"give them defaults or pass them with "
@@ -201,13 +202,20 @@ def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: st
         elif not spec_given:
             accepted = [p.name for p in params]
             first = next(iter(user))
-            raise ResolveError(f"the {kind} factory {_name(factory)} does not accept {kind}_kwargs "
+            raise ResolveError(f"the {kind} factory {factory_name(factory)} does not accept {kind}_kwargs "
                                f"key {first!r}.{did_you_mean(first, accepted)}", expected=f"one of {accepted}",
                                got=sorted(user), fix="rename or drop it, or add **kwargs to the factory")
     return args, kwargs, blind
 
 
-def _name(factory: Callable[..., Any]) -> str:
+def factory_name(factory: Any) -> str:
+    """How every message names a factory: ``'module:qualname'``, a file's factory as ``'file.py:qualname'``.
+
+    ``factory`` is the callable, or the spec string it came from (``"pkg.mod:make"``, ``"path/file.py:make"``).
+    """
+    if isinstance(factory, str):
+        path, sep, obj = factory.rpartition(":")
+        return repr(f"{Path(path).name}:{obj}" if sep and path.endswith(".py") else factory)
     module = getattr(factory, "__module__", "") or ""
     if module.startswith("_torchrl_render_user_"):
         module = Path(inspect.getsourcefile(factory) or module).name

@@ -36,6 +36,8 @@ class RunContext:
     needs_frames: bool = False  # the backend renders the rendered episodes' steps
     needs_state: bool = False  # writers take MuJoCo state bundles
     format_frames: bool = True  # the format itself needs frames (not only RenderResult.frames)
+    rendered: Any = None  # the episodes that get frames (None: rendered_range(cfg)); a set for chosen episodes
+    relabel: Any = None  # metrics -> the metrics handed to the writers (a re-run: the first pass's, labelled)
 
 
 @runtime_checkable
@@ -79,7 +81,7 @@ class Sink:
         self.pending: tuple[Any, Any, dict[str, Any]] | None = None
         self.frames: dict[int, int] = {}
         self.running: dict[int, list[Any]] = {}
-        self.rendered = rendered_range(self.cfg)
+        self.rendered = run.rendered if run.rendered is not None else rendered_range(self.cfg)
         self._live: Any = None
 
     def consume(self, item: Any) -> bool:
@@ -113,6 +115,8 @@ class Sink:
     def _episode(self, episode: Episode) -> None:
         self.flush()
         metrics = episode.metrics(num_frames=self.frames.pop(episode.index, 0))
+        if self.run.relabel is not None:
+            metrics = self.run.relabel(metrics)
         self.running.pop(episode.index, None)
         self.episodes.append(metrics)
         if self.cfg.trajectories:

@@ -9,11 +9,14 @@ Rollouts are TensorDict memmaps.
 Layout of a rollout folder (``<out stem>_rollouts/`` beside the artifact)::
 
     run_rollouts/
-      index.json      {"torchrl_render_rollouts": 1, "count": N, "trajectories": [...]}
+      index.json      {"torchrl_render_rollouts": 1, "metadata": ..., "mujoco_model_path": ..., "count": N,
+                       "trajectories": [...]}
       traj0000/       TensorDict.memmap of trajectory 0 (meta.json + one .memmap file per tensor)
       traj0001/       ...
 
-Each entry of ``index.json["trajectories"]`` has ``index``, ``folder`` (``null`` for a
+``metadata`` (the run's sidecar) and ``mujoco_model_path`` (the model file of a gymnasium MuJoCo env, or
+``--mujoco-model-path``; ``null`` when unknown) are written by runs. Each entry of
+``index.json["trajectories"]`` has ``index``, ``folder`` (``null`` for a
 trajectory without steps), ``batch_size`` and ``keys`` (dotted). The folder is
 written under a hidden temporary name and renamed into place, like every artifact.
 ``load_rollouts`` needs tensordict only; each trajectory comes back memory-mapped
@@ -119,13 +122,18 @@ def write_json_atomic(path: str | Path, data: Any, **dump: Any) -> None:
         tmp.write_text(json.dumps(data, **dump), encoding="utf-8")
 
 
-def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool = False) -> Artifact:
+def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool = False,
+                  indices: Sequence[int] | None = None, info: dict[str, Any] | None = None) -> Artifact:
     """Writes each trajectory TensorDict as a memmap subfolder of ``path``, plus ``index.json``.
 
     Args:
         trajectories: One TensorDict (or ``None``, for an episode without steps) per trajectory.
         path: The folder to create.
         overwrite: Replace an existing folder (only once the new one is complete).
+        indices: The episode index of each trajectory (default ``0, 1, ...``), for a run that keeps
+            some episodes only (``--render-select``): folders and the index are named by them.
+        info: More JSON-ready keys for ``index.json`` (a run records ``metadata``, its sidecar's path, and
+            ``mujoco_model_path``, where ``replay`` finds the model).
 
     Returns:
         An :class:`Artifact` of format ``"tensordict"`` (info: ``count``, ``steps``, ``bytes``).
@@ -138,8 +146,9 @@ def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool
     remove(tmp)
     try:
         tmp.mkdir()
-        entries = [_save_one(td, i, tmp) for i, td in enumerate(trajectories)]
-        index = {"torchrl_render_rollouts": VERSION, "count": len(entries), "trajectories": entries}
+        numbers = range(len(trajectories)) if indices is None else indices
+        entries = [_save_one(td, i, tmp) for i, td in zip(numbers, trajectories, strict=True)]
+        index = {"torchrl_render_rollouts": VERSION, **(info or {}), "count": len(entries), "trajectories": entries}
         (tmp / INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
         size = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
         commit(tmp, path)

@@ -134,6 +134,10 @@ def test_asset_paths_feed_the_model_its_meshes(tmp_path, capsys):
     assert exc.value.code == 2 and "names the file 'tet.obj', found neither beside the model" in err
     assert "folders searched: none (no --mujoco-asset-paths)" in err
     assert main([*base, "--mujoco-asset-paths", str(assets)]) == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for more in ([str(empty), str(assets)], [f"{empty},{assets}"]):  # several values, or one comma list
+        assert main([*base, "--overwrite", "--mujoco-asset-paths", *more]) == 0
     data = read_data(tmp_path / "r.html")
     assert data["scene"]["meshes"][0]["num_vertices"] == 4
     arrays = episode_arrays(tmp_path / "r.html")[0]

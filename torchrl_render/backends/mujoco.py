@@ -17,8 +17,8 @@ Cameras (``cfg.camera``):
 
 ``render_quality`` (:data:`QUALITY`): ``"default"`` keeps MuJoCo's look exactly;
 ``"balanced"`` keeps its lighting, shadows and reflections with a 1024x1024 shadow map
-(MuJoCo's default is 4096) and no multisampling (about 3x faster with software OpenGL);
-``"fast"`` also turns shadows and reflections off (about 10x faster).
+(MuJoCo's default is 4096) and no multisampling (about 3.7x faster with software OpenGL);
+``"fast"`` also turns shadows and reflections off (about 9.3x faster; ``config.RENDER_QUALITY_SPEEDUP``).
 
 The frame shows ``data`` as the env left it after its step, like ``env.render()``;
 the renderer never writes to ``data``, so it cannot change the simulation.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 import traceback
 from typing import Any
@@ -38,10 +39,20 @@ SUBCOMMANDS: dict[str, str] = {
     "replay": "torchrl_render.cli.replay:main",  # saved rollouts -> html/mp4/gif/frames
     "compare": "torchrl_render.cli.compare:main",  # two eval_info.json: P(B > A), the IQM difference
 }
+#: What each subcommand does, for ``--help`` and docs/cli.md (one line each; a test keeps the keys equal).
+SUBCOMMAND_HELP: dict[str, str] = {
+    "sweep": "evaluate many checkpoints on many tasks, resumably, locally or on Ray (docs/sweeps.md)",
+    "sweep-status": "the progress of a sweep, read from its --out folder (running or not)",
+    "replay": "saved rollouts (--save-rollout) -> html, mp4, gif or frames, from the MuJoCo model alone",
+    "compare": "two eval_info.json: the probability that B beats A, the IQM difference, with intervals",
+}
+#: The exit code when stdout is a pipe its reader closed (128 + SIGPIPE, as a shell reports ``cat`` killed by it).
+PIPE_CLOSED = 141
 #: Above this many episodes the CLI prints a summary instead of a line per episode (--verbose: all lines).
 TABLE_MAX = 30
 _EXAMPLE = ("example:\n  python -m torchrl_render --ckpt policy.pt --policy mypkg.policy:make "
-            "--env mypkg.env:make --out run.mp4")
+            "--env mypkg.env:make --out run.mp4\n\nsubcommands (python -m torchrl_render SUBCOMMAND --help):\n"
+            + "\n".join(f"  {name:<13} {text}" for name, text in SUBCOMMAND_HELP.items()))
 
 
 def _registry_choices(name: str) -> list[str]:
@@ -154,22 +165,47 @@ def markdown_reference() -> str:
              "Exit codes: 0 success, 2 user error (one paragraph on stderr, `--debug` adds the traceback), "
              "130 interrupted (Ctrl-C); nothing is left at `--out` unless the run succeeded.", ""]
     for group in build_parser()._action_groups:
-        actions = [a for a in group._group_actions if a.help != argparse.SUPPRESS]
-        if not actions:
-            continue
-        lines += [f"## {group.title}", "", "| flag | default | choices | meaning |", "|---|---|---|---|"]
-        defaults = {f.name: f for f in dataclasses.fields(RenderConfig)}
-        for a in actions:
-            flags = ", ".join(f"`{o}`" for o in a.option_strings)
-            negative = _negative_flag(a, group)
-            if negative:
-                flags += f" / `{negative}`"
-            field_ = defaults.get(a.dest)
-            default = default_text(field_) if field_ is not None else ""
-            choices = ", ".join(map(str, a.choices)) if a.choices else ""
-            lines.append(f"| {flags} | {default} | {choices} | {(a.help or '').replace('%%', '%')} |")
-        lines.append("")
-    return "\n".join(lines)
+        lines += _group_table(group, f"## {group.title}", {f.name: f for f in dataclasses.fields(RenderConfig)})
+    return "\n".join(lines + _subcommands_reference())
+
+
+def _group_table(group: argparse._ArgumentGroup, title: str, fields: dict[str, dataclasses.Field]) -> list[str]:
+    """A markdown table of one argument group (nothing when all its flags are hidden)."""
+    actions = [a for a in group._group_actions if a.help != argparse.SUPPRESS]
+    if not actions:
+        return []
+    lines = [title, "", "| flag | default | choices | meaning |", "|---|---|---|---|"]
+    for a in actions:
+        flags = ", ".join(f"`{o}`" for o in a.option_strings) or f"`{a.dest.upper()}`"  # a positional argument
+        negative = _negative_flag(a, group)
+        if negative:
+            flags += f" / `{negative}`"
+        field_ = fields.get(a.dest)
+        default = default_text(field_) if field_ is not None else ""
+        if field_ is None and a.option_strings and a.default is not None and a.default is not False \
+                and a.default not in ([], argparse.SUPPRESS):
+            default = f"`{a.default}`"
+        choices = ", ".join(map(str, a.choices)) if a.choices else ""
+        meaning = (a.help or "").replace("%(default)s", str(a.default)).replace("%%", "%")
+        lines.append(f"| {flags} | {default} | {choices} | {meaning} |")
+    return lines + [""]
+
+
+def _subcommands_reference() -> list[str]:
+    """docs/cli.md's subcommand section: what each does, and the flags of those documented here."""
+    from . import compare, replay
+
+    lines = ["## Subcommands", "", "`python -m torchrl_render SUBCOMMAND ...`; each takes `--help` and `--version`.",
+             "", "| subcommand | what it does |", "|---|---|"]
+    lines += [f"| `{name}` | {text} |" for name, text in SUBCOMMAND_HELP.items()]
+    lines += ["", "`sweep` and `sweep-status` take the flags listed in [sweeps.md](sweeps.md#the-grid).", ""]
+    for name, parser in (("replay", replay.build_parser()), ("compare", compare.build_parser())):
+        positionals = " ".join(a.dest.upper() for a in parser._actions if not a.option_strings)
+        lines += [f"### {name}", "", f"{parser.description}", "", "```",
+                  f"python -m torchrl_render {name} {positionals} [flags]", "```", ""]  # usage would follow $COLUMNS
+        for group in parser._action_groups:
+            lines += _group_table(group, f"#### {name}: {group.title}", {})
+    return lines
 
 
 def _negative_flag(action: argparse.Action, group: argparse._ArgumentGroup) -> str | None:
@@ -223,8 +259,23 @@ def _registry(kind: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m torchrl_render`` and ``torchrl-render``; returns the exit code."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Entry point of ``python -m torchrl_render`` and ``torchrl-render``; returns the exit code.
+
+    Output into a pipe that closed early (``--print-config | head``) ends the command quietly, as ``cat``
+    does: exit code 141 (a SIGPIPE's), no traceback.
+    """
+    try:
+        code = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit where nothing can catch it
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
+        os.close(devnull)
+        return PIPE_CLOSED
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         if argv[1:] == ["--version"]:  # every subcommand, from the one version string
             print(f"{PROG} {argv[0]} {__version__}")

@@ -142,8 +142,8 @@ def _text(result: dict[str, Any], label_a: str, label_b: str) -> str:
     ])
 
 
-def main(argv: list[str]) -> int:
-    """``compare A B``: prints the comparison (``--json``: as JSON); returns the exit code."""
+def build_parser() -> Parser:
+    """The ``compare`` subcommand's flags."""
     parser = Parser(prog=f"{PROG} compare", description="Compare two evaluations: the probability that B's return "
                     "beats A's, and the IQM difference, with bootstrap intervals.")
     parser.add_argument("a", help="A's eval_info.json (a run's or a one-checkpoint sweep's).")
@@ -157,7 +157,12 @@ def main(argv: list[str]) -> int:
                         "%(default)s; 0: no intervals).")
     parser.add_argument("--seed", type=int, default=0, help="The bootstrap's seed (default: %(default)s).")
     parser.add_argument("--json", action="store_true", help="Print the result as JSON.")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """``compare A B``: prints the comparison (``--json``: as JSON); returns the exit code."""
+    args = build_parser().parse_args(argv)
     try:
         if args.bootstrap_reps < 0:
             raise ConfigError("--bootstrap-reps must not be negative", expected="0 or more", got=args.bootstrap_reps,

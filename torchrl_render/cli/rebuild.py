@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from ..frames import apply_layout, to_uint8_hwc
 from ..storage import load_rollouts
 from ..writers.group import WriterGroup
 
-__all__ = ["REPLAY_FORMATS", "replay_rollouts"]
+__all__ = ["REPLAY_FORMATS", "recorded_model_path", "replay_rollouts"]
 
 #: formats a replay can write: the states themselves (html) or frames drawn from them
 REPLAY_FORMATS = ("html", "mp4", "gif", "frames")
@@ -85,13 +86,15 @@ def _replay_config(out: Path, fmt: str | None, model_path: Path, **fields: Any) 
     return cfg
 
 
-def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, asset_paths: Sequence[Any] = (),
-                    qpos_key: Any = "qpos", format: str | None = None, **fields: Any) -> list[Artifact]:
+def replay_rollouts(rollouts: Any, model_path: str | Path | None, out: str | Path, *,
+                    asset_paths: Sequence[Any] = (), qpos_key: Any = "qpos", format: str | None = None,
+                    **fields: Any) -> list[Artifact]:
     """Rebuilds the episodes of saved rollouts from a MuJoCo model file into ``out``.
 
     Args:
         rollouts: A rollout folder (``--save-rollout``) or a list of episode TensorDicts.
-        model_path: The MuJoCo model (XML or MJB) the rollouts were recorded with.
+        model_path: The MuJoCo model (XML or MJB) the rollouts were recorded with; ``None``: the one the run
+            recorded (:func:`recorded_model_path`).
         out: The artifact to write (``.html``, ``.mp4``, ``.gif`` or a folder for frames).
         asset_paths: Files or folders with the model's meshes and textures.
         qpos_key: The key the qpos were recorded under (``mujoco_qpos_key`` of the run).
@@ -103,7 +106,7 @@ def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, a
         The artifacts written.
     """
 
-    model_path = Path(model_path)
+    model_path = Path(model_path) if model_path is not None else recorded_model_path(rollouts)
     model = load_model(model_path, asset_paths)
     episodes = _episodes(rollouts, parse_nested_key(qpos_key, "qpos_key"))
     cfg = _replay_config(Path(out), format, model_path, num_trajs=max(i for i, _, _ in episodes) + 1, **fields)
@@ -132,6 +135,48 @@ def replay_rollouts(rollouts: Any, model_path: str | Path, out: str | Path, *, a
     finally:
         if drawer is not None:
             drawer.close()
+
+
+def recorded_model_path(rollouts: Any) -> Path:
+    """The model file a run recorded for its saved rollouts: the rollout folder's ``index.json``, else the
+    run's sidecar (named there, or a ``*.metadata.json`` beside the folder that lists it as an artifact).
+
+    Gymnasium MuJoCo envs record their model file; dm_control builds its models from strings, so its
+    rollouts need ``--mujoco-model-path``.
+    """
+    fix = "pass the model file with --mujoco-model-path (model_path=...)"
+    if not isinstance(rollouts, (str, Path)):
+        raise ConfigError("replaying TensorDicts needs the MuJoCo model file", got="model_path=None", fix=fix)
+    folder = Path(rollouts)
+    index = _read_json(folder / "index.json") or {}
+    sidecars = [Path(index["metadata"])] if index.get("metadata") else []
+    sidecars += sorted(folder.absolute().parent.glob("*.metadata.json"))
+    found = index.get("mujoco_model_path")
+    for sidecar in sidecars if found is None else ():
+        meta = _read_json(sidecar) or {}
+        listed = {str(Path(a.get("path", "")).absolute()) for a in meta.get("artifacts") or []}
+        if sidecar.name and (str(folder.absolute()) in listed or Path(index.get("metadata") or "") == sidecar):
+            found = (meta.get("env_info") or {}).get("mujoco_model_path") or \
+                (meta.get("config") or {}).get("mujoco_model_path")
+            if found is not None:
+                break
+    if found is None:
+        raise ConfigError(f"no --mujoco-model-path, and the run of {str(folder)!r} recorded no MuJoCo model file "
+                          "(gymnasium MuJoCo envs record theirs; dm_control builds its models from strings)",
+                          expected="a rollout folder written with --save-rollout by a gymnasium MuJoCo env",
+                          got=str(folder), fix=fix)
+    if not Path(found).is_file():
+        raise ConfigError(f"the run of {str(folder)!r} recorded the model file {found!r}, which is not on this "
+                          "machine", got=found, fix=fix + " (the env's XML, e.g. from gymnasium/envs/mujoco/assets)")
+    return Path(found)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _write_episode(group: Any, drawer: Any, model: Any, index: int, td: Any, states: np.ndarray,

@@ -1,7 +1,8 @@
 """``python -m torchrl_render replay ROLLOUTS --mujoco-model-path model.xml --out replay.html``.
 
 Rebuilds saved rollouts (recorded with ``--mujoco-qpos-key qpos --save-rollout``) into html,
-mp4, gif or frames from the model file alone (see :mod:`torchrl_render.cli.rebuild`).
+mp4, gif or frames from the model file alone (see :mod:`torchrl_render.cli.rebuild`). Without
+``--mujoco-model-path`` the model file the run recorded (a gymnasium MuJoCo env's own) is used.
 Exit codes as for the main command: 0 done, 2 a user error (one paragraph), 130 Ctrl-C.
 
 Example:
@@ -34,8 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
                 epilog="example:\n  python -m torchrl_render replay runs/eval_rollouts --mujoco-model-path "
                        "model.xml --out replay.html", formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("rollouts", help="rollout folder written with --save-rollout (holds index.json)")
-    p.add_argument("--mujoco-model-path", required=True, help="the MuJoCo model (XML or MJB) of the rollouts")
-    p.add_argument("--mujoco-asset-paths", default="", help="comma-separated asset files or folders")
+    p.add_argument("--mujoco-model-path", default=None,
+                   help="the MuJoCo model (XML or MJB) of the rollouts (default: the model file the run recorded "
+                        "in the rollouts' index.json and its metadata sidecar; gymnasium MuJoCo envs record theirs)")
+    p.add_argument("--mujoco-asset-paths", action="extend", nargs="+", default=[], metavar="PATH",
+                   help="asset files or folders of the model (several values, as the main command takes them)")
     p.add_argument("--mujoco-qpos-key", default="qpos", help="key the qpos were recorded under (default qpos)")
     p.add_argument("--out", required=True, help="replay.html, replay.mp4, replay.gif or a folder (frames)")
     p.add_argument("--format", default=None, help="html, mp4, gif or frames (default: from --out)")
@@ -52,7 +56,8 @@ def main(argv: list[str]) -> int:
     """Runs the subcommand; returns the exit code."""
     args = build_parser().parse_args(argv)
 
-    assets = [a.strip() for a in args.mujoco_asset_paths.split(",") if a.strip()]
+    # several values, or one comma list as earlier versions took them
+    assets = [a.strip() for value in args.mujoco_asset_paths for a in value.split(",") if a.strip()]
     try:
         artifacts = replay_rollouts(args.rollouts, args.mujoco_model_path, args.out, asset_paths=assets,
                                     qpos_key=args.mujoco_qpos_key, format=args.format, fps=args.fps,

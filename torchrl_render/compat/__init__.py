@@ -29,7 +29,7 @@ from ..envs import build_env, to_torchrl_env
 from ..envs.gl import ensure_headless_gl
 from ..errors import CheckpointError, ConfigError, ResolveError, did_you_mean
 from ..policies import build_policy
-from ..resolve import import_file, import_module, is_path
+from ..resolve import factory_name, import_file, import_module, is_path
 
 __all__ = ["TensorDictPolicyAdapter", "add_step_counter", "call_with_supported_kwargs", "checkpoint_hash",
            "import_from_string", "infer_state_dict", "key_to_string", "load_render_policy", "make_render_env",
@@ -96,7 +96,7 @@ def call_with_supported_kwargs(factory: Callable[..., Any], preferred_arg: Any, 
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(missing) == 1 and len(positional) == 1 and missing[0] is positional[0]:
         return factory(preferred_arg)
-    raise ResolveError(f"cannot call the factory {factory!r}: nothing provides {[p.name for p in missing]}",
+    raise ResolveError(f"cannot call the factory {factory_name(factory)}: nothing provides {[p.name for p in missing]}",
                        expected=f"one spec parameter, or parameters named like {sorted(kwargs)}",
                        got=f"parameters {[p.name for p in params]}",
                        fix="give the parameters defaults, or take a single spec argument")

@@ -26,10 +26,15 @@ class Engine:
         policy: The :class:`~torchrl_render.policies.PolicyRunner`.
         payload: The loaded checkpoint, for the factories of further envs.
         render_mode: The render_mode the env was built with.
-        rendered: Episode indices that get step records (frames).
+        rendered: Episode indices that get step records (frames): a range, or a set of chosen episodes.
         keep: Store observations and actions (data writers, trajectories).
         reward_fn: Optional reward override (``reward_fn(transition) -> reward``).
         notes: The run's warnings.
+        only: Run exactly these episode indices (each reset with ``seed + index``), not ``0..num_trajs-1``.
+        batch_like: Rendered episodes call the policy on a batch of this many copies of their observation
+            (the re-run of episodes that ran K at a time with one policy call per batch step), taking
+            the row of ``batch_rows[index]`` (the slot the episode ran in; elementwise kernels treat rows
+            at the batch's end apart, so the row matters to the last bit).
     """
 
     cfg: Any
@@ -37,11 +42,14 @@ class Engine:
     policy: Any
     payload: Any = None
     render_mode: str | None = None
-    rendered: range = range(0)
+    rendered: range | frozenset[int] = range(0)
     keep: bool = True
     reward_fn: Any = None
     notes: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    only: tuple[int, ...] | None = None
+    batch_like: int | None = None
+    batch_rows: dict[int, int] = field(default_factory=dict)
     _plan: EpisodePlan | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +64,14 @@ class Engine:
             self.policy.env = self.env
 
     @property
+    def batched_policy(self) -> int | None:
+        """K when the gymnasium path calls the policy once per batch step of K envs (else None)."""
+        cfg = self.cfg
+        if self.path != "gymnasium" or cfg.num_envs < 2 or cfg.policy_batch != "batched" or self.policy.stateful:
+            return None
+        return cfg.num_envs
+
+    @property
     def frames_in_workers(self) -> bool:
         """Whether frames are made inside torchrl env workers (torchrl path, K > 1)."""
         return self.path == "torchrl" and self.cfg.num_envs > 1
@@ -65,8 +81,12 @@ class Engine:
         episode order that decides, once every earlier episode has finished, which are reported."""
         if self._plan is None:
             cfg = self.cfg
-            self._plan = EpisodePlan(min_timesteps=cfg.eval_n_timesteps) if cfg.eval_n_timesteps is not None \
-                else EpisodePlan(num_trajs=cfg.num_trajs)
+            if self.only is not None:  # a re-run of chosen episodes
+                self._plan = EpisodePlan(indices=self.only)
+            elif cfg.eval_n_timesteps is not None:
+                self._plan = EpisodePlan(min_timesteps=cfg.eval_n_timesteps)
+            else:
+                self._plan = EpisodePlan(num_trajs=cfg.num_trajs)
         return self._plan
 
     def prepare(self) -> None:
@@ -118,7 +138,7 @@ def _in_order(items: Iterator[StepRecord | Episode], plan: EpisodePlan) -> Itera
     started past the cut can end before the one that reaches the budget; it is dropped here.)
     """
     waiting: dict[int, Episode] = {}
-    expected = 0
+    expected = plan.first()
     for item in items:
         if isinstance(item, StepRecord):
             yield item
@@ -126,7 +146,7 @@ def _in_order(items: Iterator[StepRecord | Episode], plan: EpisodePlan) -> Itera
         waiting[item.index] = item
         while expected in waiting:
             episode = waiting.pop(expected)
-            expected += 1
+            expected = plan.successor(expected)
             if plan.keeps(episode.index):
                 yield episode
     for index in sorted(waiting):  # episodes past a cut, whose predecessors were discarded unfinished

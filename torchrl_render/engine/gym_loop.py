@@ -29,8 +29,8 @@ from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step
 from .records import Episode, StepRecord
 from .slot_loop import SlotLoop
 
-__all__ = ["MIN_FREE_CORES", "ORDER_S", "actor", "free_cores", "parallel_wins", "prepare", "read_qpos", "release",
-           "run_gymnasium"]
+__all__ = ["MIN_FREE_CORES", "ORDER_S", "actor", "free_cores", "padded_actor", "parallel_wins", "prepare", "read_qpos",
+           "release", "run_gymnasium"]
 
 #: What an order to the env workers costs (wake, answer; seconds) beyond the env steps, against which
 #: ``auto`` weighs the env time that they save: 60-90 us measured on a 2-core VM (a no-op env's batch step).
@@ -52,8 +52,9 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
     extras = _extras(cfg, raw)
     if rendered:
         slots = InProcessSlots([raw], extras)
-        act, begin = actor(engine.policy, slots, per_env=True)
-        yield from SlotLoop(slots, act, begin, plan, **common).run(rendered, below=rendered.stop)
+        act, begin = padded_actor(engine.policy, slots, engine.batch_like, engine.batch_rows, cfg.seed) \
+            if engine.batch_like else actor(engine.policy, slots, per_env=True)
+        yield from SlotLoop(slots, act, begin, plan, **common).run(rendered, below=max(rendered) + 1)
     if not plan.more():
         return
     slots, owned = engine.__dict__.pop("_batch", None) or _slots(engine, extras)
@@ -176,6 +177,32 @@ def _start_method(make: Any, notes: list[str]) -> str:
         notes.append("env factory is not picklable: env workers are forked instead of spawned")
         return "fork"
     return "spawn"
+
+
+def padded_actor(policy: Any, slots: Any, k: int, rows: dict[int, int], seed: int) -> tuple[Any, Any]:
+    """``act``/``begin`` for one env acting as every row of a ``[k]`` batch: a re-run of an episode that ran
+    in row ``rows[index]`` of a batch of ``k`` with one policy call per batch step gets the same call and
+    reads the same row, so the same actions to the bit (a batched matrix product and a single row's differ
+    in their last bits; rows do not mix). Episode ``index`` is the one reset with ``seed + index``."""
+    import torch
+
+    padded = {key: np.repeat(slots.obs[key][:1], k, axis=0) for key in slots.obs}
+    views = {key: torch.from_numpy(padded[key]) for key in slots.layout}
+    spec = policy.gym_check.spec
+    out = np.zeros((slots.num, *spec.shape), np.dtype(str(spec.dtype).replace("torch.", "")))
+    guard = ActionGuard(out, gym_bounds(plain_gymnasium(policy.env).action_space))
+    batch, row = (k,), [0]
+
+    def begin(i: int, episode_seed: int | None) -> None:
+        row[0] = rows.get(episode_seed - seed, 0) if episode_seed is not None else 0
+
+    def act(active: np.ndarray) -> np.ndarray:
+        for key, copies in padded.items():
+            copies[:] = slots.obs[key][0]
+        out[0] = policy.act(views, batch).numpy()[row[0]]
+        return guard(active)
+
+    return act, begin
 
 
 def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:

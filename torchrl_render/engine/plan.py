@@ -15,13 +15,26 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["EpisodePlan"]
 
 
 class EpisodePlan:
-    """Dispatches episode indices (see the module docstring)."""
+    """Dispatches episode indices (see the module docstring); ``indices``: exactly these episodes, in
+    increasing order (the re-run of chosen episodes, each seeded as in the run that chose them).
 
-    def __init__(self, num_trajs: int | None = None, min_timesteps: int | None = None) -> None:
+    Example:
+        >>> plan = EpisodePlan(indices=[7, 2])
+        >>> [plan.next(), plan.next(), plan.next()], plan.keeps(7), plan.keeps(3), plan.successor(2)
+        ([2, 7, None], True, False, 7)
+    """
+
+    def __init__(self, num_trajs: int | None = None, min_timesteps: int | None = None,
+                 indices: Any = None) -> None:
+        self.order = sorted(set(indices)) if indices is not None else None
+        if self.order is not None:
+            num_trajs = len(self.order)
         if (num_trajs is None) == (min_timesteps is None):
             raise ValueError("exactly one of num_trajs and min_timesteps")
         self.num_trajs, self.min_timesteps = num_trajs, min_timesteps
@@ -32,11 +45,27 @@ class EpisodePlan:
 
     def next(self, below: int | None = None) -> int | None:
         """The next episode to start (``None``: no more; ``below`` caps the index, for a first phase)."""
+        if self.order is not None:
+            if self.issued >= len(self.order) or (below is not None and self.order[self.issued] >= below):
+                return None
+            self.issued += 1
+            return self.order[self.issued - 1]
         limit = self.cutoff if below is None else min(below, self.cutoff if self.cutoff is not None else below)
         if limit is not None and self.issued >= limit:
             return None
         self.issued += 1
         return self.issued - 1
+
+    def first(self) -> int:
+        """The first episode index the plan reports."""
+        return self.order[0] if self.order else 0
+
+    def successor(self, index: int) -> int:
+        """The episode reported after ``index``."""
+        if self.order is None:
+            return index + 1
+        position = self.order.index(index) + 1
+        return self.order[position] if position < len(self.order) else index + 1
 
     def more(self) -> bool:
         """Whether :meth:`next` would issue another episode."""
@@ -57,4 +86,6 @@ class EpisodePlan:
 
     def keeps(self, index: int) -> bool:
         """Whether a finished episode is reported (final once every episode before it has finished)."""
+        if self.order is not None:
+            return index in self.order
         return index >= 0 and (self.cutoff is None or index < self.cutoff)

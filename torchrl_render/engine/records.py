@@ -64,6 +64,7 @@ class Episode:
         trajectory: The episode's transitions as one TensorDict ``[T]``, when kept.
         wall_s: Seconds from its reset to its last step.
         extra: Further per-episode metrics (e.g. ``sum_reward_fn``).
+        slot: The env slot it ran in (gymnasium path), not a metric: a re-run in the same batch row.
 
     Example:
         >>> ep = Episode(0, 7, np.array([1.0, 2.0]), np.array([False, True]), np.array([False, True]),
@@ -85,6 +86,7 @@ class Episode:
     trajectory: Any = None
     wall_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    slot: int | None = None
 
     @property
     def length(self) -> int:

@@ -248,7 +248,7 @@ class SlotLoop:
         succ = int(self.succ[i])
         ep = Episode(index, None if self.seed is None else self.seed + index, rewards, term | trunc, term, trunc,
                      sum_reward=float(self.ret[i]), success=None if succ < 0 else bool(succ),
-                     wall_s=time.perf_counter() - float(self.t0[i]))
+                     wall_s=time.perf_counter() - float(self.t0[i]), slot=i)
         if self.reward_fn is not None:
             ep.extra["sum_reward_fn"] = float(self.fn_ret[i])
         if self.keep:

@@ -18,10 +18,10 @@ from typing import Any
 
 from ..config import RenderConfig, RenderEnvSpec
 from ..errors import EnvError, did_you_mean
-from ..resolve import call_factory, receives, resolve
+from ..resolve import call_factory, factory_name, receives, resolve
 from .gl import missing_gl_library
 from .handle import GymnasiumEnv, loaded_class
-from .unwrap import is_dm_env, is_gymnasium, plain_gymnasium, underlying_env
+from .unwrap import is_dm_env, is_gymnasium, model_file, plain_gymnasium, underlying_env
 
 __all__ = ["GymnasiumEnv", "as_torchrl", "build_env", "describe_env", "is_env_object", "make_raw_env", "open_env",
            "plain_gymnasium", "to_torchrl_env"]
@@ -70,7 +70,7 @@ def _raw_env(cfg: RenderConfig, spec: RenderEnvSpec) -> Any:
         return _from_shortcut(cfg.env, spec)
     factory = resolve(cfg.env, "env")
     if cfg.render_mode is not None and not receives(factory, spec, cfg.env_kwargs, "render_mode", "env"):
-        raise EnvError(f"the env factory {cfg.env!r} takes no render_mode parameter (nor a spec), so "
+        raise EnvError(f"the env factory {factory_name(factory)} takes no render_mode parameter (nor a spec), so "
                        f"--render-mode {cfg.render_mode} cannot reach it",
                        expected="a factory that takes render_mode (or spec, and reads spec.render_mode)",
                        got=f"parameters {list(inspect.signature(factory).parameters)}",
@@ -166,7 +166,8 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
         from .isaaclab import wrap_isaaclab  # imports torchrl and torch: only for Isaac Lab envs
 
         return wrap_isaaclab(obj, device)
-    raise EnvError(f"the env factory {source!r} returned a {type(obj).__module__}.{type(obj).__qualname__}, "
+    raise EnvError(f"the env factory {factory_name(source)} returned a "
+                   f"{type(obj).__module__}.{type(obj).__qualname__}, "
                    "which is not an environment",
                    expected="a torchrl EnvBase, a gymnasium.Env or a dm_control Environment"
                             + ("" if backend == "auto" else f" matching env_backend={backend!r}"),
@@ -233,4 +234,5 @@ def describe_env(env: Any) -> dict[str, Any]:
     spec = getattr(getattr(raw, "unwrapped", raw), "spec", None) or getattr(raw, "spec", None)
     name = "GymWrapper" if isinstance(env, GymnasiumEnv) else type(env).__name__  # the class torchrl would have
     return {"class": name, "raw_class": f"{type(raw).__module__}.{type(raw).__qualname__}",
-            "id": getattr(spec, "id", None), "batch_size": list(getattr(env, "batch_size", []))}
+            "id": getattr(spec, "id", None), "batch_size": list(getattr(env, "batch_size", [])),
+            "mujoco_model_path": model_file(env)}  # where replay finds the model of saved rollouts

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SIMULATION_PLACES", "describe_env", "find_simulation", "is_dm_env", "is_gymnasium", "plain_gymnasium",
-           "space_keys", "underlying_env"]
+__all__ = ["SIMULATION_PLACES", "describe_env", "find_simulation", "is_dm_env", "is_gymnasium", "model_file",
+           "plain_gymnasium", "space_keys", "underlying_env"]
 
 
 def underlying_env(env: Any) -> Any:
@@ -52,6 +52,21 @@ def plain_gymnasium(env: Any) -> Any:
     if wrapper is None or type(env) is not wrapper or not getattr(env, "_torchrl_render_wrapped", False):
         return None
     return env._env if is_gymnasium(env._env) else None
+
+
+def model_file(env: Any) -> str | None:
+    """The MuJoCo model file (absolute path) a gymnasium MuJoCo env was built from, else None.
+
+    Gymnasium's ``MujocoEnv`` keeps it as ``fullpath``; dm_control builds its models from strings, so it
+    has none. The sidecar and the saved rollouts record it, and ``replay`` finds the model from there.
+    """
+    from os.path import abspath, isfile
+
+    from .handle import GymnasiumEnv
+
+    raw = env.raw if isinstance(env, GymnasiumEnv) else underlying_env(env)
+    path = getattr(getattr(raw, "unwrapped", raw), "fullpath", None)
+    return abspath(path) if isinstance(path, str) and isfile(path) else None
 
 
 def space_keys(space: Any, prefix: tuple[str, ...] = ()) -> set[Any]:

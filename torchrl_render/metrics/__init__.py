@@ -8,7 +8,8 @@ deviation (ddof=0), as ``numpy.std``, SB3's ``evaluate_policy`` and imitation re
 ``ci95_sum_reward`` is the Student-t 95% interval of the mean, which uses the sample standard
 deviation (ddof=1), as that interval requires, and the exact quantile ``t(0.975, n-1)`` at every
 ``n`` (scipy's); ``ci95_success`` is the 95% Wilson score interval of ``pc_success`` (in
-percent). ``iqm_sum_reward`` is the interquartile mean of the returns (the 25%-trimmed mean);
+percent), present when some episode reports success; ``avg_sum_reward_fn`` and ``std_sum_reward_fn``
+are present with a reward function. ``iqm_sum_reward`` is the interquartile mean of the returns (the 25%-trimmed mean);
 ``iqm_sum_reward_ci95`` and ``median_sum_reward_ci95`` are their 95% percentile bootstrap intervals over
 the episodes (:mod:`torchrl_render.metrics.robust`, rliable's definitions), seeded with the run's seed
 (its first episode's) unless told. An episode cut by ``max_steps`` is ``truncated``. ``n_traj`` is imitation's name for

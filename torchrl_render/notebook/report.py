@@ -303,4 +303,9 @@ def _episode_caption(video: ReportVideo) -> str:
         bits.append("success" if m["success"] else "failure")
     if video.name:
         bits.append(f"{fmt_size(video.size)} mp4")
+    if m.get("render_reason"):  # chosen with --render-select (worst 1 of 3, ...)
+        bits.append(f"chosen: {m['render_reason']}")
+    if m.get("rerun"):  # the filmed re-run did not reproduce the first pass
+        bits.append(f"the video shows a re-run with return {fmt_cell(float(m['rerun']['sum_reward']))}, "
+                    f"{m['rerun']['length']} steps")
     return ", ".join(bits)

@@ -21,7 +21,7 @@ from ..checkpoint import infer_state_dict, load_into_policy
 from ..config import Deferred, RenderConfig, RenderPolicySpec
 from ..envs.handle import loaded_class
 from ..errors import PolicyError, UserPolicyError
-from ..resolve import call_factory, resolve
+from ..resolve import call_factory, factory_name, resolve
 from .actions import non_finite_action
 from .adapters import policy_kind
 from .runner import PolicyRunner, exploration_type, visible_keys
@@ -46,7 +46,8 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
                                 config=cfg)
         policy = call_factory(resolve(cfg.policy, "policy"), spec, cfg.policy_kwargs, "policy")
     if policy is None or not callable(policy):
-        raise PolicyError(f"the policy factory {cfg.policy!r} returned {type(policy).__name__}, which cannot act",
+        raise PolicyError(f"the policy factory {factory_name(cfg.policy)} returned {type(policy).__name__}, "
+                          "which cannot act",
                           expected="a TensorDictModule, an nn.Module or a callable mapping observations to actions",
                           got=type(policy).__name__, fix="return the policy object from the factory")
     _load_weights(cfg, policy, payload, notes)

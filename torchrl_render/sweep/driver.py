@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import ConfigError, OutputExistsError, RenderError
 from ..loggers import EvalLogger, check_logger
 from ..sidecar import versions
+from .gallery import film_galleries
 from .grid import Cell, SweepConfig, checkpoint_cells, expand_cells
 from .local import LocalExecutor, machine_cpus
 from .ray_exec import RayExecutor, import_ray
@@ -377,6 +378,9 @@ class _Driver:
             executor.close()
         if self.tracker is not None:
             self.tracker.close()
+        if final:  # --render-select worst:N...: the complete cells' chosen episodes, filmed once
+            film_galleries(self.cfg.base, self.cfg.out, self.cells.values(), read_records(self.cfg.out),
+                           self.store.append)
         self.store.close()
         self.report_paths = write_derived(self.cfg.out, html=self.cfg.report, notebook=final and self.cfg.report) \
             if derived else []

@@ -18,6 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .gallery import gallery_html
+
 __all__ = ["episode_videos", "plot_aggregates", "plot_curve", "plot_improvement", "plot_profiles", "robust_table",
            "success_table", "write_html"]
 
@@ -203,7 +205,7 @@ def write_html(folder: Path, info: dict[str, Any]) -> Path:
     if info["failures"]:
         body.append("<h2>Failures</h2><ul>" + "".join(f"<li class=failed><b>{html.escape(c)}</b>: {html.escape(e)}"
                                                        "</li>" for c, e in info["failures"].items()) + "</ul>")
-    body += ["<h2>Rendered episodes</h2>", episode_videos(info)]
+    body += [gallery_html(info), "<h2>Rendered episodes</h2>", episode_videos(info)]
     page = (f"<!doctype html><html><head><meta charset=utf-8><title>Sweep report</title><style>{_STYLE}</style>"
             f"</head><body>{''.join(body)}</body></html>\n")
     path = folder / "report.html"

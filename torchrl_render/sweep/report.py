@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics import aggregate, robust
+from .gallery import galleries
 from .html import write_html
 from .notebook import write_notebook
 from .store import read_manifest, read_records, write_json_atomic
@@ -151,6 +152,7 @@ def derive(folder: Path) -> dict[str, Any]:
                      "episodes": sum(len(v) for v in episodes.values()),
                      "episodes_total": sum(c["num_trajs"] for c in cells)},
         "failures": {cid: errors[cid] for cid, s in status.items() if s == "failed"},
+        "galleries": galleries(records, lambda p: _relative(p, folder)),  # --render-select worst:N...
     }
     return info
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..api import render_policy
 from ..config import RenderConfig
+from ..selection import needs_two_passes, only_first, parse_selectors
 from ..writers import WRITERS
 
 __all__ = ["block_config", "run_unit"]
@@ -35,9 +36,12 @@ def block_config(unit: dict[str, Any]) -> Any:
     fmt = base.get("format") or "mp4"
     fields: dict[str, Any] = {"num_trajs": count, "num_envs": min(int(base.get("num_envs", 1)), count),
                               "seed": None if cell["seed"] is None else cell["seed"] + start}
-    limit = base.get("max_episodes_rendered")
+    selectors = parse_selectors(base.get("render_select"))
+    limit = only_first(selectors) if selectors else base.get("max_episodes_rendered")
     rendered = count if limit is None else max(0, min(count, limit - start))
-    fields["max_episodes_rendered"] = rendered
+    fields["max_episodes_rendered"], fields["render_select"] = rendered, []
+    if needs_two_passes(selectors):  # chosen from the whole cell's numbers: filmed after it (gallery.py)
+        rendered, fmt = 0, "json"
     if rendered == 0 and WRITERS.entry(fmt).needs_frames:
         fmt = "json"  # nothing to film in this block: its metrics alone (no frames, no stored steps)
     entry = WRITERS.entry(fmt)

@@ -142,6 +142,11 @@ class Writer(ABC):
     def on_episode(self, metrics: dict[str, Any]) -> None:
         """Data writers: called when an episode ends."""
 
+    def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:
+        """Called once before :meth:`close` by a run that filmed episodes chosen from its numbers
+        (``--render-select worst:3``): the whole run's per-episode metrics, where :meth:`on_episode` saw
+        only the filmed episodes' (each labelled with ``render_reason``)."""
+
     @abstractmethod
     def _finish(self) -> dict[str, Any]:
         """Flushes and closes the temporary output; returns artifact info."""

@@ -155,6 +155,11 @@ class WriterGroup:
             with _os_errors(writer):
                 writer.on_episode(metrics)
 
+    def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:
+        for writer in self._writers.values():
+            with _os_errors(writer):
+                writer.on_metrics(per_episode)
+
     def writers(self) -> list[Writer]:
         return list(self._writers.values())
 
@@ -222,6 +227,9 @@ class BackgroundWriters:
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         self._put("on_episode", metrics)
+
+    def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:
+        self._put("on_metrics", per_episode)
 
     def _join(self) -> None:
         if self.thread.is_alive():

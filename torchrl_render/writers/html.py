@@ -101,6 +101,9 @@ class HtmlWriter(Writer):
         if self._current is not None and self._current["episode_ix"] == metrics.get("episode_ix"):
             self._current["metrics"] = {k: metrics.get(k) for k in
                                         ("seed", "sum_reward", "length", "success", "terminated", "truncated")}
+            for key in ("render_reason", "rerun"):  # --render-select: why it is shown; a re-run that differed
+                if metrics.get(key) is not None:
+                    self._current["metrics"][key] = metrics[key]
             self._end_episode()
 
     def _start(self, model: Any) -> None:

@@ -222,6 +222,10 @@ class IpynbWriter(Writer):
         self._close_video(metrics["episode_ix"])
         self._close_viewer(metrics)
 
+    def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:
+        """The report's table and aggregates cover every episode of the run, not only the filmed ones."""
+        self._episodes = list(per_episode)
+
     # -- the 3-D viewer of each episode (an html replay, embedded in a sandboxed iframe) ----------
     def _viewer_state(self, bundle: FrameBundle) -> None:
         traj = bundle.trajectory_index

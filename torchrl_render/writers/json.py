@@ -5,8 +5,10 @@ One JSON object, written when the run ends (atomically, like every artifact)::
     {"per_episode": [{"episode_ix", "seed", "sum_reward", "max_reward", "length", "success",
                       "terminated", "truncated", "wall_s", "num_frames", ...}, ...],
      "aggregated": {"avg_sum_reward", "avg_max_reward", "pc_success", "n_episodes", "eval_s",
-                    "eval_ep_s", "std_sum_reward", "ci95_sum_reward", "ci95_success",
-                    "iqm_sum_reward", "iqm_sum_reward_ci95", "median_sum_reward", "median_sum_reward_ci95", ...},
+                    "eval_ep_s", "std_sum_reward", "ci95_sum_reward",
+                    "iqm_sum_reward", "iqm_sum_reward_ci95", "median_sum_reward", "median_sum_reward_ci95", ...,
+                    "ci95_success" (when some episode reports success),
+                    "avg_sum_reward_fn", "std_sum_reward_fn" (with a reward function)},
      "overall": <the same as aggregated, lerobot-eval's top-level name>}
 
 Nothing is rendered and no step is stored: the leanest output, for evaluations of thousands of

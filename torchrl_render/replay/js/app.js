@@ -17,6 +17,8 @@
     ready: new Promise((res, rej) => { resolveReady = res; rejectReady = rej; }),
     episodes: meta.map((e) => e.episode_ix),
     numFrames(episode) { return info(episode === undefined ? st.primary : episode).frames; },
+    // why an episode is shown (--render-select: "worst 1 of 3", ...), null when it was not chosen
+    reason(episode) { return info(episode === undefined ? st.primary : episode).render_reason || null; },
     seek(frame, episode) {
       // checked before anything changes: a bad frame or episode throws and leaves the page as it was
       if (typeof frame !== "number" || !Number.isFinite(frame)) {
@@ -157,6 +159,8 @@
       const m = info(e), tag = st.secondary === null ? "" : " (ep " + e + ")";
       rows.push(["episode" + tag, e], ["seed" + tag, m.seed], ["return" + tag, m.sum_reward],
                 ["length" + tag, m.length], ["success" + tag, m.success]);
+      if (m.render_reason) rows.push(["chosen" + tag, m.render_reason]);
+      if (m.rerun) rows.push(["re-run shown" + tag, "return " + fmt(m.rerun.sum_reward) + ", length " + m.rerun.length]);
     }
     const sha = head.facts.checkpoint_sha256;
     rows.push(["checkpoint sha256", sha ? sha.slice(0, 16) + "..." : null], ["env", head.facts.env]);
@@ -197,7 +201,8 @@
     $("episode").onchange = (e) => setPrimary(e.target.value);
     $("compare").onchange = (e) => setSecondary(e.target.value);
     for (const e of api.episodes) {
-      for (const id of ["episode", "compare"]) $(id).add(new Option("episode " + e, String(e)));
+      const why = info(e).render_reason;
+      for (const id of ["episode", "compare"]) $(id).add(new Option("episode " + e + (why ? " (" + why + ")" : ""), String(e)));
     }
     document.addEventListener("keydown", (e) => {
       if (e.target.tagName === "INPUT" && e.target.type !== "range" || e.target.tagName === "SELECT") return;
