@@ -184,8 +184,26 @@ def _load_safetensors(path: Path) -> dict[str, Any]:
     try:
         return load_file(str(path))
     except Exception as exc:  # safetensors raises its own SafetensorError (and OSError) on bad bytes
-        raise CheckpointError(f"checkpoint {str(path)!r} is not a valid safetensors file: {exc}",
-                              fix=_CORRUPT_FIX) from exc
+        raise CheckpointError(f"checkpoint {str(path)!r} is not a valid safetensors file: "
+                              f"{_safetensors_problem(path) or exc}", fix=_CORRUPT_FIX) from exc
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    """What is wrong with a safetensors file's header, in words that do not change with the library's version
+    (it starts with the length of a JSON header as 8 little-endian bytes); None when the header is sound."""
+    import json
+
+    data = path.read_bytes()
+    if len(data) < 8:
+        return f"it has {len(data)} bytes, fewer than the 8 that give the header's length"
+    length = int.from_bytes(data[:8], "little")
+    if length > len(data) - 8:
+        return f"its header claims {length} bytes and the file holds {len(data) - 8} after the length"
+    try:
+        json.loads(data[8:8 + length])
+    except ValueError:
+        return "its header is not JSON"
+    return None
 
 
 # -- state dicts -----------------------------------------------------------------------------------------
