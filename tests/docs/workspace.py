@@ -19,6 +19,7 @@ from pathlib import Path
 import shrink
 
 from helpers.paths import ROOT
+from helpers.xserver import xvfb
 
 FACTORY = '''"""The docs' placeholder for your {what} factory: the shipped HalfCheetah example's."""
 import importlib.util
@@ -164,21 +165,5 @@ def shrunk_render_policy():
 @contextlib.contextmanager
 def x_server():
     """A real X server (Xvfb) for the blocks that open a window (``--viewer``); None where Xvfb is missing."""
-    import time
-
-    if shutil.which("Xvfb") is None:
-        yield None
-        return
-    number = next(n for n in range(200, 300) if not Path(f"/tmp/.X{n}-lock").exists()
-                  and not Path(f"/tmp/.X11-unix/X{n}").exists())
-    proc = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    socket = Path(f"/tmp/.X11-unix/X{number}")
-    deadline = time.monotonic() + 20
-    while not socket.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        yield f":{number}" if socket.exists() else None
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with xvfb(range(200, 300)) as display:
+        yield display

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from helpers.paths import TESTS
+from helpers.xserver import xvfb
 
 CHEETAH = ["--policy", "helpers.policies:linear_policy", "--env", "HalfCheetah-v5", "--width", "48", "--height", "48",
            "--render-quality", "fast", "--seed", "3"]
@@ -31,18 +32,9 @@ def display():
     """A real X server (Xvfb :N, 800x600x24) on a free display number, for the module."""
     if shutil.which("Xvfb") is None or shutil.which("xdotool") is None:
         pytest.skip("Xvfb/xdotool not installed (bash tools/test_setup.sh installs them)")
-    number = next(n for n in range(60, 160) if not Path(f"/tmp/.X{n}-lock").exists()
-                  and not Path(f"/tmp/.X11-unix/X{n}").exists())
-    proc = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    socket = Path(f"/tmp/.X11-unix/X{number}")
-    deadline = time.monotonic() + 20
-    while not socket.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert socket.exists(), "Xvfb did not start"
-    yield f":{number}"
-    proc.terminate()
-    proc.wait(10)
+    with xvfb(range(60, 160)) as number:
+        assert number is not None, "Xvfb did not start"
+        yield number
 
 
 def grab(display: str) -> np.ndarray:
