@@ -1,7 +1,8 @@
 """``--logger``: a run's evaluation through TorchRL's loggers, read back with each tool's own reader.
 
 Real runs of the shipped InvertedPendulum example (64x64, fast look, 20 steps); the logs read back
-with TensorBoard's EventAccumulator, the CSV files, and W&B's offline run file (W&B's protobufs).
+with TensorBoard's EventAccumulator, the CSV files, W&B's offline run file (W&B's protobufs) and
+MLflow's own client on the local store.
 A sweep's per-cell logging is in tests/sweep/test_watch.py.
 """
 
@@ -18,7 +19,7 @@ from torchrl_render.loggers import LOGGERS
 
 from helpers.clicode import exit_code
 from helpers.paths import ROOT
-from helpers.trackers import csv_scalars, tensorboard_scalars, wandb_config, wandb_history
+from helpers.trackers import csv_scalars, mlflow_run, tensorboard_scalars, wandb_config, wandb_history
 
 PEND = {"ckpt": str(ROOT / "examples/inverted_pendulum/policy.pt"),
         "policy": str(ROOT / "examples/inverted_pendulum/policy.py:make_policy"), "env": "InvertedPendulum-v5",
@@ -71,22 +72,39 @@ def test_csv_and_wandb_offline(tmp_path, monkeypatch):
     assert wandb_config(path)["num_trajs"] == 2
 
 
-def test_a_logger_without_its_package_is_refused_before_anything_runs(tmp_path, capsys):
-    if importlib.util.find_spec("mlflow") is not None:
-        pytest.skip("mlflow is installed here")
+@pytest.mark.slow
+def test_mlflow_local_store_read_back_with_mlflows_client(tmp_path):
+    run = render_policy(RenderConfig(**PEND, out=tmp_path / "m.mp4", logger="mlflow", exp_name="evalrun",
+                                     logger_project="pendulum", logger_dir=str(tmp_path / "ml")))
+    got = mlflow_run(tmp_path / "ml", "pendulum")
+    assert got["name"] == "evalrun" and set(got["metrics"]) == TAGS
+    assert got["metrics"]["eval/avg_sum_reward"] == [(STEP, pytest.approx(run.metrics["aggregated"]["avg_sum_reward"]))]
+    assert got["metrics"]["eval/avg_length"] == [(STEP, 20.0)]
+    assert got["params"]["num_trajs"] == "2" and got["params"]["env"] == "InvertedPendulum-v5"
+    assert got["artifacts"] == [f"videos/eval_video_step_{STEP}.mp4"]
+    video = tmp_path / "ml" / "mlartifacts" / got["artifact_uri"].split("/mlartifacts/")[1] / got["artifacts"][0]
+    assert video.read_bytes()[4:8] == b"ftyp"  # an mp4, in the log folder: no server, nothing outside it
+
+
+def test_a_logger_without_its_package_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    real = importlib.util.find_spec
+    hidden = {"alembic", "omegaconf"}  # as on a machine where mlflow came without the loggers extra
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in hidden else real(name, *a))
     out = tmp_path / "run.mp4"
     code = exit_code(["--ckpt", PEND["ckpt"], "--policy", PEND["policy"], "--env", "InvertedPendulum-v5",
                       "--out", str(out), "--logger", "mlflow"])
     err = capsys.readouterr().err
-    assert code == 2 and "--logger mlflow needs the mlflow package, which is not installed" in err
-    assert "importlib_metadata<10" in err and not out.exists() and not (tmp_path / "logs").exists()
+    assert code == 2 and "--logger mlflow needs the alembic and omegaconf packages, which are not installed" in err
+    assert "Install it with: pip install 'torchrl_render[loggers]'" in err
+    assert not out.exists() and not (tmp_path / "logs").exists()
     code = exit_code(["--ckpt", PEND["ckpt"], "--policy", PEND["policy"], "--env", "InvertedPendulum-v5",
                       "--out", str(out), "--logger", "tensorbord"])
     assert code == 2 and "Did you mean 'tensorboard'?" in capsys.readouterr().err  # argparse's choices
 
 
 @pytest.mark.slow
-def test_a_sweep_logs_each_cell_with_its_task_in_the_tag(tmp_path):
+@pytest.mark.parametrize("kind", ["csv", "mlflow"])
+def test_a_sweep_logs_each_cell_with_its_task_in_the_tag(tmp_path, kind):
     from torchrl_render import SweepConfig, sweep
 
     from helpers import sweep_envs as sweepenv
@@ -96,12 +114,17 @@ def test_a_sweep_logs_each_cell_with_its_task_in_the_tag(tmp_path):
                                                                   "b=helpers.tinyenv:make_env"],
                                out=tmp_path / "sw", workers=1, report=False,
                                base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 3,
-                                     "max_episodes_rendered": 0, "logger": "csv", "exp_name": "evals"}))
-    got = csv_scalars(tmp_path / "sw" / "logs" / "evals")
+                                     "max_episodes_rendered": 0, "logger": kind, "exp_name": "evals"}))
+    if kind == "csv":
+        got = csv_scalars(tmp_path / "sw" / "logs" / "evals")
+        hparams = (tmp_path / "sw" / "logs" / "evals" / "texts" / "hparams0.txt").read_text()
+        assert "base.num_trajs: 3" in hparams and "watch: False" in hparams
+    else:
+        run = mlflow_run(tmp_path / "sw" / "logs", "torchrl_render")
+        assert run["name"] == "evals" and run["params"]["base.num_trajs"] == "3" and run["params"]["watch"] == "False"
+        got = run["metrics"]
     assert {t for t in got if t.endswith("avg_sum_reward")} == {"eval/a/avg_sum_reward", "eval/b/avg_sum_reward"}
     means = {(e["step"], task): c["avg_sum_reward"] for e in result.eval_info["per_checkpoint"]
              for task, c in e["per_task"].items()}
     for task in ("a", "b"):
         assert dict(got[f"eval/{task}/avg_sum_reward"]) == pytest.approx({s: means[(s, task)] for s in (10, 20)})
-    hparams = (tmp_path / "sw" / "logs" / "evals" / "texts" / "hparams0.txt").read_text()
-    assert "base.num_trajs: 3" in hparams and "watch: False" in hparams

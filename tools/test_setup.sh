@@ -7,9 +7,11 @@ PY=${1:-.venv/bin/python}
 # the sweep tests start a real local Ray cluster (the `ray` extra of pyproject.toml).
 "$PY" -c 'import ray, sys; sys.exit(ray.__version__ != "2.60.0")' 2>/dev/null || "$PY" -m pip install -q 'ray==2.60.0'
 
-# --logger's tests read TensorBoard, CSV and W&B offline logs back (the `loggers` extra of pyproject.toml).
-"$PY" -c 'import tensorboard, wandb, moviepy.editor' 2>/dev/null \
-    || "$PY" -m pip install -q -c "$(dirname "$0")/../constraints.txt" 'tensorboard==2.21.0' 'wandb==0.31.0' 'moviepy==1.0.3'
+# --logger's tests read TensorBoard, CSV, W&B offline and MLflow local-store logs back (the `loggers` extra of
+# pyproject.toml).
+"$PY" -c 'import tensorboard, wandb, moviepy.editor, mlflow, sqlalchemy, alembic, omegaconf' 2>/dev/null \
+    || "$PY" -m pip install -q -c "$(dirname "$0")/../constraints.txt" 'tensorboard==2.21.0' 'wandb==0.31.0' \
+        'moviepy==1.0.3' 'mlflow-skinny==3.17.2' 'SQLAlchemy==2.1.9' 'alembic==1.20.1' 'omegaconf==2.4.0'
 
 # The SB3 interop tests (tests/policies/test_sb3.py, the policy conformance matrix) train tiny stable-baselines3 models.
 "$PY" -c 'import stable_baselines3, sys; sys.exit(stable_baselines3.__version__ != "2.9.2")' 2>/dev/null \

@@ -7,7 +7,10 @@ neither torchrl nor tensordict). Each evaluation logs ``eval/avg_sum_reward``,
 mean return (``eval/ci95_sum_reward_low`` / ``_high``) at the checkpoint's training step
 (``eval/<task>/...`` when a sweep has several tasks), the rendered videos through the logger's
 ``log_video``, and the run's config as hparams. W&B runs offline when no credentials are set
-(a note says so). The packages are the optional extra ``torchrl_render[loggers]``.
+(a note says so). MLflow logs to a local store in the log folder, no server: ``mlflow.db`` (SQLite:
+MLflow 3 refuses its old file store) and the videos under ``mlartifacts/``; ``mlflow ui
+--backend-store-uri sqlite:///DIR/mlflow.db`` shows it. The packages are the optional extra
+``torchrl_render[loggers]``.
 
 Example:
     >>> sorted(scalars({"avg_sum_reward": 2.5, "pc_success": None, "avg_max_reward": 1.0, "avg_length": 10.0,
@@ -34,9 +37,11 @@ __all__ = ["LOGGERS", "LOGGERS_EXTRA", "EvalLogger", "check_logger", "hparams", 
 
 log = logging.getLogger("torchrl_render")
 LOGGERS_EXTRA = "torchrl_render[loggers]"
-#: ``--logger`` kind -> (TorchRL's logger class in torchrl.record.loggers, the module its tracker needs).
-LOGGERS = {"tensorboard": ("TensorboardLogger", "tensorboard"), "wandb": ("WandbLogger", "wandb"),
-           "mlflow": ("MLFlowLogger", "mlflow"), "csv": ("CSVLogger", None)}
+#: ``--logger`` kind -> (TorchRL's logger class in torchrl.record.loggers, the modules its tracker needs).
+#: MLflow: sqlalchemy and alembic for its SQLite store, omegaconf because TorchRL's MLFlowLogger.log_hparams
+#: imports it.
+LOGGERS = {"tensorboard": ("TensorboardLogger", ("tensorboard",)), "wandb": ("WandbLogger", ("wandb",)),
+           "mlflow": ("MLFlowLogger", ("mlflow", "sqlalchemy", "alembic", "omegaconf")), "csv": ("CSVLogger", ())}
 _SCALARS = ("avg_sum_reward", "pc_success", "avg_max_reward", "avg_length")
 _MAX_VIDEO_FRAMES = 600  # a logged video is decoded whole into memory: its first 600 frames at most
 
@@ -96,8 +101,19 @@ class EvalLogger:
             if video is None:
                 continue
             name = "eval/video" if task is None else f"eval/{re.sub(r'[^A-Za-z0-9_.-]+', '_', task)}/video"
+            if self.kind == "mlflow":
+                if importlib.util.find_spec("torchcodec") is None:  # TorchRL's MLFlowLogger encodes with torchcodec
+                    self._note("MLflow: the videos are not logged: TorchRL's MLFlowLogger writes them with "
+                               "torchcodec, which is not installed (pip install torchcodec)")
+                    return
+                # TorchRL names the temporary file after the video, so a '/' in the name is a missing folder
+                name = name.replace("/", "_")
             kwargs = {"fps": max(1, round(self.fps))} if self.kind in ("tensorboard", "wandb") else {}
             self.logger.log_video(name if i == 0 else f"{name}_{i}", video, step=step, **kwargs)
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def log_hparams(self, config: Mapping[str, Any]) -> None:
         self.logger.log_hparams(hparams(config))
@@ -123,14 +139,13 @@ def check_logger(kind: str | None) -> None:
         return
     if kind not in LOGGERS:
         raise ConfigError(f"logger must be one of {', '.join(LOGGERS)}", got=kind, fix="pass --logger tensorboard")
-    module = LOGGERS[kind][1]
-    if module is not None and importlib.util.find_spec(module) is None:
-        raise ConfigError(f"--logger {kind} needs the {module} package, which is not installed",
-                          expected=f"{module} importable", got=f"no module named {module!r}",
-                          fix="install the loggers extra" + (" (MLflow is not part of it: mlflow 3 needs "
-                                                             "importlib_metadata<10; pip install mlflow-skinny "
-                                                             "where that fits)" if kind == "mlflow" else ""),
-                          extra=f"'{LOGGERS_EXTRA}'" if kind != "mlflow" else None)
+    missing = [m for m in LOGGERS[kind][1] if importlib.util.find_spec(m) is None]
+    if missing:
+        names = " and ".join(missing)
+        raise ConfigError(f"--logger {kind} needs the {names} package{'s' if len(missing) > 1 else ''}, "
+                          f"which {'are' if len(missing) > 1 else 'is'} not installed",
+                          expected=f"{names} importable", got=f"no module named {missing[0]!r}",
+                          fix="install the loggers extra", extra=f"'{LOGGERS_EXTRA}'")
 
 
 def _make(kind: str, log_dir: str, exp_name: str, project: str | None, fps: float, notes: list[str]) -> Any:
@@ -152,8 +167,23 @@ def _make(kind: str, log_dir: str, exp_name: str, project: str | None, fps: floa
                          f"under {log_dir}/wandb; upload it later with `wandb sync`")
         return cls(exp_name=exp_name, offline=offline, save_dir=log_dir, project=project or "torchrl_render",
                    video_fps=max(1, round(fps)), log_env_packages=False)
-    return cls(exp_name=exp_name, tracking_uri=Path(log_dir).resolve().as_uri(),
-               **({"experiment_name": project} if project else {}))
+    return _mlflow(cls, Path(log_dir).resolve(), exp_name, project)
+
+
+def _mlflow(cls: Any, log_dir: Path, exp_name: str, project: str | None) -> Any:
+    """TorchRL's MLFlowLogger on a local store: SQLite in ``log_dir/mlflow.db``, artifacts in ``log_dir/mlartifacts``.
+
+    TorchRL's logger names the MLflow *experiment* after its ``exp_name``: that is ``--logger-project``
+    (default ``torchrl_render``), and our experiment name becomes the run's name, as W&B's run is named.
+    """
+    import mlflow
+
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # MLflow's first start migrates the new database, loudly
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
+    logger = cls(exp_name=project or "torchrl_render", tracking_uri=f"sqlite:///{log_dir / 'mlflow.db'}",
+                 artifact_location=(log_dir / "mlartifacts").as_uri())
+    mlflow.set_tag("mlflow.runName", exp_name)  # the run TorchRL's logger started is the active one
+    return logger
 
 
 def _wandb_credentials() -> bool:

@@ -73,3 +73,21 @@ def wandb_config(path: Path) -> dict[str, object]:
         if kind == "config":
             config.update({u.key: json.loads(u.value_json) for u in record.config.update})
     return config
+
+
+def mlflow_run(folder: Path, experiment: str) -> dict[str, object]:
+    """The one run of ``experiment`` in the local MLflow store of ``folder`` (``mlflow.db``), read with
+    MLflow's own client: ``{"name", "metrics": {key: [(step, value)]}, "params", "artifacts"}``."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{Path(folder).resolve() / 'mlflow.db'}")
+    found = client.get_experiment_by_name(experiment)
+    assert found is not None, f"no MLflow experiment {experiment!r} in {folder}"
+    [run] = client.search_runs([found.experiment_id])
+    run_id = run.info.run_id
+    metrics = {key: sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+               for key in run.data.metrics}
+    artifacts = [a.path for top in client.list_artifacts(run_id) for a in
+                 (client.list_artifacts(run_id, top.path) if top.is_dir else [top])]
+    return {"name": run.info.run_name, "metrics": metrics, "params": run.data.params, "artifacts": artifacts,
+            "artifact_uri": run.info.artifact_uri}
