@@ -4,7 +4,8 @@ Nothing is trained: the test writes TinyEnv checkpoints the way a training loop 
 in pieces, so that it is half-written for a while; one through a rename; one corrupt; one whose
 step is in its metadata only), while a real ``sweep --watch`` driver process watches the folder.
 Then Ctrl-C (exit 130) and ``--resume --watch`` with a timeout that ends it; each finished cell is
-logged through ``--logger tensorboard`` and read back with TensorBoard's EventAccumulator.
+logged through ``--logger tensorboard`` and read back with TensorBoard's EventAccumulator. The same
+on a local Ray instance (``--executor ray``), logged to MLflow and read back with MLflow's client.
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ from torchrl_render.sweep.store import read_records
 
 from helpers import sweep_envs as sweepenv
 from helpers.tinyenv import make_policy
-from helpers.trackers import tensorboard_scalars
+from helpers.trackers import mlflow_run, tensorboard_scalars
 
 
-def watch_driver(tmp: Path, *extra: str) -> subprocess.Popen:
+def watch_driver(tmp: Path, *extra: str, logger: str = "tensorboard") -> subprocess.Popen:
     argv = [sys.executable, "-m", "torchrl_render", "sweep", "--ckpt", f"{tmp}/ckpts/*.pt", "--env",
             "tiny=helpers.tinyenv:make_env", "--policy", "helpers.tinyenv:make_policy", "--num-trajs", "3",
             "--max-episodes-rendered", "0", "--workers", "1", "--out", str(tmp / "sw"), "--watch",
-            "--logger", "tensorboard", *extra]
+            "--logger", logger, *extra]
     return subprocess.Popen(argv, cwd=tmp, env={**ENV, "TORCHRL_RENDER_WATCH_SETTLE_S": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -113,3 +114,30 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
     assert [s for s, _ in scalars["eval/avg_sum_reward"]] == [10, 20, 30, 40]
     assert dict(scalars["eval/avg_sum_reward"]) == pytest.approx(means)
     assert {s for s, _ in scalars["eval/ci95_sum_reward_high"]} == {10, 20, 30, 40}
+
+
+@pytest.mark.slow
+def test_watch_on_ray_takes_a_new_checkpoint_and_logs_it_to_mlflow(tmp_path):
+    folder = tmp_path / "ckpts"
+    folder.mkdir()
+    sweepenv.write_checkpoints(folder, steps=(10,))
+    driver = watch_driver(tmp_path, "--executor", "ray", "--ray-num-cpus", "0.5", "--watch-timeout", "8",
+                          logger="mlflow")
+    wait_for(lambda: steps_recorded(tmp_path).get(10) == 3, driver, timeout=300)
+    sweepenv.write_checkpoints(folder, steps=(20,))  # written while the Ray tasks' sweep watches
+    _, err = driver.communicate(timeout=300)
+    assert driver.returncode == 0, err
+    assert "new checkpoint ckpt_20.pt (step 20)" in err, err
+    assert steps_recorded(tmp_path) == {10: 3, 20: 3}
+    workers = {r["worker"] for r in read_records(tmp_path / "sw") if r["kind"] == "episode"}
+    assert all(int(w.split("@")[0]) != driver.pid for w in workers)  # run in Ray's worker processes
+    got = recorded(tmp_path / "sw")
+    for name in ("ckpt_10.pt", "ckpt_20.pt"):
+        cell = next(c for c in got if c.startswith(Path(name).stem + "-"))
+        assert got[cell] == single_run(tmp_path, folder / name, "helpers.tinyenv:make_env", 3)
+    info = json.loads((tmp_path / "sw" / "eval_info.json").read_text())
+    run = mlflow_run(tmp_path / "sw" / "logs", "torchrl_render")
+    means = {e["step"]: e["per_task"]["tiny"]["avg_sum_reward"] for e in info["per_checkpoint"]}
+    assert run["name"] == "sw" and [s for s, _ in run["metrics"]["eval/avg_sum_reward"]] == [10, 20]
+    assert dict(run["metrics"]["eval/avg_sum_reward"]) == pytest.approx(means)
+    assert run["params"]["executor"] == "ray" and run["params"]["watch"] == "True"

@@ -263,6 +263,7 @@ class _Driver:
     def _loop(self, executor: Any) -> None:
         """Runs the units until none is left; a watched sweep also takes new checkpoints, until its timeout."""
         last_look = 0.0
+        idle_since = None  # when the watched sweep ran out of work: the timeout counts the waiting, not the work
         while True:
             busy = executor.busy()
             if busy:
@@ -276,10 +277,13 @@ class _Driver:
                 last_look = time.monotonic()
                 self._look(executor)
             timeout = self.cfg.watch_timeout
-            if not executor.busy():
-                if timeout is not None and time.monotonic() - self.last_new >= timeout:
-                    return
-                time.sleep(0.5)
+            if executor.busy():
+                idle_since = None
+                continue
+            idle_since = time.monotonic() if idle_since is None else idle_since
+            if timeout is not None and time.monotonic() - max(self.last_new, idle_since) >= timeout:
+                return
+            time.sleep(0.5)
 
     def _look(self, executor: Any) -> None:
         """Adds the cells of the checkpoints the watcher took; records those that failed to load as failed."""

@@ -70,7 +70,8 @@ class SweepConfig:
             the manifest (``baselines``).
         watch: Evaluate the checkpoints already there, then each new one the globs match as training writes
             it (:mod:`.watch`), appending to the same folder.
-        watch_timeout: With ``watch``: end after this many seconds without a new checkpoint.
+        watch_timeout: With ``watch``: end after waiting this many seconds, with no cell left to run, without
+            a new checkpoint.
         base: RenderConfig fields shared by every cell (``policy``, ``num_trajs``, ``format``...).
 
     Example:
@@ -104,8 +105,9 @@ class SweepConfig:
                                      "raw returns, with a note).", metavar="FILE")
     watch: bool = _f(False, help="Evaluate the checkpoints there, then each new one the globs match as training "
                      "writes it (taken once complete), until --watch-timeout or Ctrl-C.")
-    watch_timeout: float | None = _f(None, help="With --watch: end the sweep after this many seconds without a new "
-                                     "checkpoint (default: watch until Ctrl-C).", metavar="S")
+    watch_timeout: float | None = _f(None, help="With --watch: end the sweep once it has waited this many seconds, "
+                                     "every cell done, without a new checkpoint (default: watch until Ctrl-C).",
+                                     metavar="S")
     base: dict[str, Any] = _f({}, help="RenderConfig fields shared by every cell (the CLI: their own flags).")
 
     def __post_init__(self) -> None:
