@@ -141,7 +141,7 @@ def check_logger(kind: str | None) -> None:
         raise ConfigError(f"logger must be one of {', '.join(LOGGERS)}", got=kind, fix="pass --logger tensorboard")
     missing = [m for m in LOGGERS[kind][1] if importlib.util.find_spec(m) is None]
     if missing:
-        names = " and ".join(missing)
+        names = missing[0] if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]}"
         raise ConfigError(f"--logger {kind} needs the {names} package{'s' if len(missing) > 1 else ''}, "
                           f"which {'are' if len(missing) > 1 else 'is'} not installed",
                           expected=f"{names} importable", got=f"no module named {missing[0]!r}",
