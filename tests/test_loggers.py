@@ -86,6 +86,16 @@ def test_mlflow_local_store_read_back_with_mlflows_client(tmp_path):
     assert video.read_bytes()[4:8] == b"ftyp"  # an mp4, in the log folder: no server, nothing outside it
 
 
+@pytest.mark.slow
+def test_mlflow_without_torchcodec_logs_the_scalars_and_says_why_no_video(tmp_path, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torchcodec" else real(name, *a))
+    run = render_policy(RenderConfig(**PEND, out=tmp_path / "m.mp4", logger="mlflow"))
+    assert any("the videos are not logged" in w and "pip install torchcodec" in w for w in run.warnings)
+    got = mlflow_run(tmp_path / "logs", "torchrl_render")
+    assert set(got["metrics"]) == TAGS and got["artifacts"] == [] and got["name"] == "m"
+
+
 def test_a_logger_without_its_package_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
     real = importlib.util.find_spec
     hidden = set(LOGGERS["mlflow"][1])  # as on a machine without the loggers extra (make test-min's, for one)

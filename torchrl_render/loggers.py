@@ -89,6 +89,11 @@ class EvalLogger:
         self.kind, self.fps, self.notes = kind, fps, []
         self.logger = None
         self.logger = _make(kind, str(log_dir), exp_name, project, fps, self.notes)
+        # TorchRL's MLFlowLogger encodes its videos with torchcodec
+        self.videos = kind != "mlflow" or importlib.util.find_spec("torchcodec") is not None
+        if not self.videos:
+            self.notes.append("MLflow: the videos are not logged: TorchRL's MLFlowLogger writes them with "
+                              "torchcodec, which is not installed (pip install torchcodec)")
 
     def log_eval(self, aggregated: Mapping[str, Any], step: int | None, task: str | None = None) -> None:
         for name, value in scalars(aggregated, task).items():
@@ -96,24 +101,17 @@ class EvalLogger:
 
     def log_videos(self, paths: list[str | Path], step: int | None, task: str | None = None) -> None:
         """Each rendered mp4/gif through the logger's ``log_video``, as a ``(1, T, 3, H, W)`` uint8 tensor."""
+        if not self.videos:
+            return
         for i, path in enumerate(p for p in paths if str(p).lower().endswith((".mp4", ".gif", ".webm"))):
             video = read_video(Path(path))
             if video is None:
                 continue
             name = "eval/video" if task is None else f"eval/{re.sub(r'[^A-Za-z0-9_.-]+', '_', task)}/video"
-            if self.kind == "mlflow":
-                if importlib.util.find_spec("torchcodec") is None:  # TorchRL's MLFlowLogger encodes with torchcodec
-                    self._note("MLflow: the videos are not logged: TorchRL's MLFlowLogger writes them with "
-                               "torchcodec, which is not installed (pip install torchcodec)")
-                    return
-                # TorchRL names the temporary file after the video, so a '/' in the name is a missing folder
+            if self.kind == "mlflow":  # TorchRL names its temporary file after the video: a '/' is a missing folder
                 name = name.replace("/", "_")
             kwargs = {"fps": max(1, round(self.fps))} if self.kind in ("tensorboard", "wandb") else {}
             self.logger.log_video(name if i == 0 else f"{name}_{i}", video, step=step, **kwargs)
-
-    def _note(self, note: str) -> None:
-        if note not in self.notes:
-            self.notes.append(note)
 
     def log_hparams(self, config: Mapping[str, Any]) -> None:
         self.logger.log_hparams(hparams(config))
