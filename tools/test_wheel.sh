@@ -14,7 +14,10 @@ rm -rf dist "$VENV"
 "$VENV/bin/python" -m pip install -q torch==2.13.0   # first: a looser spec pulls a multi-GB CUDA build
 "$VENV/bin/python" -m pip wheel -q --no-deps -w dist .
 WHEEL=$(ls dist/torchrl_render-*.whl)
-"$VENV/bin/python" -m zipfile -l "$WHEEL" | grep -q "torchrl_render/replay/vendor/three.min.js" \
+# The listing is read whole before it is searched: `zipfile -l | grep -q` under pipefail fails at random, when
+# grep exits on its first match and zipfile dies of the broken pipe.
+LISTING=$("$VENV/bin/python" -m zipfile -l "$WHEEL")
+grep -q "torchrl_render/replay/vendor/three.min.js" <<< "$LISTING" \
     || { echo "the wheel lacks the replay page's three.js"; exit 1; }
 "$VENV/bin/python" -m pip install -q -c constraints.txt "$WHEEL"
 "$VENV/bin/python" -m pip check
