@@ -349,6 +349,20 @@ def test_an_index_outside_the_space_is_refused(tmp_path, env):
         evaluate(tmp_path, lambda obs: 2, env=env)
 
 
+@pytest.mark.parametrize("env,num_envs,expected", [
+    ("CartPole-v1", 1, "shape () (indices, the env's action spec) or (2,) (one-hot)"),
+    ("CartPole-v1", 4, "shape (4,) (indices, the env's action spec, for a batch of 4 envs) or (4, 2) (one-hot)"),
+    (lambda: __import__("torchrl.envs").envs.GymEnv("CartPole-v1"), 1,
+     "shape (2,) (one-hot, the env's action spec) or () (indices)"),
+], ids=["gymnasium-index", "gymnasium-index-k4", "torchrl-one-hot"])
+def test_a_wrong_sized_discrete_action_names_each_encoding_with_its_shape(tmp_path, env, num_envs, expected):
+    """Each shape stands beside its own encoding's name: a gymnasium Discrete takes indices, torchrl's one-hot."""
+    with pytest.raises(PolicyError) as exc:
+        evaluate(tmp_path, lambda obs: torch.zeros(*obs.shape[:-1], 3), env=env, num_trajs=num_envs,
+                 num_envs=num_envs)
+    assert "the policy's action has the wrong shape" in str(exc.value) and expected in str(exc.value), str(exc.value)
+
+
 # -- numpy arrays, numbers, lists; a tuple ---------------------------------------------------------
 
 @pytest.mark.parametrize("form", ["numpy", "number", "list", "nested list"])

@@ -169,7 +169,7 @@ class ActionChecker:
             return None
         full = torch.Size(batch) + other
         if n != full.numel():
-            raise _wrong_shape(shape, action, batch, full)
+            raise _wrong_shape(shape, action, batch, full, self.encoding)
         dtype = self.spec.dtype
         if self.encoding == "onehot":
             self.note(f"actions converted from indices {tuple(action.shape)} to the env's one-hot {tuple(shape)}")
@@ -257,11 +257,16 @@ def _refuse_complex(action: Any, dtype: Any) -> None:
                           got=f"complex values ({action.dtype})", fix="return a real tensor from the policy")
 
 
-def _wrong_shape(shape: Any, action: Any, batch: tuple[int, ...], other: Any) -> PolicyError:
+def _wrong_shape(shape: Any, action: Any, batch: tuple[int, ...], other: Any,
+                 encoding: str | None = None) -> PolicyError:
+    """The wrong-shape error; for a discrete space (``other``, the shape of the encoding the spec does not use)
+    it names both encodings, each with its own shape: the spec's ``encoding`` ("index" or "onehot") first."""
     per_batch = f", for a batch of {batch[0]} envs" if batch else ""
     expected = f"shape {tuple(shape)} (the env's action spec{per_batch})"
-    if other is not None:  # a discrete space: name both encodings
-        expected = f"shape {tuple(other)} (indices) or {tuple(shape)} (one-hot, the env's action spec{per_batch})"
+    if other is not None:
+        names = {"index": "indices", "onehot": "one-hot"}
+        expected = (f"shape {tuple(shape)} ({names[encoding]}, the env's action spec{per_batch}) or {tuple(other)} "
+                    f"({names['onehot' if encoding == 'index' else 'index']})")
     return PolicyError("the policy's action has the wrong shape", expected=expected,
                        got=f"shape {tuple(action.shape)}",
                        fix="make the policy output one action per step for this env"
