@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,15 @@ def test_each_cell_films_its_worst_episodes_and_the_report_shows_them(tmp_path):
     assert set(info["galleries"]) == set(galleries)
     page = (tmp_path / "sw" / "report.html").read_text()
     assert page.count("<figure><video") >= 4 and "worst 1 of 2" in page and "Chosen episodes" in page
+    # the executed notebook has the same gallery: each chosen episode's film (relative to the folder) and reason
+    notebook = json.loads((tmp_path / "sw" / "report.ipynb").read_text())
+    cell = next(c for c in notebook["cells"] if c.get("id") == "gallery")
+    text = "".join(cell["source"])
+    assert "Chosen episodes" in text and text.count("worst 1 of 2") == 2
+    for gallery in galleries.values():
+        for e in gallery["episodes"]:
+            relative = (tmp_path / "sw").resolve()
+            assert f'src="{Path(e["path"]).resolve().relative_to(relative)}"' in text
     again = sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["tiny=helpers.tinyenv:make_env"], out=tmp_path / "sw",
                               resume=True, report=False, base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 5,
                                                                "seed": 3, "max_steps": 4, "from_pixels": True,

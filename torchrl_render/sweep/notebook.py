@@ -3,7 +3,9 @@
 Its code cells read ``episodes.jsonl`` themselves (through :func:`.store.read_records`),
 compute the curves from the recorded episodes (:func:`.report.curves`), print them as JSON
 (cell ``curves``) and plot them with their confidence bands (cell ``plot``); a success table
-and the rendered episodes of each cell follow. Re-run it to see a sweep still in progress.
+and the rendered episodes of each cell follow, then, with ``--render-select``, each cell's chosen
+episodes and why each was chosen (cell ``gallery``, as report.html has them). Re-run it to see a
+sweep still in progress.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..notebook.kernel import execute_notebook
+from .gallery import gallery_html
 from .html import episode_videos, success_table
 from .store import write_json_atomic
 
@@ -58,6 +61,9 @@ def build_notebook(folder: Path, info: dict[str, Any]) -> Any:
              new_code_cell(_PLOT, id="plot"),
              new_markdown_cell("## Success rate and mean return\n\n" + success_table(info), id="table"),
              new_markdown_cell("## Rendered episodes\n\n" + episode_videos(info), id="episodes")]
+    chosen = gallery_html(info)
+    if chosen:  # HTML whose <h2> is the section's title: markdown cells render it, videos relative to the folder
+        cells.append(new_markdown_cell(chosen, id="gallery"))
     nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                             "language": "python"}, "language_info": {"name": "python"}})
     nbformat.validate(nb)
