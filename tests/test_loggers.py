@@ -3,7 +3,7 @@
 Real runs of the shipped InvertedPendulum example (64x64, fast look, 20 steps); the logs read back
 with TensorBoard's EventAccumulator, the CSV files, W&B's offline run file (W&B's protobufs) and
 MLflow's own client on the local store.
-A sweep's per-cell logging is in tests/sweep/test_watch.py.
+A sweep's per-cell logging (scalars and videos) is here too, and a watched sweep's in tests/sweep/test_watch.py.
 """
 
 from __future__ import annotations
@@ -140,3 +140,22 @@ def test_a_sweep_logs_each_cell_with_its_task_in_the_tag(tmp_path, kind):
              for task, c in e["per_task"].items()}
     for task in ("a", "b"):
         assert dict(got[f"eval/{task}/avg_sum_reward"]) == pytest.approx({s: means[(s, task)] for s in (10, 20)})
+
+
+@pytest.mark.slow
+def test_a_sweep_logs_each_cells_video_at_its_step_with_its_task_in_the_tag(tmp_path):
+    from torchrl_render import SweepConfig, sweep
+
+    from helpers import sweep_envs as sweepenv
+
+    ckpts = sweepenv.write_checkpoints(tmp_path, steps=(10, 20))
+    result = sweep(SweepConfig(ckpt=[str(p) for p in ckpts], env=["a=helpers.tinyenv:make_env",
+                                                                  "b=helpers.tinyenv:make_env"],
+                               out=tmp_path / "sw", workers=1, report=False,
+                               base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 2, "max_steps": 4,
+                                     "from_pixels": True, "max_episodes_rendered": 1, "logger": "tensorboard",
+                                     "exp_name": "evals"}))
+    assert all(c["video_paths"] for e in result.eval_info["per_checkpoint"] for c in e["per_task"].values())
+    _, videos = tensorboard_scalars(tmp_path / "sw" / "logs" / "evals")
+    assert sorted((tag, sorted(steps)) for tag, steps in videos) == [("eval/a/video", [10, 20]),
+                                                                     ("eval/b/video", [10, 20])]
