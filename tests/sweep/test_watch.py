@@ -89,11 +89,13 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
     assert driver.returncode == 130, err
     assert "new checkpoint step_20.pt (step 20)" in err and "new checkpoint latest.pt (step 30)" in err
     assert "ckpt-25.pt (step 25) failed to load twice" in err
+    assert f"watching '{folder}/*.pt' for new checkpoints (1 there already), until Ctrl-C" in err  # says so at once
     # --resume --watch goes on: an earlier one is there already, a new one comes; then the timeout ends it
     driver = watch_driver(tmp_path, "--resume", "--watch-timeout", "4")
     sweepenv.write_checkpoints(folder, steps=(40,))
     _, err = driver.communicate(timeout=120)
     assert driver.returncode == 3, err  # it ended on its timeout; the corrupt checkpoint's cell failed
+    assert "there already), until 4 s without a new one, or Ctrl-C" in err  # 4 or 5: ckpt_40 races the start
     assert steps_recorded(tmp_path) == {10: 3, 20: 3, 30: 3, 40: 3}
     info = json.loads((tmp_path / "sw" / "eval_info.json").read_text())
     assert [e["step"] for e in info["per_checkpoint"]] == [10, 20, 25, 30, 40]  # the training step is the x axis

@@ -241,6 +241,11 @@ class _Driver:
             add_to_manifest(self.cfg.out, list(self.cells.values()))  # a resumed watch: checkpoints written meanwhile
             self.driver_info["watch"] = {"patterns": self.cfg.run, "timeout_s": self.cfg.watch_timeout,
                                          "last_seen": None, "last_step": None, "last_seen_time": None}
+            globs = ", ".join(repr(g) for patterns in self.cfg.run.values() for g in patterns)
+            until = ("Ctrl-C" if self.cfg.watch_timeout is None else
+                     f"{self.cfg.watch_timeout:g} s without a new one, or Ctrl-C")
+            there = len({c.ckpt for c in self.cells.values()})
+            self.echo(f"watching {globs} for new checkpoints ({there} there already), until {until}")
         executor = None
         try:
             executor = self._executor(len(units))
