@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 
 import pytest
 
@@ -159,3 +160,26 @@ def test_a_sweep_logs_each_cells_video_at_its_step_with_its_task_in_the_tag(tmp_
     _, videos = tensorboard_scalars(tmp_path / "sw" / "logs" / "evals")
     assert sorted((tag, sorted(steps)) for tag, steps in videos) == [("eval/a/video", [10, 20]),
                                                                      ("eval/b/video", [10, 20])]
+
+
+@pytest.mark.slow
+def test_a_wandb_evaluation_leaves_the_users_own_run_going(tmp_path, monkeypatch):
+    """Evaluating inside a training script that logs to W&B itself: our logger finishes only its own run."""
+    import wandb
+
+    for name in ("WANDB_API_KEY", "WANDB_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    (tmp_path / "mine").mkdir()
+    training = wandb.init(mode="offline", dir=str(tmp_path / "mine"), project="train")
+    training.log({"loss": 2.0}, step=1)
+    render_policy(RenderConfig(**PEND, out=tmp_path / "w.mp4", logger="wandb", logger_project="proj"))
+    training.log({"loss": 1.0}, step=2)  # the user's run is still going
+    assert "WANDB_MODE" not in os.environ  # TorchRL's logger sets it for the process: put back as it was
+    training.finish()
+    wandb.teardown()
+    [mine] = (tmp_path / "mine" / "wandb").glob("offline-run-*/run-*.wandb")
+    assert [r["loss"] for r in wandb_history(mine) if "loss" in r] == [2.0, 1.0]
+    [ours] = (tmp_path / "logs" / "wandb").glob("offline-run-*/run-*.wandb")
+    assert {k for r in wandb_history(ours) for k in r} >= TAGS

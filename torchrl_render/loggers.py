@@ -125,10 +125,26 @@ class EvalLogger:
             experiment.close()
         elif self.kind == "wandb":
             experiment.finish()
+            _wandb_flushed()
         elif self.kind == "mlflow":
             import mlflow
 
             mlflow.end_run()
+
+
+def _wandb_flushed() -> None:
+    """Waits until W&B has written the finished run to disk.
+
+    ``Run.finish()`` returns once it has told W&B's service process that the run is over. The service
+    writes the run file (``run-*.wandb``) after that, so a ``wandb sync`` or a reader started right after
+    could find it empty. ``wandb.teardown()`` waits for the service to stop. It also finishes every run of
+    this process, so it is called only when no other run is active, such as the user's own training
+    run; the next ``wandb.init`` starts a new service.
+    """
+    import wandb
+
+    if wandb.setup().most_recent_active_run is None:
+        wandb.teardown()
 
 
 def check_logger(kind: str | None) -> None:
@@ -163,8 +179,21 @@ def _make(kind: str, log_dir: str, exp_name: str, project: str | None, fps: floa
         if offline:
             notes.append(f"W&B: no credentials (WANDB_API_KEY, ~/.netrc, wandb login): the run is logged offline "
                          f"under {log_dir}/wandb; upload it later with `wandb sync`")
-        return cls(exp_name=exp_name, offline=offline, save_dir=log_dir, project=project or "torchrl_render",
-                   video_fps=max(1, round(fps)), log_env_packages=False)
+        # An evaluation inside a training script that logs to W&B itself: reinit="create_new" starts a run of our
+        # own beside the user's (wandb.init would otherwise finish theirs). The mode goes to wandb.init too:
+        # TorchRL's logger says offline through the WANDB_MODE variable, which W&B reads only when its service
+        # starts (not when the user's run started it already), and leaves set, which would send the user's
+        # later runs offline; it is put back as it was.
+        mode = os.environ.get("WANDB_MODE")
+        try:
+            return cls(exp_name=exp_name, offline=offline, save_dir=log_dir, project=project or "torchrl_render",
+                       video_fps=max(1, round(fps)), log_env_packages=False, reinit="create_new",
+                       **({"mode": "offline"} if offline else {}))
+        finally:
+            if mode is None:
+                os.environ.pop("WANDB_MODE", None)
+            else:
+                os.environ["WANDB_MODE"] = mode
     return _mlflow(cls, Path(log_dir).resolve(), exp_name, project)
 
 
