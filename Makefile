@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 export MUJOCO_GL ?= egl
 
-.PHONY: demo test test-fast test-min test-wheel lint venv clean bench bench-quick
+.PHONY: demo test test-steps test-random test-fast test-min test-wheel lint venv clean bench bench-quick
 
 # The known-good set (constraints.txt): pyproject.toml declares ranges for users, our runs install exact versions.
 $(STAMP): pyproject.toml constraints.txt
@@ -31,11 +31,26 @@ demo: $(STAMP)
 		--env examples/half_cheetah/policy.py:make_env \
 		--num-trajs 2 --max-steps 250 --out demo/half_cheetah.html --overwrite  # the 3-D replay
 
-# The whole suite, what CI runs: the lint and the layers contract first, then every test.
-test: $(STAMP)
+# pytest on both cores: tests sharing one thing (the Ray instance, a document's blocks) carry an xdist_group mark and
+# run in one worker; -p no:randomly keeps the collection order (make test-random shuffles it).
+JOBS    ?= 2
+PYTEST  := $(VPY) -m pytest -q -n $(JOBS) --dist loadgroup
+
+# The whole suite, what CI runs: the lint and the layers contract first, then every test; it ends with the 20
+# slowest tests and its own wall time.
+test:
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-steps; rc=$$?; \
+	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s wall (set-up, lint and tests)"; exit $$rc
+
+test-steps: $(STAMP)
 	bash tools/test_setup.sh $(VPY)
 	$(MAKE) --no-print-directory lint
-	$(VPY) -m pytest -q
+	$(PYTEST) -p no:randomly --durations=20
+
+# The whole suite in a shuffled order (pytest-randomly; it prints the seed: -p randomly -p "randomly_seed=N" again).
+test-random: $(STAMP)
+	bash tools/test_setup.sh $(VPY)
+	$(PYTEST) --durations=20
 
 # The edit loop: the tests not marked slow (no simulator start-ups, encoders, browsers, kernels), in under a minute.
 test-fast: $(STAMP)

@@ -173,6 +173,7 @@ def _gcs_request(address: str, env: dict) -> str:
     return run.stdout.strip()
 
 
+@pytest.mark.xdist_group("ray")
 def test_local_ray_sweep_is_loopback_only_and_asks_for_a_token(tmp_path):
     import secrets
 

@@ -253,7 +253,9 @@ def _params():
         for index, example in enumerate(run.examples):
             if example.region.evaluator in EVALUATORS.values():
                 kind = example.parsed[0]
-                yield pytest.param(relpath, index, id=f"{relpath}:{example.line}:{kind}")
+                # one document's blocks run in one test process, in order: each block builds on those before it
+                yield pytest.param(relpath, index, id=f"{relpath}:{example.line}:{kind}",
+                                   marks=pytest.mark.xdist_group(f"docs:{relpath}"))
 
 
 @pytest.fixture(scope="session")

@@ -165,5 +165,5 @@ def shrunk_render_policy():
 @contextlib.contextmanager
 def x_server():
     """A real X server (Xvfb) for the blocks that open a window (``--viewer``); None where Xvfb is missing."""
-    with xvfb(range(200, 300)) as display:
+    with xvfb() as display:
         yield display

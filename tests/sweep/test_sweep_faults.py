@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -111,30 +110,8 @@ def test_killed_worker_sigint_sigkill_torn_line_then_resume(tmp_path, monkeypatc
     check_against_single_runs(tmp_path, ckpts)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory):
-    """A one-node cluster on loopback, with token authentication (Ray's default for local clusters)."""
-    import secrets
-    ray_bin = str(Path(sys.executable).parent / "ray")
-    port = _free_port()
-    token = tmp_path_factory.mktemp("ray") / "auth_token"
-    token.write_text(secrets.token_hex(32))
-    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
-    env = {**ENV, **auth}
-    subprocess.run([ray_bin, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus",
-                    "2", "--include-dashboard=false", "--disable-usage-stats"], check=True, env=env,
-                   capture_output=True, timeout=180)
-    yield f"127.0.0.1:{port}", auth
-    subprocess.run([ray_bin, "stop"], env=env, capture_output=True, timeout=120)
-
-
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")
 def test_ray_cluster_streams_episodes_and_retries_a_killed_worker(tmp_path, ray_cluster):
     ckpts = sweepenv.write_checkpoints(tmp_path, steps=(10, 20))
     address, auth = ray_cluster
@@ -153,6 +130,7 @@ def test_ray_cluster_streams_episodes_and_retries_a_killed_worker(tmp_path, ray_
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")
 def test_ray_address_in_the_environment_joins_that_cluster_as_it_is(tmp_path, ray_cluster):
     sweepenv.write_checkpoints(tmp_path, steps=(10,))
     address, auth = ray_cluster

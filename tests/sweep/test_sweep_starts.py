@@ -2,7 +2,7 @@
 gymnasium id, mangled cell ids, a report that says ``success -%``, a Ray cluster that refuses the token.
 
 Real script files run by a real interpreter (the spawn mistake needs a ``__main__`` file), a real
-token-authenticated Ray cluster (test_sweep_faults.py's fixture), the report read back.
+token-authenticated Ray cluster (conftest.py's fixture), the report read back.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_sweep_faults import ENV, ray_cluster, start_driver  # noqa: F401 (the fixture)
+from test_sweep_faults import ENV, start_driver
 
 from torchrl_render import SweepConfig
 from torchrl_render.errors import ConfigError
@@ -122,11 +122,14 @@ def test_the_report_says_when_no_env_reports_success_and_what_the_band_is(tmp_pa
 
 
 @pytest.mark.slow
-def test_a_cluster_that_refuses_the_token_is_named_and_leaves_nothing(tmp_path, ray_cluster):  # noqa: F811
+@pytest.mark.xdist_group("ray")
+def test_a_cluster_that_refuses_the_token_is_named_and_leaves_nothing(tmp_path, ray_cluster):
     sweepenv.write_checkpoints(tmp_path, steps=(10,))
     address, _ = ray_cluster
+    # no token given: not the cluster's. Ray retries a refused connection 20 times, a second apart, before it
+    # raises; 3 retries print the same InvalidAuthToken lines the message is built from
     driver = start_driver(tmp_path, "--executor", "ray", "--ray-address", address, step_s="0",
-                          env={"HOME": str(tmp_path)})  # no token given: not the cluster's
+                          env={"HOME": str(tmp_path), "RAY_NUM_REDIS_GET_RETRIES": "3"})
     _, err = driver.communicate(timeout=180)
     assert driver.returncode == 2, err
     last = err.strip().splitlines()[-1]

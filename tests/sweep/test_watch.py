@@ -119,6 +119,7 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")
 def test_watch_on_ray_takes_a_new_checkpoint_and_logs_it_to_mlflow(tmp_path):
     folder = tmp_path / "ckpts"
     folder.mkdir()

@@ -68,8 +68,11 @@ class RayExecutor:
                     with _stderr_kept(output):
                         self.ray.init(**options)
                 else:
+                    # "local": a new instance of our own, as the docs promise; ray.init(address=None) would join
+                    # the latest cluster a `ray start` left running on this machine (its network, its settings)
                     with _loopback_only():
-                        self.ray.init(**options, include_dashboard=False, _node_ip_address=LOOPBACK)
+                        self.ray.init(**{**options, "address": "local"}, include_dashboard=False,
+                                      _node_ip_address=LOOPBACK)
                     exposed, line = _local_instance_line(self.ray)
                     log.log(logging.WARNING if exposed else logging.INFO, "%s", line)
             except (ConnectionError, ValueError, RuntimeError) as exc:
