@@ -47,7 +47,7 @@ test-steps: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	$(PYTEST) -p no:randomly --durations=20
 
-# The whole suite in a shuffled order (pytest-randomly; it prints the seed: -p randomly -p "randomly_seed=N" again).
+# The whole suite in a shuffled order (pytest-randomly; it prints the seed, and --randomly-seed=N replays that order).
 test-random: $(STAMP)
 	bash tools/test_setup.sh $(VPY)
 	$(PYTEST) --durations=20

@@ -24,4 +24,5 @@ names = ["torch", "torchrl", "tensordict", "gymnasium", "mujoco", "dm_control", 
 print("lower-bound set: " + ", ".join(f"{n}=={version(n)}" for n in names))
 PY
 export MUJOCO_GL=${MUJOCO_GL:-egl}
-"$VENV/bin/python" -m pytest -q -m "not slow" -p no:cacheprovider
+# both cores, as `make test` (Ray's tests and each document's blocks share a worker: --dist loadgroup), in file order
+"$VENV/bin/python" -m pytest -q -m "not slow" -p no:cacheprovider -p no:randomly -n "${JOBS:-2}" --dist loadgroup
