@@ -13,6 +13,7 @@ EXPECTED = [
     "Artifact", "BackendUnavailable", "CheckpointError", "ConfigError", "EnvError", "FrameBundle", "NoFramesError",
     "OutputExistsError", "PolicyError", "RenderConfig", "RenderEnvSpec", "RenderError", "RenderPolicySpec",
     "RenderResult", "ResolveError", "RolloutError", "SweepConfig", "SweepResult", "UnsafeCheckpointError",
+    "UnsafeRolloutsError",
     "WriterError", "__version__", "load_checkpoint", "load_rollouts", "render_policy", "save_render_checkpoint",
     "show", "sweep",
 ]

@@ -58,6 +58,7 @@ from .errors import (
                      ResolveError,
                      RolloutError,
                      UnsafeCheckpointError,
+                     UnsafeRolloutsError,
                      WriterError,
 )
 from .live.notebook_viewer import (
@@ -101,6 +102,7 @@ __all__ = [
     "SweepResult",
     "TensorDictPolicyAdapter",
     "UnsafeCheckpointError",
+    "UnsafeRolloutsError",
     "WriterError",
     "__version__",
     "add_step_counter",

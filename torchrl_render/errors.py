@@ -31,6 +31,7 @@ __all__ = [
     "ResolveError",
     "RolloutError",
     "UnsafeCheckpointError",
+    "UnsafeRolloutsError",
     "UserPolicyError",
     "ViewerError",
     "ViewerTimeout",
@@ -95,6 +96,10 @@ class CheckpointError(RenderError, ValueError):
 
 class UnsafeCheckpointError(CheckpointError):
     """A checkpoint needs full unpickling, which can run arbitrary code."""
+
+
+class UnsafeRolloutsError(RenderError, ValueError):
+    """A saved rollouts folder holds pickled entries, which only unpickling (running code) can load."""
 
 
 class EnvError(RenderError):

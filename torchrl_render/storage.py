@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import Artifact
-from .errors import OutputExistsError, RenderError, WriterError
+from .errors import OutputExistsError, RenderError, UnsafeRolloutsError, WriterError
 
 __all__ = ["atomic_path", "commit", "load_rollouts", "remove", "save_rollouts", "temp_path", "write_json_atomic"]
 
@@ -170,11 +170,19 @@ def _save_one(td: Any, index: int, folder: Path) -> dict[str, Any]:
     return {"index": index, "folder": name, "batch_size": list(td.batch_size), "keys": keys}
 
 
-def load_rollouts(path: str | Path) -> list[Any]:
+def load_rollouts(path: str | Path, *, trust: bool = False) -> list[Any]:
     """Reads a folder written by :func:`save_rollouts` (or ``--save-rollout``) back as TensorDicts.
+
+    A rollouts folder is data from someone else as often as a checkpoint is, so nothing in it runs: a
+    non-tensor entry that tensordict stored pickled is refused unless ``trust=True`` (``--trust-rollouts``),
+    and every trajectory folder ``index.json`` names must lie inside ``path`` (no ``..``, no absolute path,
+    no symlink out of it), as must every file in it.
 
     Args:
         path: The rollout folder (the one holding ``index.json``).
+
+    Keyword Args:
+        trust: Allow pickled non-tensor entries (unpickling runs code stored in the folder).
 
     Returns:
         One memory-mapped :class:`tensordict.TensorDict` per trajectory, in trajectory
@@ -188,10 +196,59 @@ def load_rollouts(path: str | Path) -> list[Any]:
         raise RenderError(f"{str(path)!r} is not a rollout folder", expected=f"a folder holding {INDEX}",
                           got=str(path) if path.exists() else f"{path} (does not exist)",
                           fix="pass the <out>_rollouts folder written with --save-rollout")
-    index = json.loads(index_file.read_text(encoding="utf-8"))
-    version = index.get("torchrl_render_rollouts")
+    try:
+        index = json.loads(index_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RenderError(f"{str(index_file)!r} is not readable JSON", got=str(exc),
+                          fix="pass a rollout folder written with --save-rollout, complete") from exc
+    version = index.get("torchrl_render_rollouts") if isinstance(index, dict) else None
     if version != VERSION:
         raise RenderError(f"{str(index_file)!r} has an unknown layout version", expected=VERSION, got=version,
                           fix="read it with the torchrl_render version that wrote it")
-    return [None if e["folder"] is None else TensorDict.load_memmap(path / e["folder"])
-            for e in index["trajectories"]]
+    folders = [_trajectory_folder(path, entry, trust) for entry in _entries(index, index_file)]
+    return [None if f is None else TensorDict.load_memmap(f, allow_pickle=trust) for f in folders]
+
+
+#: the files tensordict writes for a non-tensor entry it could not store as JSON: pickles
+_PICKLE_NAMES = ("other.pickle", "pickle.pkl")
+
+
+def _entries(index: dict[str, Any], index_file: Path) -> list[Any]:
+    entries = index.get("trajectories")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "folder" in e for e in entries):
+        raise RenderError(f"{str(index_file)!r} has no valid list of trajectories",
+                          expected='"trajectories": [{"index": 0, "folder": "traj0000", ...}, ...]',
+                          got=repr(entries)[:200], fix="pass a rollout folder written with --save-rollout")
+    return entries
+
+
+def _trajectory_folder(root: Path, entry: dict[str, Any], trust: bool) -> Path | None:
+    """The folder of one index entry, checked: inside ``root``, and pickle-free unless trusted."""
+    name = entry["folder"]
+    if name is None:
+        return None
+    base = root.resolve()
+    outside = RenderError(
+        f"the rollouts' index names the trajectory folder {name!r}, which is not inside {str(root)!r}",
+        expected="the name of a subfolder of the rollout folder (traj0000, ...)", got=repr(name)[:200],
+        fix="pass a rollout folder written with --save-rollout; a crafted index.json can point anywhere, so "
+            "trajectory folders outside it are never read")
+    if not isinstance(name, str) or not name or Path(name).is_absolute() or len(Path(name).parts) != 1 \
+            or name in (".", ".."):
+        raise outside
+    folder = root / name
+    if not folder.resolve().is_relative_to(base) or folder.resolve() == base:
+        raise outside
+    for item in folder.rglob("*"):
+        if not item.resolve().is_relative_to(base):
+            raise RenderError(f"{str(item)!r} in the rollouts links to {str(item.resolve())!r}, outside the "
+                              "rollout folder", got=str(item.resolve()),
+                              fix="pass a rollout folder written with --save-rollout (it holds no symlinks)")
+        if item.name in _PICKLE_NAMES and not trust:
+            raise UnsafeRolloutsError(
+                f"the rollouts hold a pickled non-tensor entry ({str(item.relative_to(root))!r}), and unpickling "
+                "runs code stored in the file (a crafted rollouts folder can take over your machine)",
+                got=str(item),
+                fix="only if you trust where the folder came from, pass --trust-rollouts "
+                    "(load_rollouts(path, trust=True))")
+    return folder

@@ -88,3 +88,85 @@ def test_load_errors_say_what_to_pass(tmp_path):
     (tmp_path / "r" / "index.json").write_text('{"torchrl_render_rollouts": 99, "trajectories": []}')
     with pytest.raises(RenderError, match="unknown layout version"):
         load_rollouts(tmp_path / "r")
+
+
+class _RunsCode:
+    """Unpickling this creates ``marker``: the stand-in for a payload that calls os.system."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _crafted(tmp_path, marker):
+    """A rollouts folder whose non-tensor entry tensordict stored pickled (what a crafted folder ships)."""
+    from tensordict import NonTensorData
+
+    td = TensorDict({"obs": torch.zeros(3, 2)}, batch_size=[3])
+    td["info"] = NonTensorData(_RunsCode(str(marker)), batch_size=[3])
+    save_rollouts([td], tmp_path / "shared")
+    assert list((tmp_path / "shared").rglob("other.pickle")), "tensordict stored the entry some other way"
+    return tmp_path / "shared"
+
+
+def test_a_pickled_entry_is_refused_and_runs_nothing_unless_trusted(tmp_path):
+    from torchrl_render import UnsafeRolloutsError
+
+    marker = tmp_path / "pwned"
+    folder = _crafted(tmp_path, marker)
+    with pytest.raises(UnsafeRolloutsError, match=r"pickled non-tensor entry.*runs code.*--trust-rollouts"):
+        load_rollouts(folder)
+    assert not marker.exists()
+    load_rollouts(folder, trust=True)   # the opt-in loads what the user chose to trust
+    assert marker.exists()
+
+
+def test_replay_of_a_pickled_rollouts_folder_exits_2_naming_the_flag(tmp_path, capsys):
+    from helpers.clicode import exit_code
+
+    marker = tmp_path / "pwned"
+    folder = _crafted(tmp_path, marker)
+    model = tmp_path / "m.xml"
+    model.write_text("<mujoco><worldbody><geom size='.1'/></worldbody></mujoco>")
+    code = exit_code(["replay", str(folder), "--mujoco-model-path", str(model), "--out", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--trust-rollouts" in err and "Traceback" not in err
+    assert not marker.exists() and not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("folder", ["../outside", "/etc", "a/../../outside", "..", ".", "", 3, "link"])
+def test_an_index_entry_outside_the_folder_is_never_followed(tmp_path, folder):
+    outside = tmp_path / "outside"
+    save_rollouts([TensorDict({"x": torch.ones(2)}, batch_size=[2])], outside)   # a readable folder elsewhere
+    root = tmp_path / "rollouts"
+    save_rollouts([TensorDict({"x": torch.zeros(2)}, batch_size=[2])], root)
+    (root / "link").symlink_to(outside / "traj0000")
+    index = json.loads((root / "index.json").read_text())
+    index["trajectories"][0]["folder"] = folder
+    (root / "index.json").write_text(json.dumps(index))
+    with pytest.raises(RenderError, match="not inside.*never read"):
+        load_rollouts(root)
+
+
+def test_a_symlink_inside_a_trajectory_to_outside_is_refused(tmp_path):
+    secret = tmp_path / "secret.memmap"
+    secret.write_bytes(b"\0" * 8)
+    root = tmp_path / "rollouts"
+    save_rollouts([TensorDict({"x": torch.zeros(2)}, batch_size=[2])], root)
+    target = root / "traj0000" / "x.memmap"
+    target.unlink()
+    target.symlink_to(secret)
+    with pytest.raises(RenderError, match="links to.*outside the rollout folder"):
+        load_rollouts(root)
+
+
+def test_a_malformed_index_gets_the_paragraph(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "index.json").write_text("{not json")
+    with pytest.raises(RenderError, match="not readable JSON"):
+        load_rollouts(tmp_path / "r")
+    (tmp_path / "r" / "index.json").write_text('{"torchrl_render_rollouts": 1, "trajectories": "traj0000"}')
+    with pytest.raises(RenderError, match="no valid list of trajectories"):
+        load_rollouts(tmp_path / "r")

@@ -57,9 +57,9 @@ def _flag(td: Any, key: str) -> bool:
     return bool(value[-1].any()) if value is not None and value.shape[0] else False
 
 
-def _episodes(rollouts: Any, qpos_key: Any) -> list[tuple[int, Any, np.ndarray]]:
+def _episodes(rollouts: Any, qpos_key: Any, trust: bool) -> list[tuple[int, Any, np.ndarray]]:
     if isinstance(rollouts, (str, Path)):
-        rollouts = load_rollouts(rollouts)
+        rollouts = load_rollouts(rollouts, trust=trust)
     episodes = []
     for i, td in enumerate(rollouts):
         if td is None:
@@ -88,7 +88,7 @@ def _replay_config(out: Path, fmt: str | None, model_path: Path, **fields: Any) 
 
 def replay_rollouts(rollouts: Any, model_path: str | Path | None, out: str | Path, *,
                     asset_paths: Sequence[Any] = (), qpos_key: Any = "qpos", format: str | None = None,
-                    **fields: Any) -> list[Artifact]:
+                    trust_rollouts: bool = False, **fields: Any) -> list[Artifact]:
     """Rebuilds the episodes of saved rollouts from a MuJoCo model file into ``out``.
 
     Args:
@@ -99,6 +99,8 @@ def replay_rollouts(rollouts: Any, model_path: str | Path | None, out: str | Pat
         asset_paths: Files or folders with the model's meshes and textures.
         qpos_key: The key the qpos were recorded under (``mujoco_qpos_key`` of the run).
         format: The format (default: from ``out``'s suffix).
+        trust_rollouts: Load pickled non-tensor entries of a rollout folder (unpickling runs code from the
+            folder: trusted folders only; ``--trust-rollouts``).
         **fields: Further :class:`~torchrl_render.RenderConfig` fields for the writers and the renderer
             (``fps``, ``width``, ``height``, ``camera``, ``render_quality``, ``overwrite``...).
 
@@ -108,7 +110,7 @@ def replay_rollouts(rollouts: Any, model_path: str | Path | None, out: str | Pat
 
     model_path = Path(model_path) if model_path is not None else recorded_model_path(rollouts)
     model = load_model(model_path, asset_paths)
-    episodes = _episodes(rollouts, parse_nested_key(qpos_key, "qpos_key"))
+    episodes = _episodes(rollouts, parse_nested_key(qpos_key, "qpos_key"), trust_rollouts)
     cfg = _replay_config(Path(out), format, model_path, num_trajs=max(i for i, _, _ in episodes) + 1, **fields)
     group = WriterGroup(cfg, cfg.out)
     for path in group.planned_paths():

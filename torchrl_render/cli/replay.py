@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--camera", default=None, help="comma-separated camera names for mp4/gif/frames")
     p.add_argument("--render-quality", default=None, help="default, balanced or fast (mp4/gif/frames)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    p.add_argument("--trust-rollouts", action="store_true",
+                   help="load pickled non-tensor entries of the rollouts (unpickling runs code from the folder: "
+                        "only for a folder you trust)")
     return p
 
 
@@ -62,7 +65,8 @@ def main(argv: list[str]) -> int:
         artifacts = replay_rollouts(args.rollouts, args.mujoco_model_path, args.out, asset_paths=assets,
                                     qpos_key=args.mujoco_qpos_key, format=args.format, fps=args.fps,
                                     width=args.width, height=args.height, camera=args.camera,
-                                    render_quality=args.render_quality, overwrite=args.overwrite or None)
+                                    render_quality=args.render_quality, overwrite=args.overwrite or None,
+                                    trust_rollouts=args.trust_rollouts)
     except RenderError as exc:
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
