@@ -57,6 +57,56 @@ def test_pickle_payload_refused_and_nothing_runs(tmp_path):
     assert marker.exists()
 
 
+class _Calls:
+    """Unpickling this calls ``fn(*args)``: the payloads a crafted checkpoint carries."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return (self.fn, self.args)
+
+
+def _payloads(marker):
+    import builtins
+    import os
+    import subprocess
+
+    return {"os.system": _Calls(os.system, f"touch {marker}"),
+            "subprocess": _Calls(subprocess.call, ["touch", str(marker)]),
+            "builtins.exec": _Calls(builtins.exec, f"open({str(marker)!r}, 'w').close()"),
+            "open": _Calls(open, str(marker), "w")}
+
+
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "legacy"])
+@pytest.mark.parametrize("kind", ["os.system", "subprocess", "builtins.exec", "open"])
+def test_a_code_running_checkpoint_is_named_as_such_and_trust_loads_it(tmp_path, kind, zipped):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.pt"
+    torch.save({"model_state_dict": {"w": torch.ones(1)}, "x": _payloads(marker)[kind]}, path,
+               _use_new_zipfile_serialization=zipped)
+    with pytest.raises(UnsafeCheckpointError) as exc:
+        load_checkpoint(path)
+    text = str(exc.value)
+    assert not marker.exists()
+    assert "runs code" in text and "--trust-checkpoint" in text and "GLOBAL" in text
+    assert "corrupt" not in text and "truncated" not in text
+    assert "weights_only" not in text and "Re-running" not in text   # never torch's advice to unpickle
+    payload = load_checkpoint(path, trust=True)   # the opt-in loads what the user chose to trust
+    assert marker.exists() and torch.equal(payload["model_state_dict"]["w"], torch.ones(1))
+
+
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "legacy"])
+@pytest.mark.parametrize("trust", [False, True])
+def test_a_damaged_checkpoint_is_called_damaged_with_or_without_trust(tmp_path, zipped, trust):
+    path = tmp_path / "w.pt"
+    torch.save({"w": torch.ones(100)}, path, _use_new_zipfile_serialization=zipped)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="cannot be read.*truncated or corrupt") as exc:
+        load_checkpoint(path, trust=trust)
+    assert not isinstance(exc.value, UnsafeCheckpointError) and "weights_only" not in str(exc.value)
+
+
 @pytest.mark.parametrize("maker,fragment", [
     (lambda p: p, "does not exist"),
     (lambda p: (p.mkdir(), p)[1], "is a folder"),
