@@ -19,6 +19,16 @@ WHEEL=$(ls dist/torchrl_render-*.whl)
 LISTING=$("$VENV/bin/python" -m zipfile -l "$WHEEL")
 grep -q "torchrl_render/replay/vendor/three.min.js" <<< "$LISTING" \
     || { echo "the wheel lacks the replay page's three.js"; exit 1; }
+# pyproject says MIT: the wheel carries the licence text and says so in its metadata
+grep -q "torchrl_render-.*\.dist-info/licenses/LICENSE" <<< "$LISTING" || { echo "the wheel lacks LICENSE"; exit 1; }
+"$VENV/bin/python" - "$WHEEL" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as whl:
+    meta = next(whl.read(n).decode() for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
+    text = next(whl.read(n).decode() for n in whl.namelist() if n.endswith(".dist-info/licenses/LICENSE"))
+assert "License-Expression: MIT" in meta, "the wheel's METADATA names no MIT licence"
+assert text.startswith("MIT License") and "Permission is hereby granted" in text, "LICENSE is not the MIT text"
+PY
 "$VENV/bin/python" -m pip install -q -c constraints.txt "$WHEEL"
 "$VENV/bin/python" -m pip check
 
