@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -116,6 +117,41 @@ def existing(name: str, folder: bool = False) -> Callable[[Ctx], None]:
     return setup
 
 
+def fifo(name: str) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        os.mkfifo(ctx.out / name)
+    return setup
+
+
+def device_node(name: str) -> Callable[[Ctx], None]:
+    """A character device at ``name``: a copy of /dev/null's node, so that a regression replaces nothing of the
+    machine's (``--out /dev/full --overwrite`` once replaced the real one)."""
+    def setup(ctx: Ctx) -> None:
+        if os.geteuid() != 0:
+            pytest.skip("creating a device node needs root")
+        os.mknod(ctx.out / name, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    return setup
+
+
+def dangling(name: str) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        (ctx.out / name).symlink_to(ctx.out / "nothing-there.mp4")
+    return setup
+
+
+def os_system_ckpt(ctx: Ctx) -> None:
+    """A checkpoint whose pickle calls os.system (torch 2.13 words its refusal 'module posix is blocked')."""
+    torch.save({"model_state_dict": {}, "callback": CallsSystem(f"touch {ctx.inp / 'pwned'}")}, ctx.inp / "p.pt")
+
+
+class CallsSystem:
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self):
+        return (os.system, (self.command,))
+
+
 def no_display(ctx: Ctx) -> None:
     """A machine without a display (a headless server, an SSH session without -X)."""
     ctx.monkeypatch.delenv("DISPLAY", raising=False)
@@ -166,6 +202,11 @@ CASES = [
     Case("ckpt-needs-pickle", ["--ckpt", "{inp}/p.pt", *TINY],
          ("only full unpickling can load", "runs code", "Unsupported global", "--trust-checkpoint"),
          setup=pickle_ckpt, check=no_code_ran),
+    Case("ckpt-runs-os-system", ["--ckpt", "{inp}/p.pt", *TINY],
+         ("only full unpickling can load", "runs code", "unsupported GLOBAL posix.system (its module posix is blocked)",
+          "--trust-checkpoint"), setup=os_system_ckpt, check=no_code_ran),
+    Case("ckpt-name-too-long", ["--ckpt", "{inp}/" + "c" * 300 + ".pt", *TINY],
+         ("cannot be looked up: File name too long", "check the path passed to --ckpt")),
     Case("ckpt-keys-do-not-fit", ["--ckpt", "{inp}/p.pt", *TINY],
          ("does not fit the policy", "missing keys ['0.bias', '0.weight']", "unexpected keys ['bias', 'weight']",
           "--no-strict-load"), setup=lambda ctx: tiny_ckpt(ctx, net=torch.nn.Linear(3, 1))),
@@ -321,6 +362,21 @@ CASES = [
     Case("out-exists", TINY, ("run.mp4' already exists", "--overwrite"), setup=existing("run.mp4")),
     Case("sidecar-exists", TINY, ("run.mp4.metadata.json' already exists", "--overwrite"),
          setup=existing("run.mp4.metadata.json")),
+    Case("out-name-too-long", [*TINY, "--out", "{out}/" + "a" * 300 + ".mp4"],
+         ("in --out is 304 bytes long", "at most 255 bytes", "choose a shorter name for --out")),
+    Case("out-folder-name-too-long", [*TINY, "--out", "{out}/" + "d" * 300 + "/run.mp4"],
+         ("in --out is 300 bytes long", "at most 255 bytes")),
+    Case("sidecar-name-too-long", [*TINY, "--out", "{out}/" + "b" * 238 + ".mp4"],
+         ("that --out makes ('.metadata.json' added)", "a name of at most 228 bytes for --out")),
+    Case("out-nul-byte", [*TINY, "--out", "{out}/a\x00b.mp4"], ("holds a NUL byte", "remove the NUL")),
+    Case("out-fifo-overwrite", [*TINY, "--overwrite"], ("run.mp4' is a FIFO", "only replaces regular files"),
+         setup=fifo("run.mp4")),
+    Case("out-device-overwrite", [*TINY, "--overwrite"],
+         ("run.mp4' is a character device", "only replaces regular files"), setup=device_node("run.mp4")),
+    Case("out-dangling-symlink", TINY, ("run.mp4' already exists (a symlink to nothing)", "--overwrite"),
+         setup=dangling("run.mp4")),
+    Case("out-folder-name-with-escapes", [*TINY, "--out", "{out}/new\x1b[2Jrun/run.mp4"],
+         ("new\\x1b[2Jrun' does not exist", "mkdir -p '"),),
     Case("out-is-a-folder-overwrite", [*TINY, "--overwrite"], ("run.mp4", "is a folder"),
          setup=existing("run.mp4", folder=True)),
     Case("video-codec-unknown", [*TINY, "--video-codec", "nope"],
@@ -493,9 +549,15 @@ def _params():
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    """Every entry under ``folder`` (hidden ones included) with a hash of its bytes."""
-    return {str(p.relative_to(folder)): ("dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in folder.rglob("*")}
+    """Every entry under ``folder`` (hidden ones included) with a hash of its bytes; a symlink, a FIFO or a
+    device node by what it is (reading a FIFO would wait for a writer)."""
+    def entry(p: Path) -> str:
+        if p.is_symlink():
+            return f"-> {os.readlink(p)}"
+        if p.is_dir():
+            return "dir"
+        return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else stat.filemode(p.lstat().st_mode)
+    return {str(p.relative_to(folder)): entry(p) for p in folder.rglob("*")}
 
 
 @pytest.fixture

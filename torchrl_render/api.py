@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import shlex
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -29,7 +30,7 @@ from .envs import open_env
 from .envs.gl import ensure_headless_gl, gl_notes
 from .envs.mjlog import captured_mujoco_warnings
 from .envs.unwrap import model_file
-from .errors import BackendUnavailable, ConfigError, OutputExistsError, WriterError
+from .errors import BackendUnavailable, ConfigError, WriterError
 from .live import observers
 from .live.viewer import prepare_viewer
 from .loggers import check_logger, log_run
@@ -40,7 +41,7 @@ from .resolve import resolve
 from .selection import Selector, needs_two_passes, parse_selectors
 from .sidecar import run_metadata
 from .sink import Progress, RunContext, Sink, rendered_range
-from .storage import save_rollouts, write_json_atomic
+from .storage import check_os_name, check_replaceable, save_rollouts, write_json_atomic
 from .writers import WRITERS, needs_frames
 from .writers.base import remove
 from .writers.group import BackgroundWriters, InlineWriters, KeptFrames, WriterGroup
@@ -212,6 +213,9 @@ class Run:
 
     def _check_outputs(self) -> None:
         paths = self.planned_paths()
+        for path in [*paths, Path(f"{self.cfg.out}.partial.json")]:  # names the OS refuses, before anything
+            own = path == self.sidecar and self.cfg.metadata
+            check_os_name(path, "--metadata" if own else "--out", None if own else Path(self.cfg.out))
         for group in self.groups:
             for path in group.planned_paths():  # writer-specific preconditions, before any rollout
                 group.cls.check(path, group.cfg)
@@ -219,7 +223,8 @@ class Run:
             parent = path.parent if str(path.parent) else Path(".")
             if not parent.is_dir():
                 raise WriterError(f"the output folder {str(parent)!r} does not exist", got=str(path),
-                                  fix=f"create it first (mkdir -p {parent}) or choose another --out")
+                                  fix=f"create it first (mkdir -p {shlex.quote(str(parent))}) or choose another "
+                                      "--out")
             if not os.access(parent, os.W_OK):
                 raise WriterError(f"the output folder {str(parent)!r} is not writable", got=str(path),
                                   fix="choose a folder you can write to")
@@ -228,9 +233,7 @@ class Run:
             if path.is_dir() and not folder_expected:
                 raise WriterError(f"{str(path)!r} is a folder, and format {self.cfg.format!r} writes a file there",
                                   got=str(path), fix="choose a file name for --out (e.g. run.mp4)")
-            if path.exists() and not self.cfg.overwrite:
-                raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
-                                        fix="pass --overwrite (overwrite=True) or choose another --out")
+            check_replaceable(path, self.cfg.overwrite)
 
     def _checkpoint(self) -> tuple[Any, str | None]:
         if self.cfg.ckpt is None:

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -77,8 +78,15 @@ class RenderError(Exception):
 
 
 def _sentence(text: Any) -> str:
-    text = str(text).strip()
+    text = printable(str(text).strip())
     return text if text.endswith((".", "?", "!")) else text + "."
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab written as an escape (``\\x1b``): a file name
+    quoted in a message cannot move the cursor, recolour or retitle the user's terminal."""
+    return "".join(ch if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf") else
+                   ascii(ch)[1:-1] for ch in text)
 
 
 class ConfigError(RenderError, ValueError):

@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,7 +48,8 @@ from typing import Any
 from .data import Artifact
 from .errors import OutputExistsError, RenderError, UnsafeRolloutsError, WriterError
 
-__all__ = ["atomic_path", "commit", "load_rollouts", "remove", "save_rollouts", "temp_path", "write_json_atomic"]
+__all__ = ["atomic_path", "check_os_name", "check_replaceable", "commit", "load_rollouts", "remove", "save_rollouts",
+           "temp_path", "write_json_atomic"]
 
 INDEX = "index.json"
 VERSION = 1
@@ -56,6 +58,79 @@ VERSION = 1
 def temp_path(path: Path) -> Path:
     """A hidden name beside ``path`` (same folder, same suffix) for atomic writes."""
     return path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
+
+
+#: bytes a derived name adds to a planned one: the hidden temporary ``.{name}.tmp-{pid}`` (and the ``.old-``
+#: side name of a replaced folder), with a pid of up to 7 digits (Linux's pid_max)
+DERIVED_NAME_BYTES = len(".") + len(".tmp-") + 7
+
+
+def check_os_name(path: Path, flag: str = "--out", made_from: Path | None = None) -> None:
+    """Refuses, before any step, a path the OS would refuse to create: a NUL byte, a component longer than the
+    file system takes (255 bytes on most), counting the temporary name written beside it, or a path over
+    PATH_MAX. ``made_from``: the user's path this one is derived from (``<out>.metadata.json`` from ``--out``),
+    so that the message gives the limit for the name the user chose. Raises :class:`WriterError`."""
+    text = str(path)
+    if "\0" in text:
+        raise WriterError(f"the path {text!r} holds a NUL byte, which no file name can hold", got=repr(text),
+                          fix=f"remove the NUL (\\x00) from {flag}")
+    parent = Path("/")
+    for folder in path.absolute().parents:  # the nearest folder that exists answers for the file system
+        try:
+            if folder.is_dir():
+                parent = folder
+                break
+        except OSError:  # a component too long to look up: checked below
+            continue
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+        path_max = os.pathconf(parent, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):  # no pathconf (Windows), or the file system does not say
+        name_max, path_max = 255, 4096
+    for i, part in enumerate(path.parts):
+        own = len(os.fsencode(part))
+        size = own + (DERIVED_NAME_BYTES if i == len(path.parts) - 1 else 0)
+        if size > name_max:
+            short = part if len(part) <= 60 else f"{part[:40]}...{part[-12:]}"
+            with_temp = f" ({size} with the temporary name written beside it)" if size != own else ""
+            limit = name_max - (size - own)
+            derived = made_from is not None and i == len(path.parts) - 1 and made_from.name != part
+            if derived:
+                limit -= own - len(os.fsencode(made_from.name))
+                what = f"the name {short!r} that {flag} makes ({str(path)[len(str(made_from)):]!r} added)"
+            else:
+                what = f"the name {short!r} in {flag}"
+            raise WriterError(f"{what} is {own} bytes long{with_temp}, and this file system takes names of at most "
+                              f"{name_max} bytes",
+                              expected=f"a name of at most {limit} bytes" + (f" for {flag}" if derived else ""),
+                              got=f"{len(os.fsencode(made_from.name)) if derived else own} bytes",
+                              fix=f"choose a shorter name for {flag}")
+    if len(os.fsencode(str(path.absolute()))) + DERIVED_NAME_BYTES >= path_max:
+        raise WriterError(f"the path in {flag} is longer than this system's PATH_MAX ({path_max} bytes)",
+                          got=f"{len(os.fsencode(str(path.absolute())))} bytes", fix=f"choose a shorter {flag}")
+
+
+def check_replaceable(path: Path, overwrite: bool) -> None:
+    """Refuses to replace what is not a regular file, a folder or a symlink to one: a FIFO,
+    a device node (``/dev/full``), a socket, ``/proc/self/fd/1``. A dangling symlink counts as existing."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    if not overwrite:
+        raise OutputExistsError(f"{str(path)!r} already exists" + (" (a symlink to nothing)" if not path.exists()
+                                                                    else ""),
+                                got=str(path), fix="pass --overwrite (overwrite=True) or choose another --out")
+    if not path.exists():
+        return  # a dangling symlink: the link is replaced by the new file
+    mode = path.stat().st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return  # a folder is replaced whole where one is written; where a file goes the caller says so
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode) else
+            "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    target = f" ({str(path.resolve())!r})" if path.is_symlink() or path.resolve() != path.absolute() else ""
+    raise WriterError(f"{str(path)!r}{target} is {kind}, and --overwrite only replaces regular files",
+                      expected="a regular file, a symlink to one, or a new name", got=kind,
+                      fix="choose another --out: a file name in a folder (a run writes its artifact beside it "
+                          "first, then renames it into place)")
 
 
 def remove(path: Path) -> None:

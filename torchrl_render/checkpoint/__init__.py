@@ -102,7 +102,16 @@ def check_checkpoint_path(path: str | Path) -> Path:
                               expected="a path to a local file", got=text,
                               fix="download it first (e.g. curl -LO), then pass the local path")
     p = Path(path).expanduser()
-    if not p.exists():
+    try:
+        found = p.exists()
+    except (OSError, ValueError) as exc:  # a NUL byte, a name longer than the file system takes
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        name = p.name if len(p.name) <= 60 else f"{p.name[:40]}...{p.name[-12:]}"
+        raise CheckpointError(f"checkpoint {str(p.parent / name)!r} cannot be looked up: {reason}",
+                              expected="a path to a local file",
+                              got=f"a name of {max(len(os.fsencode(part)) for part in p.parts)} bytes",
+                              fix="check the path passed to --ckpt") from exc
+    if not found:
         raise CheckpointError(f"checkpoint {text!r} does not exist", expected="an existing local file", got=text,
                               fix="check the path passed to --ckpt")
     if p.is_dir() and not (p / MANIFEST).is_file():
