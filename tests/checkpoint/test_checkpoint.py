@@ -396,3 +396,44 @@ def test_a_payload_of_the_wrong_type_is_refused(tmp_path, given):
         assert " ".join(str(exc.value).split()) in doc
     with pytest.raises(CheckpointError, match="takes the loaded checkpoint payload"):
         load_render_policy(cfg, None, checkpoint=wrong)
+
+
+def _rezip(src, dst, bomb_member, inflated):
+    """``src``'s records copied into ``dst``, ``bomb_member`` replaced by ``inflated`` zero bytes, deflated
+    (about 1,000:1): a zip bomb of the checkpoint's own layout."""
+    import zipfile
+
+    with zipfile.ZipFile(src) as old, zipfile.ZipFile(dst, "w") as new:
+        for info in old.infolist():
+            if info.filename != bomb_member:
+                new.writestr(info, old.read(info))
+                continue
+            big = zipfile.ZipInfo(info.filename)
+            big.compress_type = zipfile.ZIP_DEFLATED
+            with new.open(big, "w", force_zip64=True) as fh:
+                chunk = bytes(1 << 20)
+                for _ in range(inflated >> 20):
+                    fh.write(chunk)
+    return dst
+
+
+def test_a_zip_bomb_checkpoint_is_refused_before_it_is_inflated(tmp_path):
+    import zipfile
+
+    plain = tmp_path / "plain.pt"
+    torch.save({"model_state_dict": {"w": torch.ones(2)}}, plain)
+    member = next(n for n in zipfile.ZipFile(plain).namelist() if n.endswith("/data/0"))
+    bomb = _rezip(plain, tmp_path / "bomb.pt", member, 96 << 20)   # 96 MiB in about 100 kB
+    assert bomb.stat().st_size < 1 << 20
+    with pytest.raises(CheckpointError, match=r"declares a record .*data/0.* of 96\.0 MiB in a 0\.\d MiB file.*"
+                                              r"refused before inflating") as exc:
+        load_checkpoint(bomb, trust=True)   # trusting the code in a file is not trusting its sizes
+    assert "zip bomb" in str(exc.value)
+    assert torch.equal(load_checkpoint(plain)["model_state_dict"]["w"], torch.ones(2))   # torch.save's own: fine
+
+
+def test_a_zip_bomb_inside_a_torchrl_archive_is_refused_before_it_is_inflated(tmp_path):
+    plain = save_render_checkpoint(tmp_path / "p.torchrl", torch.nn.Linear(2, 2), format="archive")
+    bomb = _rezip(plain, tmp_path / "bomb.torchrl", "components/0000-policy/state/tensor_00000000.memmap", 96 << 20)
+    with pytest.raises(CheckpointError, match=r"declares a record .*tensor_00000000.memmap.* of 96\.0 MiB"):
+        load_checkpoint(bomb)

@@ -14,13 +14,45 @@ from __future__ import annotations
 
 import pickle
 import re
+import zipfile
 from typing import Any
 
 from ..errors import CheckpointError, UnsafeCheckpointError
 
-__all__ = ["CORRUPT_FIX", "needs_unpickling", "torch_load", "weights_only_reason"]
+__all__ = ["CORRUPT_FIX", "check_zip_records", "needs_unpickling", "torch_load", "weights_only_reason"]
 
 CORRUPT_FIX = "the file may be truncated or corrupt: copy or re-save it"
+
+
+#: a compressed record may inflate this many times its stored size, and to this many bytes, before it is read:
+#: tensors compress little (float weights about 1.1:1), while a zip bomb inflates a megabyte to a gigabyte
+MAX_RATIO = 100
+MAX_INFLATED = 64 << 20
+
+
+def check_zip_records(archive: zipfile.ZipFile, label: str, size: int, names: Any = None) -> None:
+    """Refuses, before anything is inflated, a zip whose records declare more bytes than such a file can hold:
+    a compressed record over :data:`MAX_INFLATED` bytes that inflates over :data:`MAX_RATIO` times, or a stored
+    record larger than the file. ``names``: the records to check (default: all)."""
+    infos = archive.infolist() if names is None else [archive.getinfo(n) for n in names]
+    for info in infos:
+        stored = info.compress_type == zipfile.ZIP_STORED
+        bomb = (not stored and info.file_size > MAX_INFLATED
+                and info.file_size > MAX_RATIO * max(info.compress_size, 1))
+        if bomb or (stored and info.file_size > size):
+            raise CheckpointError(
+                f"checkpoint {label!r} declares a record {info.filename!r} of {_mib(info.file_size)} in a "
+                f"{_mib(size)} file" + (f" ({info.file_size // max(info.compress_size, 1)}:1 compressed)"
+                                         if not stored else "") + ", which no checkpoint of that size holds; it "
+                "was refused before inflating (a zip bomb takes the machine's memory)",
+                expected=f"records of at most {MAX_RATIO}x their compressed size (torch.save stores them "
+                         "uncompressed)", got=f"{info.file_size} bytes declared",
+                fix="re-save the weights with torch.save or save_render_checkpoint; do not load a file whose "
+                    "source you do not know")
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"
 
 
 def torch_load(fh: Any, label: str, size: int, trust: bool, map_location: Any = "cpu") -> Any:
@@ -28,6 +60,11 @@ def torch_load(fh: Any, label: str, size: int, trust: bool, map_location: Any = 
     :class:`CheckpointError`: :class:`UnsafeCheckpointError` for a file that holds code-bearing objects."""
     import torch
 
+    if zipfile.is_zipfile(fh):  # torch.save's format since 1.6: look at the records before torch inflates them
+        fh.seek(0)
+        with zipfile.ZipFile(fh) as archive:
+            check_zip_records(archive, label, size)
+    fh.seek(0)
     try:
         # trusted: the user chose to run what the file holds, so it loads as torch.save wrote it
         return torch.load(fh, map_location=map_location, weights_only=not trust)

@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import CheckpointError
-from .safeload import torch_load
+from .safeload import check_zip_records, torch_load
 
 __all__ = ["MANIFEST", "TorchRLCheckpoint", "is_torchrl_archive", "save_unified"]
 
@@ -75,6 +75,7 @@ class _Source:
                     raise self.error(f"its member {member!r} points outside the checkpoint folder")
                 return target.read_bytes()
             with zipfile.ZipFile(self.path) as archive:
+                check_zip_records(archive, str(self.path), self.path.stat().st_size, [str(rel)])
                 return archive.read(str(rel))
         except (OSError, KeyError, zipfile.BadZipFile) as exc:
             raise self.error(f"its member {member!r} cannot be read ({type(exc).__name__}: {exc})") from exc
@@ -207,6 +208,7 @@ def _archive_tensors(source: _Source, data: bytes, name: str) -> dict[str, Any]:
     with inner:
         def read(member: str) -> bytes:
             try:
+                check_zip_records(inner, f"{source.path}:{name}/state.tdz", len(data), [member])
                 return inner.read(member)
             except KeyError as exc:
                 raise source.error(f"component {name!r} lacks {member!r} in its state.tdz") from exc
