@@ -47,10 +47,12 @@ test-steps: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	$(PYTEST) -p no:randomly --durations=20
 
-# The whole suite in a shuffled order (pytest-randomly; it prints the seed, and --randomly-seed=N replays that order).
+# The whole suite in a shuffled order (pytest-randomly): make test-random SEED=N replays the order of seed N.
+SEED    ?= $(shell date +%s)
 test-random: $(STAMP)
 	bash tools/test_setup.sh $(VPY)
-	$(PYTEST) --durations=20
+	@echo "make test-random: seed $(SEED) (make test-random SEED=$(SEED) runs this order again)"
+	$(PYTEST) --randomly-seed=$(SEED) --durations=20
 
 # The edit loop: the tests not marked slow (no simulator start-ups, encoders, browsers, kernels), in under a minute.
 test-fast: $(STAMP)
