@@ -2,6 +2,7 @@
 
     MUJOCO_GL=egl .venv/bin/python benchmarks/live_overhead.py            # ~1 min
     MUJOCO_GL=egl .venv/bin/python benchmarks/live_overhead.py --rounds 5 --episodes 4
+    MUJOCO_GL=egl .venv/bin/python benchmarks/live_overhead.py --idle 500   # and 500 idle connections
 
 The same run (the shipped HalfCheetah-v5 policy, 1000-step episodes, mp4 at 96x96 with the fast look,
 so the run is step-bound and the live page gets a pose every 1/30 s) is timed alternately without
@@ -9,6 +10,8 @@ so the run is step-bound and the live page gets a pose every 1/30 s) is timed al
 reads a byte (its socket buffer fills, its server thread blocks on the write, then is dropped after the
 timeout), and one that sends half a request and waits. Reported: the median wall time of each, their
 ratio, the poses published and the events dropped for the stalled pages; the returns must match.
+``--idle N`` adds N connections that never send a request (a flood): they wait threadless in the server's
+selector, so the ratio should not move; the threads alive at the run's end are reported.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ class _Url(logging.Handler):
             self.seen.set()
 
 
-def _stall(url: str, sockets: list) -> None:
-    """Two clients that never read: one on the event stream, one with half a request."""
+def _stall(url: str, sockets: list, idle: int = 0) -> None:
+    """Two clients that never read: one on the event stream, one with half a request; ``idle`` more that
+    connect and say nothing."""
     rest = url[len("http://"):]
     hostport, _, query = rest.partition("/?")
     host, port = hostport.rsplit(":", 1)
@@ -53,9 +57,10 @@ def _stall(url: str, sockets: list) -> None:
     half = socket.create_connection((host, int(port)))
     half.sendall(b"GET /state?tok")
     sockets += [events, half]
+    sockets += [socket.create_connection((host, int(port))) for _ in range(idle)]
 
 
-def _run(out: Path, episodes: int, live: bool, catch: _Url) -> tuple[float, list[float], dict]:
+def _run(out: Path, episodes: int, live: bool, catch: _Url, idle: int = 0) -> tuple[float, list[float], dict]:
     from torchrl_render import RenderConfig, render_policy
 
     cfg = RenderConfig(ckpt=str(CHEETAH / "policy.pt"), policy=f"{CHEETAH / 'policy.py'}:make_policy",
@@ -66,13 +71,14 @@ def _run(out: Path, episodes: int, live: bool, catch: _Url) -> tuple[float, list
     stats: dict = {}
     if live:
         catch.url, _ = None, catch.seen.clear()
-        threading.Thread(target=lambda: catch.seen.wait(120) and _stall(catch.url, sockets), daemon=True).start()
+        threading.Thread(target=lambda: catch.seen.wait(120) and _stall(catch.url, sockets, idle),
+                         daemon=True).start()
         import torchrl_render.live.feed as feed
 
         original = feed.LiveFeed.close
 
         def close(self, finished=True):
-            stats.update(poses=self.hub.poses, dropped=self.hub.dropped)
+            stats.update(poses=self.hub.poses, dropped=self.hub.dropped, threads=threading.active_count())
             original(self, finished)
 
         feed.LiveFeed.close = close
@@ -92,6 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--episodes", type=int, default=2)
+    parser.add_argument("--idle", type=int, default=0, help="connections that never send a request")
     args = parser.parse_args()
     catch = _Url()
     logger = logging.getLogger("torchrl_render")
@@ -104,17 +111,17 @@ def main() -> None:
         _run(Path(tmp) / "warm.mp4", 1, False, catch)  # imports, GL context
         for _ in range(args.rounds):
             for live in (False, True):
-                wall, rets, st = _run(Path(tmp) / f"live{int(live)}.mp4", args.episodes, live, catch)
+                wall, rets, st = _run(Path(tmp) / f"live{int(live)}.mp4", args.episodes, live, catch, args.idle)
                 walls[live].append(wall)
                 returns[live] = rets
                 stats = st or stats
     plain, live = statistics.median(walls[False]), statistics.median(walls[True])
     sys.stdout.write(f"without --live: median {plain:.2f} s {[f'{w:.2f}' for w in walls[False]]}\n"
-                     f"with --live and two stalled clients: median {live:.2f} s "
+                     f"with --live, two stalled clients and {args.idle} idle connections: median {live:.2f} s "
                      f"{[f'{w:.2f}' for w in walls[True]]}\n"
                      f"ratio live/plain: {live / plain:.3f}\n"
                      f"poses published (last live run): {stats.get('poses')}, events dropped for the stalled "
-                     f"page: {stats.get('dropped')}\nreturns equal: {returns[False] == returns[True]}\n")
+                     f"page: {stats.get('dropped')}, threads alive at its end: {stats.get('threads')}\nreturns equal: {returns[False] == returns[True]}\n")
 
 
 if __name__ == "__main__":

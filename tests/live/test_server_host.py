@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 
 import pytest
@@ -59,3 +60,71 @@ def test_the_listen_backlog_queues_many_connections_while_the_server_is_busy():
         for s in sockets:
             s.close()
         server.close()
+
+
+def _get(server, path):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request("GET", f"{path}{'&' if '?' in path else '?'}token={server.token}")
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        conn.close()
+
+
+def _wait(predicate, timeout=10.0):
+    import time
+
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_idle_connections_cost_no_thread_and_leave_the_page_served():
+    """500 connections that never send a request (a port scan, a stuck client, a flood) got a thread each
+    (503 threads); now they wait threadless, the oldest beyond MAX_WAITING are dropped, and the page and its
+    state are served meanwhile."""
+    import threading
+
+    from torchrl_render.live.server import MAX_WAITING
+
+    with LiveServer(LiveHub(), port=0) as server:
+        _get(server, "/state")
+        base = threading.active_count()
+        idle = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(500)]
+        try:
+            _wait(lambda: len(server.httpd.waiting) == MAX_WAITING)  # every one accepted, the oldest dropped
+            assert threading.active_count() <= base + 1
+            status, body = _get(server, "/")
+            assert status == 200 and b"<html" in body.lower()
+            server.hub.set_metrics({"episodes": 3})
+            status, body = _get(server, "/state")
+            assert status == 200 and json.loads(body)["metrics"] == {"episodes": 3}
+            assert threading.active_count() <= base + 1   # each request's thread ended with its request
+            dropped = sum(1 for s in idle[:500 - MAX_WAITING] if s.recv(1) == b"")  # closed by the server
+            assert dropped == 500 - MAX_WAITING
+        finally:
+            for s in idle:
+                s.close()
+
+
+@pytest.mark.slow
+def test_requests_beyond_the_cap_get_a_clean_503_and_the_server_recovers():
+    from torchrl_render.live.server import MAX_HANDLERS
+
+    with LiveServer(LiveHub(), port=0) as server:
+        streams = []
+        try:
+            for _ in range(MAX_HANDLERS):  # event streams hold their request (and its thread) open
+                conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+                conn.request("GET", f"/events?token={server.token}")
+                assert conn.getresponse().status == 200
+                streams.append(conn)
+            status, body = _get(server, "/state")
+            assert status == 503 and body == b""
+        finally:
+            for conn in streams:
+                conn.close()
+        _wait(lambda: _get(server, "/state")[0] == 200)   # the slots come back as the streams end

@@ -4,7 +4,8 @@
 far) and fans events out to the connected pages through bounded queues: the publishing side
 (the evaluation) only appends to a ``deque(maxlen=...)`` and never waits, so a slow or vanished
 browser loses events, never slows the run. :class:`LiveServer` serves the hub with
-``http.server.ThreadingHTTPServer`` on a daemon thread.
+``http.server.ThreadingHTTPServer`` on a daemon thread: a thread per request being served (at most
+:data:`MAX_HANDLERS`, a 503 beyond), none for a connection that has not sent its request yet.
 
 Security: every request must carry the random ``token`` (403 without it); only ``GET`` on the
 fixed paths of :data:`ROUTES` (404 otherwise, 405 for other methods); request lines over 2 KiB,
@@ -36,6 +37,7 @@ import ipaddress
 import json
 import logging
 import secrets
+import selectors
 import threading
 import time
 from collections import deque
@@ -46,7 +48,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..replay.page import page_resource
 
-__all__ = ["LISTEN_BACKLOG", "LOOPBACK", "ROUTES", "LiveHub", "LiveServer", "live_page"]
+__all__ = ["LISTEN_BACKLOG", "LOOPBACK", "MAX_HANDLERS", "MAX_WAITING", "ROUTES", "LiveHub", "LiveServer",
+           "live_page"]
 
 log = logging.getLogger("torchrl_render.live")
 
@@ -55,6 +58,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_REQUEST_LINE = 2048
 MAX_HEADER_BYTES = 8192
 LISTEN_BACKLOG = 128  # connections the kernel queues before the server thread accepts them
+MAX_HANDLERS = 32  # requests served at once (each open page holds one event stream); more get a 503
+MAX_WAITING = 256  # accepted connections waiting, threadless, for their request; the oldest is dropped
 QUEUE_EVENTS = 64  # per page: older events are dropped when a page reads slower than the run publishes
 _LIVE_SCRIPTS = ("decode.js", "view.js", "live.js")
 
@@ -290,11 +295,96 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """A thread per request, not per connection: an accepted connection waits, threadless, in a selector until
+    its request arrives (at most :data:`MAX_WAITING` of them, the oldest dropped first, each for at most
+    ``_Handler.timeout`` seconds); at most :data:`MAX_HANDLERS` requests are served at once (an event stream
+    is one), and a request beyond them gets a 503 at once. Idle or stalled clients cost a socket, never a
+    thread, and cannot crowd out the page's own requests."""
+
     daemon_threads = True
     allow_reuse_address = False
     # the listen backlog: with socketserver's 5, a page opening its streams while the run keeps the
     # interpreter busy overflowed the queue and each further connection waited for a SYN retry
     request_queue_size = LISTEN_BACKLOG
+
+    def __init__(self, address: Any, handler: Any) -> None:
+        self.waiting: dict[Any, tuple[float, Any]] = {}  # socket -> (accepted at, client address)
+        self.selector = selectors.DefaultSelector()
+        self.slots = threading.BoundedSemaphore(MAX_HANDLERS)
+        self.guard = threading.Lock()
+        self.stopped = threading.Event()
+        self.dispatcher: threading.Thread | None = None
+        super().__init__(address, handler)  # a port that is taken raises here, after server_close
+        self.dispatcher = threading.Thread(target=self._dispatch, name="torchrl_render-live-dispatch", daemon=True)
+        self.dispatcher.start()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Called on the accepting thread: park the connection until it has something to say."""
+        with self.guard:
+            while len(self.waiting) >= MAX_WAITING:  # the oldest idle connection makes room
+                oldest = min(self.waiting, key=lambda sock: self.waiting[sock][0])
+                self._drop(oldest)
+            self.waiting[request] = (time.monotonic(), client_address)
+            self.selector.register(request, selectors.EVENT_READ)
+
+    def _drop(self, sock: Any) -> None:
+        self.waiting.pop(sock, None)
+        try:
+            self.selector.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        self.shutdown_request(sock)
+
+    def _dispatch(self) -> None:
+        timeout = _Handler.timeout
+        while not self.stopped.is_set():
+            try:
+                ready = self.selector.select(timeout=0.05) if self.waiting else None
+            except (OSError, ValueError):  # a socket closed under the selector: the next round sees the rest
+                ready = []
+            if ready is None:
+                self.stopped.wait(0.02)
+                continue
+            with self.guard:
+                for key, _ in ready:
+                    sock = key.fileobj
+                    if sock not in self.waiting:
+                        continue
+                    _, client = self.waiting.pop(sock)
+                    self.selector.unregister(sock)
+                    if self.slots.acquire(blocking=False):
+                        threading.Thread(target=self._serve, args=(sock, client), daemon=True,
+                                         name="torchrl_render-live-request").start()
+                    else:
+                        self._busy(sock)
+                now = time.monotonic()
+                for sock in [s for s, (t, _) in self.waiting.items() if now - t > timeout]:
+                    self._drop(sock)  # connected, said nothing for the handler's whole timeout
+
+    def _serve(self, sock: Any, client: Any) -> None:
+        try:
+            self.process_request_thread(sock, client)  # handles, then closes the connection
+        finally:
+            self.slots.release()
+
+    def _busy(self, sock: Any) -> None:
+        try:
+            sock.settimeout(0.5)
+            sock.sendall(b"HTTP/1.0 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+                         b"Connection: close\r\n\r\n")
+        except OSError:
+            pass
+        self.shutdown_request(sock)
+
+    def server_close(self) -> None:
+        self.stopped.set()
+        if self.dispatcher is not None:
+            self.dispatcher.join(timeout=2)
+        with self.guard:
+            for sock in list(self.waiting):
+                self._drop(sock)
+        self.selector.close()
+        super().server_close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:  # never a traceback on stderr
         log.debug("live server: request from %s failed", client_address, exc_info=True)
