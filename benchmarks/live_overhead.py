@@ -121,7 +121,8 @@ def main() -> None:
                      f"{[f'{w:.2f}' for w in walls[True]]}\n"
                      f"ratio live/plain: {live / plain:.3f}\n"
                      f"poses published (last live run): {stats.get('poses')}, events dropped for the stalled "
-                     f"page: {stats.get('dropped')}, threads alive at its end: {stats.get('threads')}\nreturns equal: {returns[False] == returns[True]}\n")
+                     f"page: {stats.get('dropped')}, threads alive at its end: {stats.get('threads')}\n"
+                     f"returns equal: {returns[False] == returns[True]}\n")
 
 
 if __name__ == "__main__":
