@@ -34,6 +34,7 @@ from .._version import __version__
 from ..config import RenderConfig
 from ..registry import WRITERS
 from .display import EMBED_LIMIT_BYTES, fmt_cell, fmt_size, metrics_markdown, video_html, viewer_html
+from .markup import md_fence, md_text
 from .report_cells import (
     ASSETS,
     CFG,
@@ -153,10 +154,10 @@ def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, co
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     what = {"saved": f"{n} saved episode(s)", "live": "rolled out live in this notebook",
             "both": f"{n} saved episode(s), then rolled out live in this notebook"}[mode]
-    lines = [f"# {heading}", "", f"Written by torchrl_render {__version__} on {when}; rollout mode `{mode}`: {what}.",
-             ""]
-    if command:
-        lines += ["Command:", "", "```bash", command, "```"]
+    lines = [f"# {md_text(heading)}", "",
+             f"Written by torchrl_render {__version__} on {when}; rollout mode `{mode}`: {what}.", ""]
+    if command:  # names in it are the user's: a fence no line of theirs can close
+        lines += ["Command:", "", md_fence(command, "bash")]
     return "\n".join(lines)
 
 

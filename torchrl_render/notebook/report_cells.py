@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .markup import md_code
+
 __all__ = ["ASSETS", "CFG", "LIVE_OVERRIDES", "LIVE_SHOW", "NO_METRICS", "config_source", "kwargs_source",
            "literal", "live_source", "rerun_heading", "rerun_source"]
 
@@ -59,14 +61,14 @@ def rerun_heading(mode: str, live_out: str) -> str:
     """The markdown above the cells that roll out again."""
     if mode == "saved":
         return ("## Re-run the evaluation\n\nEdit the kwargs below if you like, then run the next two cells: "
-                f"they roll the policy out again in this kernel, write `{live_out}` beside the notebook and "
+                f"they roll the policy out again in this kernel, write {md_code(live_out)} beside the notebook and "
                 "show its video(s) and metrics. (The re-run cell was not run when the report was written.)")
     when = ("They ran when the notebook was written" if mode == "both" else
             "Nothing was rolled out when the notebook was written: run them")
     return (f"## Live rollout\n\nThese cells roll the policy out in this kernel, as torchrl.render's "
             f"`collect_rollouts_in_notebook()` does, into `rollouts`. {when}; edit `live` (the factories' kwargs, "
-            f"the mp4, the live view's port) and run them again. They write `{live_out}` beside the notebook and "
-            "show its video(s) and metrics.")
+            f"the mp4, the live view's port) and run them again. They write {md_code(live_out)} beside the notebook "
+            "and show its video(s) and metrics.")
 
 
 def kwargs_source(config: dict[str, Any], live_out: str, search_path: Sequence[str]) -> str:

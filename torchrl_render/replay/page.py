@@ -3,7 +3,7 @@
 ``page.html`` holds three markers (``<!--DATA-->``, ``<!--THREE-->``, ``<!--APP-->``)
 that are replaced, in one streaming pass, by the data scripts, the three.js bundle
 (``vendor/three.min.js``) and the page's own small scripts (``js/*.js``, in order).
-The data are JSON in ``<script type="application/json">`` elements (``</`` escaped);
+The data are JSON in ``<script type="application/json">`` elements (every ``<`` written ``\\u003c``);
 the pose chunks are copied line by line from the writer's temporary file, so the
 whole page never sits in memory.
 
@@ -37,7 +37,9 @@ def page_resource(name: str) -> str:
 
 
 def _json(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), allow_nan=False, default=_plain).replace("</", "<\\/")
+    # in a <script>: no "<" at all (JSON has it only inside strings, where \u003c reads the same), so neither
+    # "</script>" nor "<!--" can change how the HTML parser reads the script
+    return json.dumps(data, separators=(",", ":"), allow_nan=False, default=_plain).replace("<", "\\u003c")
 
 
 def _plain(value: Any) -> Any:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..notebook.kernel import execute_notebook
+from ..notebook.markup import md_html
 from .gallery import gallery_html
 from .html import episode_videos, success_table
 from .store import write_json_atomic
@@ -59,9 +60,9 @@ def build_notebook(folder: Path, info: dict[str, Any]) -> Any:
                                "`episodes.jsonl` when the notebook runs.", id="title"),
              new_code_cell(_LOAD.format(package=package, folder=str(Path(folder).resolve())), id="curves"),
              new_code_cell(_PLOT, id="plot"),
-             new_markdown_cell("## Success rate and mean return\n\n" + success_table(info), id="table"),
-             new_markdown_cell("## Rendered episodes\n\n" + episode_videos(info), id="episodes")]
-    chosen = gallery_html(info)
+             new_markdown_cell("## Success rate and mean return\n\n" + md_html(success_table(info)), id="table"),
+             new_markdown_cell("## Rendered episodes\n\n" + md_html(episode_videos(info)), id="episodes")]
+    chosen = md_html(gallery_html(info))
     if chosen:  # HTML whose <h2> is the section's title: markdown cells render it, videos relative to the folder
         cells.append(new_markdown_cell(chosen, id="gallery"))
     nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
