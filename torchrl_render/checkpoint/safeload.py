@@ -61,9 +61,10 @@ def torch_load(fh: Any, label: str, size: int, trust: bool, map_location: Any = 
     import torch
 
     if zipfile.is_zipfile(fh):  # torch.save's format since 1.6: look at the records before torch inflates them
+        actual = fh.seek(0, 2)  # the bytes really there, whatever size the caller quoted
         fh.seek(0)
         with zipfile.ZipFile(fh) as archive:
-            check_zip_records(archive, label, size)
+            check_zip_records(archive, label, actual)
     fh.seek(0)
     try:
         # trusted: the user chose to run what the file holds, so it loads as torch.save wrote it
