@@ -38,6 +38,7 @@ import json
 import logging
 import secrets
 import selectors
+import socket
 import threading
 import time
 from collections import deque
@@ -313,6 +314,11 @@ class _Server(ThreadingHTTPServer):
         self.slots = threading.BoundedSemaphore(MAX_HANDLERS)
         self.guard = threading.Lock()
         self.stopped = threading.Event()
+        # a byte on this pair wakes the dispatcher (a connection parked, the server closing): it sleeps in
+        # select() until then, never polling an idle server
+        self.wake_in, self.wake_out = socket.socketpair()
+        self.wake_in.setblocking(False)
+        self.selector.register(self.wake_in, selectors.EVENT_READ)
         self.dispatcher: threading.Thread | None = None
         super().__init__(address, handler)  # a port that is taken raises here, after server_close
         self.dispatcher = threading.Thread(target=self._dispatch, name="torchrl_render-live-dispatch", daemon=True)
@@ -326,6 +332,13 @@ class _Server(ThreadingHTTPServer):
                 self._drop(oldest)
             self.waiting[request] = (time.monotonic(), client_address)
             self.selector.register(request, selectors.EVENT_READ)
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self.wake_out.send(b"\0")
+        except OSError:  # its buffer is full: the dispatcher is awake already
+            pass
 
     def _drop(self, sock: Any) -> None:
         self.waiting.pop(sock, None)
@@ -338,16 +351,20 @@ class _Server(ThreadingHTTPServer):
     def _dispatch(self) -> None:
         timeout = _Handler.timeout
         while not self.stopped.is_set():
-            try:
-                ready = self.selector.select(timeout=0.05) if self.waiting else None
+            try:  # with connections parked, wake each second to drop those past their timeout
+                ready = self.selector.select(timeout=1.0 if self.waiting else None)
             except (OSError, ValueError):  # a socket closed under the selector: the next round sees the rest
                 ready = []
-            if ready is None:
-                self.stopped.wait(0.02)
-                continue
             with self.guard:
                 for key, _ in ready:
                     sock = key.fileobj
+                    if sock is self.wake_in:
+                        try:
+                            while self.wake_in.recv(4096):
+                                pass
+                        except OSError:  # drained
+                            pass
+                        continue
                     if sock not in self.waiting:
                         continue
                     _, client = self.waiting.pop(sock)
@@ -378,12 +395,15 @@ class _Server(ThreadingHTTPServer):
 
     def server_close(self) -> None:
         self.stopped.set()
+        self._wake()
         if self.dispatcher is not None:
             self.dispatcher.join(timeout=2)
         with self.guard:
             for sock in list(self.waiting):
                 self._drop(sock)
         self.selector.close()
+        self.wake_in.close()
+        self.wake_out.close()
         super().server_close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:  # never a traceback on stderr
