@@ -38,6 +38,8 @@ __all__ = [
     "ViewerTimeout",
     "WriterError",
     "did_you_mean",
+    "printable",
+    "short_name",
 ]
 
 _UNSET = object()
@@ -104,6 +106,11 @@ class CheckpointError(RenderError, ValueError):
 
 class UnsafeCheckpointError(CheckpointError):
     """A checkpoint needs full unpickling, which can run arbitrary code."""
+
+
+def short_name(name: str, limit: int = 60) -> str:
+    """A file name cut to fit a message: its first 40 and last 12 characters around ``...`` when over ``limit``."""
+    return name if len(name) <= limit else f"{name[:40]}...{name[-12:]}"
 
 
 class UnsafeRolloutsError(RenderError, ValueError):

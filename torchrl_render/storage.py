@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import Artifact
-from .errors import OutputExistsError, RenderError, UnsafeRolloutsError, WriterError
+from .errors import OutputExistsError, RenderError, UnsafeRolloutsError, WriterError, short_name
 
 __all__ = ["atomic_path", "check_os_name", "check_replaceable", "commit", "load_rollouts", "remove", "save_rollouts",
            "temp_path", "write_json_atomic"]
@@ -91,7 +91,7 @@ def check_os_name(path: Path, flag: str = "--out", made_from: Path | None = None
         own = len(os.fsencode(part))
         size = own + (DERIVED_NAME_BYTES if i == len(path.parts) - 1 else 0)
         if size > name_max:
-            short = part if len(part) <= 60 else f"{part[:40]}...{part[-12:]}"
+            short = short_name(part)
             with_temp = f" ({size} with the temporary name written beside it)" if size != own else ""
             limit = name_max - (size - own)
             derived = made_from is not None and i == len(path.parts) - 1 and made_from.name != part

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, short_name
 from ..storage import atomic_path
 from .safeload import CORRUPT_FIX as _CORRUPT_FIX
 from .safeload import torch_load as _torch_load
@@ -106,8 +106,7 @@ def check_checkpoint_path(path: str | Path) -> Path:
         found = p.exists()
     except (OSError, ValueError) as exc:  # a NUL byte, a name longer than the file system takes
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        name = p.name if len(p.name) <= 60 else f"{p.name[:40]}...{p.name[-12:]}"
-        raise CheckpointError(f"checkpoint {str(p.parent / name)!r} cannot be looked up: {reason}",
+        raise CheckpointError(f"checkpoint {str(p.parent / short_name(p.name))!r} cannot be looked up: {reason}",
                               expected="a path to a local file",
                               got=f"a name of {max(len(os.fsencode(part)) for part in p.parts)} bytes",
                               fix="check the path passed to --ckpt") from exc
