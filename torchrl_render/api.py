@@ -282,7 +282,7 @@ class Run:
             from .engine.workers import make_batched_env
 
             frames = partial(make_backend, cfg) if self.needs_frames and self.selectors is None else None  # in workers
-            batched = make_batched_env(cfg, payload, self._render_mode(), frames, self.notes)
+            batched = make_batched_env(cfg, payload, self._render_mode(), frames, self.notes, engine.info)
             stack.callback(_close_quietly, batched)
             engine.batched = policy.adapt_env(batched)
         return engine

@@ -45,6 +45,27 @@ def test_k1_and_k3_report_identical_episodes(tmp_path, mode):
 
 
 @pytest.mark.slow
+def test_torchrl_env_workers_are_forks_of_one_server_with_each_runs_environment(tmp_path, monkeypatch):
+    # picklable factories: the workers come from a fork server that imported torch and torchrl once, not
+    # from spawned interpreters importing them each; a variable set after the server started reaches them
+    import os
+
+    notes = tmp_path / "notes.txt"
+    monkeypatch.setenv("TORCHRL_RENDER_TEST_NOTES", str(notes))
+    results = []
+    for mark in ("first", "second"):
+        monkeypatch.setenv("TORCHRL_RENDER_TEST_MARK", mark)
+        results.append(run(tmp_path, f"{mark}.jsonl", env="helpers.tinyenv:make_env_noting_its_process",
+                           from_pixels=False, num_envs=2, env_batch_mode="parallel"))
+    assert [r.metadata["engine"]["start_method"] for r in results] == ["forkserver", "forkserver"]
+    assert per_episode(results[0]) == per_episode(results[1])
+    workers = [line.split() for line in notes.read_text().splitlines() if int(line.split()[0]) != os.getpid()]
+    assert [mark for _, _, mark in workers] == ["first"] * 2 + ["second"] * 2
+    servers = {parent for _, parent, _ in workers}
+    assert len(servers) == 1 and int(servers.pop()) != os.getpid()  # one server's forks, both runs
+
+
+@pytest.mark.slow
 def test_only_the_first_episodes_are_rendered(tmp_path):
     result = run(tmp_path, "sub.mp4", num_envs=2, env_batch_mode="serial", max_episodes_rendered=3)
     frames = [e["num_frames"] for e in result.metrics["per_episode"]]
@@ -151,7 +172,7 @@ def test_stochastic_policy_same_samples_for_any_k(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["fork", "spawn"])
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_shared_memory_slots_step_exactly_as_envs_in_this_process(method):
     # slot 0 and 2 are stepped here, slot 1 in a worker process; everything they report, qpos extras
     # included, crosses shared memory and must equal the same envs stepped one after another here
@@ -161,11 +182,13 @@ def test_shared_memory_slots_step_exactly_as_envs_in_this_process(method):
 
     from torchrl_render.engine.env_slots import InProcessSlots, ProcessSlots, obs_layout
     from torchrl_render.engine.gym_loop import read_qpos
+    from torchrl_render.engine.procs import worker_factory
 
     make = partial(gymnasium.make, "HalfCheetah-v5")
     extras = {"qpos": ((9,), read_qpos)}
     here = InProcessSlots([make() for _ in range(3)], extras)
-    shared = ProcessSlots(make, 3, 2, obs_layout(here.envs[0].observation_space), method=method, extras=extras,
+    shared = ProcessSlots(worker_factory(make, method), 3, 2, obs_layout(here.envs[0].observation_space),
+                          method=method, extras=extras,
                           action_shape=(6,), action_dtype=np.float32)
     try:
         assert shared.workers == 1 and shared.env(0) is not None and shared.env(1) is None

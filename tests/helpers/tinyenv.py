@@ -72,3 +72,13 @@ def make_policy(spec=None) -> torch.nn.Module:
     """Factory: a tensor policy (Linear 3 -> 1, then tanh)."""
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh())
+
+
+def make_env_noting_its_process(spec=None, **kwargs) -> TinyEnv:
+    """``make_env``, which first appends a line to ``$TORCHRL_RENDER_TEST_NOTES``: the process that built the env
+    (its pid, its parent's) and the ``$TORCHRL_RENDER_TEST_MARK`` it saw."""
+    import os
+
+    with open(os.environ["TORCHRL_RENDER_TEST_NOTES"], "a") as fh:
+        fh.write(f"{os.getpid()} {os.getppid()} {os.environ.get('TORCHRL_RENDER_TEST_MARK')}\n")
+    return make_env(spec, **kwargs)

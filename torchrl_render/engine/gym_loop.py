@@ -26,6 +26,7 @@ from ..envs.unwrap import describe_env, find_simulation, plain_gymnasium
 from ..errors import ConfigError
 from ..policies.actions import ActionGuard, gym_bounds
 from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
+from .procs import pickling_start_method, worker_factory
 from .records import Episode, StepRecord
 from .slot_loop import SlotLoop
 
@@ -138,8 +139,8 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     method = _start_method(make, engine.notes)
     engine.info["workers"], engine.info["start_method"] = workers - 1, method  # besides this process
     space = raw.action_space
-    return ProcessSlots(make, k, workers, obs_layout(raw.observation_space), method=method, extras=extras,
-                        action_shape=tuple(space.shape), action_dtype=np.dtype(space.dtype)), []
+    return ProcessSlots(worker_factory(make, method), k, workers, obs_layout(raw.observation_space), method=method,
+                        extras=extras, action_shape=tuple(space.shape), action_dtype=np.dtype(space.dtype)), []
 
 
 def free_cores() -> float:
@@ -167,8 +168,9 @@ def parallel_wins(step_s: float, k: int, parts: int) -> bool:
 
 def _start_method(make: Any, notes: list[str]) -> str:
     """``fork`` where the platform has it and this process runs a single thread (a fork is ready in
-    milliseconds and needs no import; forking a threaded process could deadlock its copy), else ``spawn``
-    (the factory must then be picklable; a lambda or a local factory is forked all the same)."""
+    milliseconds and needs no import; forking a threaded process could deadlock its copy), else a fork
+    server's or ``spawn`` (:func:`.procs.pickling_start_method`; the factory must then be picklable; a lambda
+    or a local factory is forked all the same)."""
     if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
         return "fork"
     try:
@@ -176,7 +178,7 @@ def _start_method(make: Any, notes: list[str]) -> str:
     except (pickle.PicklingError, AttributeError, TypeError):  # lambdas, local factories
         notes.append("env factory is not picklable: env workers are forked instead of spawned")
         return "fork"
-    return "spawn"
+    return pickling_start_method()
 
 
 def padded_actor(policy: Any, slots: Any, k: int, rows: dict[int, int], seed: int) -> tuple[Any, Any]:

@@ -38,6 +38,7 @@ from ..envs.gl import ensure_headless_gl
 from ..envs.mjlog import quiet_mujoco_log
 from ..errors import RenderError, RolloutError
 from .episode_control import CONTROL_KEYS, FRAMES_KEY, RENDER_KEY, SEED_KEY, EpisodeControl
+from .procs import pickling_start_method, worker_factory
 from .records import StepRecord
 from .single import act, flag
 
@@ -76,22 +77,25 @@ def _name_the_slot(env: Any, slot: int) -> None:
 
 
 def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, make_backend: Callable[[Any], Any] | None,
-                     notes: list[str]) -> Any:
-    """``ParallelEnv`` (spawned workers) or ``SerialEnv`` of ``cfg.num_envs`` worker envs.
+                     notes: list[str], info: dict[str, Any] | None = None) -> Any:
+    """``ParallelEnv`` (workers from a fork server, :mod:`.procs`) or ``SerialEnv`` of ``cfg.num_envs`` worker envs.
 
     ``make_backend`` (picklable, e.g. ``partial(backends.factory.make_backend, cfg)``) builds the render
-    backend inside each worker; ``None`` when the run needs no frames.
+    backend inside each worker; ``None`` when the run needs no frames. ``info`` (the run's engine facts) gets
+    the workers' ``start_method``.
     """
     make = partial(_make_worker_env, cfg, payload, render_mode, make_backend)
     if cfg.env_batch_mode == "serial":
         return SerialEnv(cfg.num_envs, [partial(make, slot=i) for i in range(cfg.num_envs)])
     try:
         pickle.dumps(make)
-        method = "spawn"
+        method = pickling_start_method()
     except (pickle.PicklingError, AttributeError, TypeError):  # lambdas, local factories: not for spawned workers
         method = "fork"
         notes.append("env or policy factory is not picklable: env workers are forked instead of spawned")
-    return ParallelEnv(cfg.num_envs, make, mp_start_method=method)
+    if info is not None:
+        info["start_method"] = method
+    return ParallelEnv(cfg.num_envs, worker_factory(make, method), mp_start_method=method)
 
 
 def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps: int | None, seed: int | None,
