@@ -118,6 +118,39 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
     assert {s for s, _ in scalars["eval/ci95_sum_reward_high"]} == {10, 20, 30, 40}
 
 
+class InterruptedWhileFreed:
+    """An object whose ``__del__`` gets the Ctrl-C: Python prints the KeyboardInterrupt raised there and drops it
+    (as when the signal lands while a library's weakref callback runs), so nothing above sees it."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs here, inside __del__
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped Ctrl-C, printed
+def test_a_ctrl_c_swallowed_where_it_landed_still_ends_a_watching_sweep(tmp_path):
+    from torchrl_render import SweepConfig, sweep
+
+    folder = tmp_path / "ckpts"
+    folder.mkdir()
+    sweepenv.write_checkpoints(folder, steps=(10,))
+    lines = []
+
+    def echo(text: str) -> None:
+        lines.append(text)
+        if text.startswith("watching "):
+            InterruptedWhileFreed()  # made and freed at once: Ctrl-C arrives in its __del__ and is dropped there
+
+    cfg = SweepConfig(ckpt=[f"{folder}/*.pt"], env=["tiny=helpers.tinyenv:make_env"], out=tmp_path / "sw",
+                      base={"policy": "helpers.tinyenv:make_policy", "num_trajs": 1, "max_episodes_rendered": 0},
+                      workers=1, report=False, watch=True, watch_timeout=30)
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        sweep(cfg, echo=echo)
+    assert time.monotonic() - began < 25, "the sweep watched on until its timeout"  # an outer bound, not a timing
+    assert not sweep_status(tmp_path / "sw")["running"]
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("ray")
 def test_watch_on_ray_takes_a_new_checkpoint_and_logs_it_to_mlflow(tmp_path):

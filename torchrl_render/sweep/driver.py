@@ -14,11 +14,14 @@ executor or its workers failed before anything ran) leaves no files behind; a Py
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,6 +230,7 @@ class _Driver:
         self.watcher = Watcher(cfg.run, {c.ckpt for c in cells}) if cfg.watch else None
         self.tracker: EvalLogger | None = None
         self.last_new = time.monotonic()
+        self.interrupted = False  # Ctrl-C arrived (its KeyboardInterrupt may have been swallowed: see _on_sigint)
 
     @property
     def ran(self) -> bool:
@@ -234,6 +238,10 @@ class _Driver:
         return bool(self.run_count or self.failed)
 
     def run(self) -> SweepResult:
+        with self._ctrl_c():
+            return self._session()
+
+    def _session(self) -> SweepResult:
         units = plan_units(list(self.cells.values()), self.done, self.cfg.block_size)
         self.driver_info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
                             "executor": self.cfg.executor}
@@ -249,11 +257,7 @@ class _Driver:
         executor = None
         try:
             executor = self._executor(len(units))
-            self.tracker = open_tracker(self.cfg, self.echo)
-            write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
-            for cell, start, count in units:
-                executor.submit(self._unit(cell, start, count, 1))
-            self._loop(executor)
+            self._run(executor, units)
         except KeyboardInterrupt:
             if executor is not None:
                 executor.cancel_pending()
@@ -265,11 +269,48 @@ class _Driver:
         self._finish(executor, final=True)
         return self._result()
 
+    @contextlib.contextmanager
+    def _ctrl_c(self) -> Iterator[None]:
+        """Ctrl-C noted as well as raised while the sweep runs (main thread only, where signals arrive).
+
+        Python raises a signal's KeyboardInterrupt wherever the main thread is; landing in a weakref callback or a
+        ``__del__`` (a library's object freed at that moment) it is printed and swallowed, and a watching sweep
+        would watch on. The flag makes the loop raise it again at its next turn, within half a second.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is not signal.default_int_handler:  # SIG_IGN, or a handler of the user's: left alone
+            yield
+            return
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            self.interrupted = True
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _run(self, executor: Any, units: list[tuple[Cell, int, int]]) -> None:
+        """Starts the tracker, writes driver.json, submits the planned units and runs the loop."""
+        self.tracker = open_tracker(self.cfg, self.echo)
+        write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
+        for cell, start, count in units:
+            executor.submit(self._unit(cell, start, count, 1))
+        self._loop(executor)
+
+
     def _loop(self, executor: Any) -> None:
         """Runs the units until none is left; a watched sweep also takes new checkpoints, until its timeout."""
         last_look = 0.0
         idle_since = None  # when the watched sweep ran out of work: the timeout counts the waiting, not the work
         while True:
+            if self.interrupted:  # a Ctrl-C whose KeyboardInterrupt was swallowed where it landed
+                raise KeyboardInterrupt
             busy = executor.busy()
             if busy:
                 for message in executor.poll(0.5):
