@@ -57,3 +57,6 @@ def pytest_collection_modifyitems(config, items):
             from _pytest.nodeid import NodeId  # pytest 9's id type; pytest 8 never gets here
 
             item._id = NodeId.parse(item.nodeid + suffix)
+
+
+from helpers.ray_cluster import ray_cluster  # noqa: F401  (a session fixture: the Ray tests' shared cluster)

@@ -29,6 +29,7 @@ from torchrl_render.live.notebook_viewer import (
     write_mujoco_wasm_viewer,
 )
 from torchrl_render.notebook.kernel import execute_notebook
+from torchrl_render.sweep.store import read_records
 
 from helpers import sweep_envs as sweepenv
 from helpers.live import run_in_thread
@@ -174,14 +175,16 @@ def _gcs_request(address: str, env: dict) -> str:
 
 
 @pytest.mark.xdist_group("ray")
-def test_local_ray_sweep_is_loopback_only_and_asks_for_a_token(tmp_path):
+def test_local_ray_sweep_is_loopback_only_and_asks_for_a_token(tmp_path, ray_cluster):
+    """Beside a running ``ray start`` cluster whose token it has (which ``ray.init(address=None)`` would join), a
+    sweep without ``--ray-address`` starts its own local instance: loopback only, token authentication."""
     import secrets
 
     sweepenv.write_checkpoints(tmp_path, steps=(10,))
     gate = tmp_path / "gate"
     gate.mkdir()
-    token = tmp_path / "auth_token"
-    token.write_text(secrets.token_hex(32))
+    cluster, auth = ray_cluster
+    token = Path(auth["RAY_AUTH_TOKEN_PATH"])
     base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}  # Ray's default: token on
     env = {**base, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]), "MUJOCO_GL": "egl",
            "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_TOKEN_PATH": str(token), GATE_ENV: str(gate)}
@@ -205,6 +208,10 @@ def test_local_ray_sweep_is_loopback_only_and_asks_for_a_token(tmp_path):
         (gate / "go").touch()
         out, err = driver.communicate(timeout=300)
     assert driver.returncode == 0 and out.strip().endswith("eval_info.json"), err
+    # its own instance, not the running cluster, ran the cells
+    assert "local Ray instance: GCS at 127.0.0.1:" in err and f"GCS at {cluster}" not in err, err
+    assert address != cluster and "Found multiple active Ray instances" not in err
+    assert sum(r["kind"] == "episode" for r in read_records(tmp_path / "sw")) == 2
     # every part was watched: the GCS, the raylet, the agents and the worker running the cell
     assert {"gcs_server", "raylet", "ray::RuntimeEnvAgent"} <= names, names
     assert worker in procs and worker != driver.pid

@@ -11,6 +11,8 @@ never show it), so a shim on PATH elsewhere is the plain interpreter.
   ``size`` x ``size`` pixels at ``--render-quality fast`` unless the command names a size or a look;
 - a run that renders nothing (``.json``, ``.jsonl``, ``.npz``): at most ``eval_trajs`` episodes of
   ``eval_steps`` steps (the docs' evaluations of five 1,000-step episodes run as written);
+- a sweep: at most ``trajs`` episodes of ``steps`` steps a cell, and a ``--watch-timeout`` (the idle wait
+  that ends a watching sweep) of at most ``watch_s`` seconds;
 - ``examples/*/train.py``: ``--iters iters``, with an evaluation and a checkpoint every iteration.
 """
 
@@ -20,7 +22,7 @@ import os
 import sys
 
 ENV_VAR = "TORCHRL_RENDER_DOCS_SHRINK"
-CAPS = {"trajs": 2, "steps": 40, "size": 96, "eval_trajs": 5, "eval_steps": 1000, "iters": 2}
+CAPS = {"trajs": 2, "steps": 40, "size": 96, "eval_trajs": 5, "eval_steps": 1000, "iters": 2, "watch_s": 5}
 DATA_SUFFIXES = (".json", ".jsonl", ".npz")
 SUBCOMMANDS = ("sweep", "sweep-status", "compare", "replay")
 
@@ -77,7 +79,8 @@ def shrink_render(args: list[str], cap: dict[str, int]) -> list[str]:
     """The main command's flags (``python -m torchrl_render ...``), capped."""
     if args[:1] and args[0] in SUBCOMMANDS:
         if args[0] == "sweep":
-            return _cap(_cap(args, "--num-trajs", cap["trajs"]), "--max-steps", cap["steps"])
+            args = _cap(_cap(args, "--num-trajs", cap["trajs"]), "--max-steps", cap["steps"])
+            return _cap(args, "--watch-timeout", cap["watch_s"]) if _value(args, "--watch-timeout") else args
         if args[0] == "replay":
             return _default(_default(_default(args, "--width", str(cap["size"])), "--height", str(cap["size"])),
                             "--render-quality", "fast")

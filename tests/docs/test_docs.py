@@ -300,6 +300,9 @@ def test_the_shims_cap_long_runs_and_leave_the_rest_as_written():
     assert shrink.rewrite(["-m", "torchrl_render", "--num-trajs=1000", "--out", "e.json"], cap)[2] == "--num-trajs=5"
     assert shrink.rewrite(["examples/half_cheetah/train.py", "--minutes", "11"], cap)[:5] == [
         "examples/half_cheetah/train.py", "--minutes", "11", "--iters", "2"]
+    watch = ["-m", "torchrl_render", "sweep", "--ckpt", "c/*.pt", "--watch", "--watch-timeout", "15"]
+    assert shrink.rewrite(watch, cap)[-6:] == ["--watch-timeout", "5", "--num-trajs", "2", "--max-steps", "40"]
+    assert "--watch-timeout" not in shrink.rewrite(watch[:-2], cap)  # a watch until Ctrl-C stays one
     assert shrink.rewrite(render, None) == render  # without the env var the shim is the plain interpreter
     with pytest.raises(SystemExit, match="unknown key 'trajectories'"):
         shrink.caps("trajectories=3")

@@ -139,17 +139,3 @@ def test_ray_address_in_the_environment_joins_that_cluster_as_it_is(tmp_path, ra
     assert driver.returncode == 0, err
     assert "local Ray instance" not in err  # no instance of its own: the user's cluster ran the cell
     assert len(episodes(tmp_path)) == 6
-
-
-@pytest.mark.slow
-@pytest.mark.xdist_group("ray")
-def test_without_an_address_a_running_cluster_is_left_alone_and_a_local_instance_runs_the_cells(tmp_path,
-                                                                                                 ray_cluster):
-    """``ray start`` leaves a cluster that ``ray.init(address=None)`` would join: the sweep starts its own."""
-    sweepenv.write_checkpoints(tmp_path, steps=(10,))
-    address, auth = ray_cluster
-    driver = start_driver(tmp_path, "--executor", "ray", "--debug", step_s="0", env=auth)
-    _, err = driver.communicate(timeout=180)
-    assert driver.returncode == 0, err
-    assert "local Ray instance: GCS at 127.0.0.1:" in err and f"GCS at {address}" not in err, err
-    assert "Found multiple active Ray instances" not in err and len(episodes(tmp_path)) == 6

@@ -5,7 +5,7 @@ in pieces, so that it is half-written for a while; one through a rename; one cor
 step is in its metadata only), while a real ``sweep --watch`` driver process watches the folder.
 Then Ctrl-C (exit 130) and ``--resume --watch`` with a timeout that ends it; each finished cell is
 logged through ``--logger tensorboard`` and read back with TensorBoard's EventAccumulator. The same
-on a local Ray instance (``--executor ray``), logged to MLflow and read back with MLflow's client.
+on a Ray cluster (``--executor ray``), logged to MLflow and read back with MLflow's client.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from helpers.tinyenv import make_policy
 from helpers.trackers import mlflow_run, tensorboard_scalars
 
 
-def watch_driver(tmp: Path, *extra: str, logger: str = "tensorboard") -> subprocess.Popen:
+def watch_driver(tmp: Path, *extra: str, logger: str = "tensorboard", env: dict | None = None) -> subprocess.Popen:
+    # no report: the watched sweep's report is the docs' example (docs/sweeps.md, run by tests/docs)
     argv = [sys.executable, "-m", "torchrl_render", "sweep", "--ckpt", f"{tmp}/ckpts/*.pt", "--env",
             "tiny=helpers.tinyenv:make_env", "--policy", "helpers.tinyenv:make_policy", "--num-trajs", "3",
-            "--max-episodes-rendered", "0", "--workers", "1", "--out", str(tmp / "sw"), "--watch",
+            "--max-episodes-rendered", "0", "--workers", "1", "--no-report", "--out", str(tmp / "sw"), "--watch",
             "--logger", logger, *extra]
-    return subprocess.Popen(argv, cwd=tmp, env={**ENV, "TORCHRL_RENDER_WATCH_SETTLE_S": "1"},
+    return subprocess.Popen(argv, cwd=tmp, env={**ENV, "TORCHRL_RENDER_WATCH_SETTLE_S": "1", **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -153,12 +154,14 @@ def test_a_ctrl_c_swallowed_where_it_landed_still_ends_a_watching_sweep(tmp_path
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("ray")
-def test_watch_on_ray_takes_a_new_checkpoint_and_logs_it_to_mlflow(tmp_path):
+def test_watch_on_ray_takes_a_new_checkpoint_and_logs_it_to_mlflow(tmp_path, ray_cluster):
+    # on the session's cluster (the tests of a sweep's own local Ray instance are in test_sweep_faults)
     folder = tmp_path / "ckpts"
     folder.mkdir()
     sweepenv.write_checkpoints(folder, steps=(10,))
-    driver = watch_driver(tmp_path, "--executor", "ray", "--ray-num-cpus", "0.5", "--watch-timeout", "8",
-                          logger="mlflow")
+    address, auth = ray_cluster
+    driver = watch_driver(tmp_path, "--executor", "ray", "--ray-address", address, "--ray-num-cpus", "0.5",
+                          "--watch-timeout", "8", logger="mlflow", env=auth)
     wait_for(lambda: steps_recorded(tmp_path).get(10) == 3, driver, timeout=300)
     sweepenv.write_checkpoints(folder, steps=(20,))  # written while the Ray tasks' sweep watches
     _, err = driver.communicate(timeout=300)

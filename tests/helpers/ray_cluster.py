@@ -1,4 +1,4 @@
-"""The sweep tests' shared Ray cluster: started once per test process, for every test that joins one."""
+"""The Ray cluster the Ray tests share: started once per test process (a fixture of tests/conftest.py)."""
 
 from __future__ import annotations
 
