@@ -44,8 +44,9 @@ def run_watch(work: Path) -> Path:
     cmd = [sys.executable, "-m", "torchrl_render", "sweep", "--ckpt", f"{folder}/*.pt",
            "--env", f"pendulum={EXAMPLE / 'policy.py'}:make_env", "--policy", f"{EXAMPLE / 'policy.py'}:make_policy",
            "--num-trajs", "8", "--max-steps", "300", "--max-episodes-rendered", "0", "--workers", "1",
-           "--out", str(work / "sweep"), "--watch", "--watch-timeout", "10", "--logger", "tensorboard", "--quiet"]
-    driver = subprocess.Popen(cmd, cwd=work, env={**os.environ, "TORCHRL_RENDER_WATCH_SETTLE_S": "1"})
+           "--out", str(work / "sweep"), "--watch", "--watch-timeout", "10", "--watch-settle", "1",
+           "--logger", "tensorboard", "--quiet"]
+    driver = subprocess.Popen(cmd, cwd=work)
     write_checkpoints(folder, gap_s=3.0)
     if driver.wait(timeout=600) != 0:
         raise SystemExit(f"the sweep failed: exit code {driver.returncode}")

@@ -116,6 +116,14 @@ class EvalLogger:
     def log_hparams(self, config: Mapping[str, Any]) -> None:
         self.logger.log_hparams(hparams(config))
 
+    def confirm(self) -> bool:
+        """Puts what was logged on disk; whether it is there now (TensorBoard: flushed; CSV and MLflow write at
+        once). W&B's service process writes its offline file on its own clock, with no call that waits for it
+        before the run finishes: False, and what was logged is on disk once :meth:`close` returns."""
+        if self.kind == "tensorboard":
+            self.logger.experiment.flush()
+        return self.kind != "wandb"
+
     def close(self) -> None:
         logger, self.logger = self.logger, None
         if logger is None:

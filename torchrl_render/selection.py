@@ -4,7 +4,9 @@ A selector is ``KIND:ARG``: ``first:N``, ``worst:N``, ``best:N`` (by return), ``
 ``succeeded:N`` (by the run's success rule) or ``seeds:3,17,42`` (episode seeds). ``first`` alone is
 known before the run (today's ``--max-episodes-rendered``); the others need the run's numbers, so
 the run evaluates every episode first without frames, then films the chosen ones again by seed.
-Ties are broken by episode index; an episode chosen by several selectors gets every reason.
+Ties are broken by episode index; an episode chosen by several selectors gets every reason. An episode
+whose return is NaN or infinite (a broken reward) comes first in ``worst:N``, saying so, and never in
+``best:N``.
 
 Example:
     >>> sel = parse_selectors(["worst:2", "seeds:4"])
@@ -12,6 +14,8 @@ Example:
     ...             for i, r in enumerate([3.0, 1.0, 1.0, 5.0, 0.5])]
     >>> choose(sel, episodes)
     [(1, 'worst 2 of 2'), (4, 'worst 1 of 2, seed 4')]
+    >>> choose(parse_selectors(["worst:1"]), episodes + [{"episode_ix": 5, "seed": 5, "sum_reward": float("nan")}])
+    [(5, 'worst 1 of 1 (its return is not finite: NaN or infinite)')]
     >>> only_first(parse_selectors(["first:3"]))
     3
 """
@@ -105,6 +109,8 @@ def choose(selectors: tuple[Selector, ...], episodes: list[dict[str, Any]]) -> l
         for rank, index in enumerate(picked, 1):
             why = f"seed {episodes[index]['seed']}" if selector.kind == "seeds" else \
                 f"{selector.kind} {rank} of {len(picked)}"
+            if selector.kind == "worst" and not _finite(episodes[index].get("sum_reward")):
+                why += " (its return is not finite: NaN or infinite)"
             reasons.setdefault(episodes[index]["episode_ix"], []).append(why)
     return [(ix, ", ".join(reasons[ix])) for ix in sorted(reasons)]
 
@@ -122,7 +128,10 @@ def _pick(selector: Selector, episodes: list[dict[str, Any]]) -> list[int]:
         return [i for i, e in enumerate(episodes) if e.get("success") is wanted][:n]
     finite = [i for i, e in enumerate(episodes) if _finite(e.get("sum_reward"))]
     sign = 1.0 if selector.kind == "worst" else -1.0
-    return sorted(finite, key=lambda i: (sign * episodes[i]["sum_reward"], episodes[i]["episode_ix"]))[:n]
+    ranked = sorted(finite, key=lambda i: (sign * episodes[i]["sum_reward"], episodes[i]["episode_ix"]))
+    if selector.kind == "worst":  # a NaN or infinite return is the first thing to look at: the worst of all
+        ranked = [i for i, e in enumerate(episodes) if not _finite(e.get("sum_reward"))] + ranked
+    return ranked[:n]
 
 
 def _finite(value: Any) -> bool:

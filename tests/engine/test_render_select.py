@@ -61,8 +61,11 @@ def test_each_selector_films_its_episodes_with_length_plus_one_frames(tmp_path, 
 def test_reasons_ranks_and_ties_break_by_episode_index():
     outcomes = [(1.0, True), (0.0, False), (0.0, False), (5.0, True), (float("nan"), None)]
     episodes = [{"episode_ix": i, "seed": 100 + i, "sum_reward": r, "success": s} for i, (r, s) in enumerate(outcomes)]
+    # the NaN return is the worst (and says so), never the best; the tie at 0.0 goes to the lower index
     assert choose(parse_selectors(["worst:2", "best:1", "failed:1", "seeds:104"]), episodes) == [
-        (1, "worst 1 of 2, failed 1 of 1"), (2, "worst 2 of 2"), (3, "best 1 of 1"), (4, "seed 104")]
+        (1, "worst 2 of 2, failed 1 of 1"), (3, "best 1 of 1"),
+        (4, "worst 1 of 2 (its return is not finite: NaN or infinite), seed 104")]
+    assert choose(parse_selectors(["worst:3"]), episodes)[:2] == [(1, "worst 2 of 3"), (2, "worst 3 of 3")]
     assert choose(parse_selectors(["succeeded:5"]), episodes) == [(0, "succeeded 1 of 2"), (3, "succeeded 2 of 2")]
 
 
@@ -270,3 +273,14 @@ def test_a_failing_re_run_keeps_the_first_pass_metrics_and_leaves_no_artifact(tm
     assert not (tmp_path / "run.mp4").exists() and not (tmp_path / "run.mp4.metadata.json").exists()
     partial = json.loads((tmp_path / "run.mp4.partial.json").read_text())
     assert [e["sum_reward"] for e in partial["metrics"]["per_episode"]] == RETURNS
+
+
+def test_an_episode_whose_return_is_not_finite_is_the_worst_and_says_so(tmp_path):
+    # a real run of an env whose reward turns NaN in the episode seeded 1: that is the episode to look at first
+    result = render_policy(policy="helpers.engine_toys:half_policy", env="helpers.eval_envs:diverging_env",
+                           num_trajs=4, seed=0, out=str(tmp_path / "eval_info.json"), progress=False)
+    episodes = result.metrics["per_episode"]
+    assert [e["episode_ix"] for e in episodes if e["sum_reward"] != e["sum_reward"]] == [1]  # NaN
+    chosen = dict(choose(parse_selectors(["worst:2"]), episodes))
+    assert chosen == {1: "worst 1 of 2 (its return is not finite: NaN or infinite)", 0: "worst 2 of 2"}
+    assert dict(choose(parse_selectors(["best:4"]), episodes)).keys() == {0, 2, 3}  # never the best

@@ -106,6 +106,67 @@ def test_a_cell_of_one_episode_gives_a_comparison_without_an_interval(tmp_path):
     assert pair["probability_of_improvement"] == 1.0 and pair["probability_of_improvement_ci95"] is None
 
 
+def test_non_finite_returns_are_counted_and_named_wherever_the_cells_numbers_appear(tmp_path):
+    nan, inf = float("nan"), float("inf")
+    grid = {("ckpt_0.pt", "a"): [1.0, nan, 2.0, inf, 3.0, -inf], ("ckpt_0.pt", "b"): [4.0, 5.0]}
+    folder = write_sweep(tmp_path / "sw", grid, reps=200)
+    write_derived(folder, html=True)
+    info = json.loads((folder / "eval_info.json").read_text())
+    cell = info["per_checkpoint"][0]["per_task"]["a"]
+    assert cell["n_episodes"] == 6 and cell["avg_sum_reward"] == pytest.approx(2.0)  # over 1, 2 and 3
+    lo, hi = cell["ci95_sum_reward"]
+    assert (hi - lo) / 2 == pytest.approx(stats.t.ppf(0.975, 2) * np.std([1, 2, 3], ddof=1) / np.sqrt(3))
+    assert cell["iqm_sum_reward"] == pytest.approx(stats.trim_mean([1.0, 2.0, 3.0], 0.25))
+    named = [{"cell": "ckpt_0.pt__a", "episode_ix": i} for i in (1, 3, 5)]
+    assert cell["nonfinite_sum_reward"] == named
+    note = "3 of the 6 returns are not finite (NaN or infinite): the return statistics are over the 3 finite ones"
+    assert cell["note"] == note
+    task_a = next(t for t in info["per_task"] if t["task"] == "a")["metrics"]
+    for level in (task_a, info["per_group"]["all"], info["overall"], info["per_checkpoint"][0]["overall"]):
+        assert level["nonfinite_sum_reward"] == named, level
+    assert info["overall"]["note"].startswith("3 of the 8 returns are not finite")
+    assert "nonfinite_sum_reward" not in info["per_checkpoint"][0]["per_task"]["b"]
+    assert info["curves"]["a"]["default"][0]["nonfinite"] == 3 and info["curves"]["b"]["default"][0]["nonfinite"] == 0
+    page = (folder / "report.html").read_text()
+    assert page.count("3 of the 6 returns are not finite") == 1 and "3 of the 8 returns are not finite" in page
+
+
+def test_every_cell_checkpoint_task_and_group_has_the_wilson_interval_of_its_success_rate(tmp_path):
+    flags = {("ckpt_0.pt", "a"): [True, False, True, True], ("ckpt_0.pt", "b"): [False] * 3 + [True],
+             ("ckpt_1.pt", "a"): [True] * 4, ("ckpt_1.pt", "b"): [False, True, False, True]}
+    grid = {key: [1.0, 2.0, 3.0, 4.0] for key in flags}
+    info = derive(write_sweep(tmp_path / "sw", grid, successes=flags, groups={"g": ["a"], "h": ["b"]}))
+
+    def wilson(k, n):  # scipy's, in percent
+        ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        return [100 * ci.low, 100 * ci.high]
+
+    for entry in info["per_checkpoint"]:
+        for task, cell in entry["per_task"].items():
+            k = sum(flags[Path(entry["checkpoint"]).name, task])
+            assert cell["pc_success"] == 100 * k / 4 and cell["ci95_success"] == pytest.approx(wilson(k, 4))
+        k = sum(sum(flags[Path(entry["checkpoint"]).name, t]) for t in ("a", "b"))
+        assert entry["overall"]["ci95_success"] == pytest.approx(wilson(k, 8))
+    for t in info["per_task"]:
+        k = sum(sum(flags[c, t["task"]]) for c in ("ckpt_0.pt", "ckpt_1.pt"))
+        assert t["metrics"]["ci95_success"] == pytest.approx(wilson(k, 8))
+    assert info["per_group"]["g"]["ci95_success"] == pytest.approx(wilson(7, 8))
+    assert info["overall"]["ci95_success"] == pytest.approx(wilson(10, 16))
+    assert info["curves"]["b"]["default"][1]["ci95_success"] == pytest.approx(wilson(2, 4))
+
+
+def test_compare_of_single_episodes_gives_no_interval_and_says_why(tmp_path, capsys):
+    a, b = write_run(tmp_path / "a.json", [1.0]), write_run(tmp_path / "b.json", [2.0])
+    assert exit_code(["compare", str(a), str(b), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["probability_of_improvement"] == 1.0 and out["probability_of_improvement_ci95"] is None
+    assert out["iqm_difference_ci95"] is None and "a bootstrap of one episode does not vary" in out["note"]
+    assert exit_code(["compare", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert "P(B > A) = 1.0000\n" in text and "[" not in text.split("P(B > A)")[1].splitlines()[0]
+    assert "no intervals: A has a single episode of task" in text
+
+
 def test_score_baselines_flag_is_checked_before_anything_runs(tmp_path):
     sweepenv.write_checkpoints(tmp_path, steps=(5,))
     common = dict(ckpt=[f"{tmp_path}/ckpt_*.pt"], env=["a=helpers.tinyenv:make_env"],

@@ -170,6 +170,14 @@ def test_report_and_a_failing_cell(tmp_path, capsys):
     assert code == 3, err
     assert "__bad failed: " in err and "RuntimeError: this task's simulator is not installed" in err
     info = json.loads((out / "eval_info.json").read_text())
+    # the summary is the learning curve: each checkpoint x task with its own interval, then the pooled mean
+    for entry in info["per_checkpoint"]:
+        a = entry["per_task"]["a"]
+        lo, hi = a["ci95_sum_reward"]
+        assert (f"  step {entry['step']} ckpt_{entry['step']}.pt x a: mean return {a['avg_sum_reward']:.2f} "
+                f"[{lo:.2f}, {hi:.2f}] (n=4)") in err, err
+    assert "pooled over every checkpoint: mean return " in err
+    assert "(step 10): 4/4 episodes; mean return " in err  # each cell's line as it completes
     lines = list(read_records(out))
     eps = [r for r in lines if r["kind"] == "episode"]
     assert len(eps) == 3 * 2 * 4 and {r["task"] for r in eps} == {"a", "b"}

@@ -10,6 +10,7 @@ on a Ray cluster (``--executor ray``), logged to MLflow and read back with MLflo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -36,8 +37,8 @@ def watch_driver(tmp: Path, *extra: str, logger: str = "tensorboard", env: dict 
     argv = [sys.executable, "-m", "torchrl_render", "sweep", "--ckpt", f"{tmp}/ckpts/*.pt", "--env",
             "tiny=helpers.tinyenv:make_env", "--policy", "helpers.tinyenv:make_policy", "--num-trajs", "3",
             "--max-episodes-rendered", "0", "--workers", "1", "--no-report", "--out", str(tmp / "sw"), "--watch",
-            "--logger", logger, *extra]
-    return subprocess.Popen(argv, cwd=tmp, env={**ENV, "TORCHRL_RENDER_WATCH_SETTLE_S": "1", **(env or {})},
+            "--watch-settle", "1", "--logger", logger, *extra]
+    return subprocess.Popen(argv, cwd=tmp, env={**ENV, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -70,17 +71,18 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
     assert status["running"] and status["watching"] and status["watch"]["patterns"] == {
         "default": [f"{folder}/*.pt"]}
     assert f"watching '{folder}/*.pt': " in status_text(status)
-    # a checkpoint written slowly, in pieces: never loaded half-written (its cell would fail)
+    # a checkpoint written slowly, in pieces, pausing longer than the settle time: loaded half-written and failing,
+    # then retried as it changes, never failed for good (its cell is evaluated, with the whole file's sha256)
     data = checkpoint_bytes(tmp_path, 20)
     with open(folder / "step_20.pt", "wb") as fh:
         for i in range(0, len(data), len(data) // 4 + 1):
             fh.write(data[i:i + len(data) // 4 + 1])
             fh.flush()
-            time.sleep(0.6)
+            time.sleep(1.2)
     # written by rename (as torch.save to a temporary name, then os.replace, does); step in the metadata only
     (tmp_path / "tmp.bin").write_bytes(checkpoint_bytes(tmp_path, 30, frames=30))
     os.replace(tmp_path / "tmp.bin", folder / "latest.pt")
-    (folder / "ckpt-25.pt").write_bytes(b"PK\x03\x04 not a whole checkpoint")  # corrupt: fails to load twice
+    (folder / "ckpt-25.pt").write_bytes(b"PK\x03\x04 not a whole checkpoint")  # corrupt: given up after 3 loads
     wait_for(lambda: steps_recorded(tmp_path).get(30) == 3 and steps_recorded(tmp_path).get(20) == 3, driver)
     wait_for(lambda: any(r["kind"] == "failed" for r in read_records(tmp_path / "sw")), driver)
     status = sweep_status(tmp_path / "sw")
@@ -89,7 +91,7 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
     _, err = driver.communicate(timeout=60)
     assert driver.returncode == 130, err
     assert "new checkpoint step_20.pt (step 20)" in err and "new checkpoint latest.pt (step 30)" in err
-    assert "ckpt-25.pt (step 25) failed to load twice" in err
+    assert "ckpt-25.pt (step 25) failed to load 3 times, unchanged" in err
     assert f"watching '{folder}/*.pt' for new checkpoints (1 there already), until Ctrl-C" in err  # says so at once
     # --resume --watch goes on: an earlier one is there already, a new one comes; then the timeout ends it
     driver = watch_driver(tmp_path, "--resume", "--watch-timeout", "4")
@@ -97,12 +99,14 @@ def test_watch_takes_new_checkpoints_in_step_order_then_ctrl_c_and_resume(tmp_pa
     _, err = driver.communicate(timeout=120)
     assert driver.returncode == 3, err  # it ended on its timeout; the corrupt checkpoint's cell failed
     assert "there already), until 4 s without a new one, or Ctrl-C" in err  # 4 or 5: ckpt_40 races the start
-    assert steps_recorded(tmp_path) == {10: 3, 20: 3, 30: 3, 40: 3}
+    assert steps_recorded(tmp_path) == {10: 3, 20: 3, 30: 3, 40: 3}  # each once: no second cell for a step
+    assert {r["checkpoint_sha256"] for r in read_records(tmp_path / "sw") if r.get("step") == 20} == {
+        hashlib.sha256(data).hexdigest()}  # the complete file's, not a half file's
     info = json.loads((tmp_path / "sw" / "eval_info.json").read_text())
     assert [e["step"] for e in info["per_checkpoint"]] == [10, 20, 25, 30, 40]  # the training step is the x axis
     assert [p["step"] for p in info["curves"]["tiny"]["default"]] == [10, 20, 30, 40]
     failed = [r for r in read_records(tmp_path / "sw") if r["kind"] == "failed"]
-    # one cell failed: while watching (it failed to load twice), and again in its worker when --resume retried it
+    # one cell failed: while watching (it failed to load 3 times), and again in its worker when --resume retried it
     assert {r["cell"] for r in failed} == {failed[0]["cell"]} and {r["step"] for r in failed} == {25}
     assert "CheckpointError" in failed[0]["error"]
     # every watched cell equals a single run of its checkpoint

@@ -118,7 +118,13 @@ def compare(a: dict[str, list[float]], b: dict[str, list[float]], *, reps: int =
                            "probability_of_improvement_ci95": pair["probability_of_improvement_ci95"],
                            "iqm_a": iqms[0], "iqm_b": iqms[1], "iqm_difference": iqms[1] - iqms[0],
                            "iqm_a_ci95": None, "iqm_b_ci95": None, "iqm_difference_ci95": None}
-    if reps > 0 and min(out["n_episodes"]) > 1:
+    fewest = min(d[t].n for d in draws for t in shared)
+    if reps > 0 and fewest < 2:  # resamples of one value are that value: a zero-width interval would claim certainty
+        out["probability_of_improvement_ci95"] = None
+        side, task = next((name, t) for name, d in (("A", draws[0]), ("B", draws[1])) for t in shared if d[t].n < 2)
+        out["note"] = (f"no intervals: {side} has a single episode of task {task!r}, and a bootstrap of one episode "
+                       "does not vary; evaluate at least 2 episodes per task (more for a useful interval)")
+    if reps > 0 and fewest > 1:
         samples = [JoinedDraws([d[t] for t in shared], s, reps).trimmed() for d, s in zip(draws, scores)]
         out.update({"iqm_a_ci95": interval95(samples[0]), "iqm_b_ci95": interval95(samples[1]),
                     "iqm_difference_ci95": interval95(samples[1] - samples[0])})
@@ -139,6 +145,7 @@ def _text(result: dict[str, Any], label_a: str, label_b: str) -> str:
         f"IQM {unit}: A {result['iqm_a']:.4g}{band(result['iqm_a_ci95'])}, B {result['iqm_b']:.4g}"
         f"{band(result['iqm_b_ci95'])}",
         f"IQM difference B - A = {result['iqm_difference']:.4g}{band(result['iqm_difference_ci95'])}",
+        *([result["note"]] if result.get("note") else []),
     ])
 
 

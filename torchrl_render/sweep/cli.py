@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -22,10 +23,10 @@ from typing import Any
 from ..cli import PROG, Parser, add_config_fields, configure_logging, default_text, fields_from_args
 from ..config import RenderConfig, load_mapping
 from ..errors import ConfigError, RenderError
-from .driver import DRIVER, SweepFailedError, sweep
+from .driver import DRIVER, SweepFailedError, SweepTerminated, sweep
 from .grid import BASE_OWNED, SweepConfig
 from .html import success_text
-from .report import derive
+from .report import derive, level_text
 from .store import MANIFEST, read_records
 
 __all__ = ["build_sweep_parser", "status_main", "sweep_main"]
@@ -81,15 +82,21 @@ def sweep_main(argv: list[str]) -> int:
             traceback.print_exc()
         print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         where = f" in {cfg.out / 'episodes.jsonl'}" if cfg is not None else ""
-        print(f"{prog}: interrupted; the finished episodes are kept{where}: run the same command with --resume "
+        how = "stopped by SIGTERM" if isinstance(exc, SweepTerminated) else "interrupted"
+        print(f"{prog}: {how}; the finished episodes are kept{where}: run the same command with --resume "
               "to go on", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGTERM if isinstance(exc, SweepTerminated) else 130
     overall = result.eval_info["overall"]
     echo(f"{result.cells_done}/{result.cells} cells done ({result.cells_failed} failed), {result.episodes} episodes "
-         f"({result.episodes_run} run now); mean return {_fmt_stat(overall['avg_sum_reward'])}, "
-         f"{success_text(overall['pc_success'])}")
+         f"({result.episodes_run} run now)")
+    for entry in result.eval_info["per_checkpoint"]:  # the learning curve: each checkpoint's own numbers
+        for task, cell in entry["per_task"].items():
+            if cell.get("n_episodes"):
+                echo(f"  step {entry['step']} {Path(entry['checkpoint']).name} x {task}: {level_text(cell)}")
+    echo(f"pooled over every checkpoint: mean return {_fmt_stat(overall['avg_sum_reward'])}, "
+         f"{success_text(overall['pc_success'])}" + (f" ({overall['note']})" if overall.get("note") else ""))
     for path in result.report_paths:
         echo(f"report: {path}")
     print(result.out / "eval_info.json")

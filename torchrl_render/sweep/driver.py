@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -28,28 +29,34 @@ from typing import Any
 
 from ..errors import ConfigError, OutputExistsError, RenderError
 from ..loggers import EvalLogger, check_logger
+from ..metrics import aggregate
 from ..sidecar import versions
 from .gallery import film_galleries
 from .grid import Cell, SweepConfig, checkpoint_cells, expand_cells
 from .local import LocalExecutor, machine_cpus
 from .ray_exec import RayExecutor, import_ray
-from .report import write_derived
+from .report import level_text, write_derived
 from .store import EPISODES, MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
 from .tracking import log_cell, open_tracker
-from .watch import Watcher, add_to_manifest
+from .watch import TRIES, Watcher, add_to_manifest
 
-__all__ = ["SweepFailedError", "SweepResult", "plan_units", "sweep"]
+__all__ = ["SweepFailedError", "SweepResult", "SweepTerminated", "plan_units", "sweep"]
 
 log = logging.getLogger("torchrl_render")
 DRIVER = "driver.json"
 _HOW = ("executor", "workers", "block_size", "resume", "max_attempts", "report", "ray_address", "ray_num_cpus",
-        "ray_num_gpus", "out", "score_baselines", "watch", "watch_timeout")  # a resume may change these
+        "ray_num_gpus", "out", "score_baselines", "watch", "watch_timeout", "watch_settle")  # a resume may change these
 
 _LOGGING = ("logger", "logger_dir", "logger_project", "exp_name")
 
 
 class SweepFailedError(RenderError):
     """Every cell of a sweep failed: the message has the first cell's error and the fix."""
+
+
+class SweepTerminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler, ``docker stop``, ``kill``) ended the sweep: the same clean stop as Ctrl-C (finished
+    episodes kept, derived outputs and loggers finished, ``--resume`` goes on); the CLI exits 143."""
 
 
 @dataclass
@@ -112,7 +119,7 @@ def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = N
     fresh = read_manifest(cfg.out) is None
     created = not cfg.out.exists()
     store, records = _open(cfg, cells, command)
-    driver = _Driver(cfg, _known_cells(cfg, cells), store, records, echo or (lambda text: None))
+    driver = _Driver(cfg, _known_cells(cfg, cells, records), store, records, echo or (lambda text: None))
     try:
         result = driver.run()
     except RenderError:
@@ -133,14 +140,28 @@ def _discard(folder: Path, created: bool) -> None:
     """Removes the files a sweep that never started wrote (and its folder when the sweep made it)."""
     for name in (MANIFEST, EPISODES, DRIVER):
         (folder / name).unlink(missing_ok=True)
+    if created and (folder / "logs").is_dir():  # a logger's empty run, in the folder this sweep made
+        shutil.rmtree(folder / "logs", ignore_errors=True)
     if created and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
 
 
-def _known_cells(cfg: SweepConfig, cells: list[Cell]) -> list[Cell]:
-    """A watched sweep's cells: those of its manifest (checkpoints seen before) and those found now."""
+def _known_cells(cfg: SweepConfig, cells: list[Cell], records: list[dict[str, Any]]) -> list[Cell]:
+    """A watched sweep's cells: those of its manifest (checkpoints seen before) and those found now.
+
+    A manifest cell whose file has other bytes now and that has no episode recorded (it failed to load: the file
+    was given up half-written, then completed) is superseded by the file as it is: dropped from the manifest, so
+    that one step has one cell (and the records carry the sha256 of the file evaluated).
+    """
     manifest = read_manifest(cfg.out) or {}
     old = [Cell(**c) for c in manifest.get("cells", [])] if cfg.watch else []
+    now = {c.ckpt: c.sha256 for c in cells}
+    evaluated = {r["cell"] for r in records if r["kind"] == "episode"}
+    stale = {c.id for c in old if now.get(c.ckpt, c.sha256) != c.sha256 and c.id not in evaluated}
+    if stale:
+        manifest["cells"] = [c for c in manifest["cells"] if c["id"] not in stale]
+        write_json_atomic(cfg.out / MANIFEST, manifest)
+        old = [c for c in old if c.id not in stale]
     ids = {c.id for c in old}
     return old + [c for c in cells if c.id not in ids]
 
@@ -223,14 +244,24 @@ class _Driver:
                  echo: Callable[[str], None]) -> None:
         self.cfg, self.cells, self.store, self.echo = cfg, {c.id: c for c in cells}, store, echo
         self.done = done_episodes(records)
+        self.metrics: dict[str, list[dict[str, Any]]] = {}  # each cell's episodes' metrics, for its progress line
+        for r in records:
+            if r.get("kind") == "episode":
+                self.metrics.setdefault(r["cell"], []).append(r["metrics"])
         self.units: dict[str, dict[str, Any]] = {}
         self.failed: dict[str, str] = {}
         self.run_count = 0
         self.last_report = 0.0
-        self.watcher = Watcher(cfg.run, {c.ckpt for c in cells}) if cfg.watch else None
+        self.watcher = Watcher(cfg.run, {c.ckpt for c in cells}, cfg.watch_settle,
+                               trust=bool(cfg.base.get("trust_checkpoint"))) if cfg.watch else None
         self.tracker: EvalLogger | None = None
+        # the loggers' ledger: cells whose numbers the logger has on disk ("logged" lines, kept across sessions),
+        # and those given to a logger that confirms only when it closes (W&B)
+        self.ledger = f"{cfg.base.get('logger')}:{cfg.base.get('exp_name') or cfg.out.resolve().name}"
+        self.logged = {r["cell"] for r in records if r.get("kind") == "logged" and r.get("logger") == self.ledger}
+        self.unconfirmed: list[str] = []
         self.last_new = time.monotonic()
-        self.interrupted = False  # Ctrl-C arrived (its KeyboardInterrupt may have been swallowed: see _on_sigint)
+        self.interrupted: type[KeyboardInterrupt] | None = None  # Ctrl-C or SIGTERM came (see _stop_signals)
 
     @property
     def ran(self) -> bool:
@@ -238,7 +269,7 @@ class _Driver:
         return bool(self.run_count or self.failed)
 
     def run(self) -> SweepResult:
-        with self._ctrl_c():
+        with self._stop_signals():
             return self._session()
 
     def _session(self) -> SweepResult:
@@ -266,38 +297,59 @@ class _Driver:
         except BaseException:
             self._finish(executor, final=False, derived=self.ran)
             raise
+        if self.watcher is not None and not self.done and not self.failed:
+            self._finish(executor, final=False, derived=False)
+            raise self._nothing_evaluated()
         self._finish(executor, final=True)
         return self._result()
 
-    @contextlib.contextmanager
-    def _ctrl_c(self) -> Iterator[None]:
-        """Ctrl-C noted as well as raised while the sweep runs (main thread only, where signals arrive).
+    def _nothing_evaluated(self) -> ConfigError:
+        """A watch that ended on its timeout with nothing evaluated: the glob, or a training run that never wrote."""
+        globs = ", ".join(repr(g) for patterns in self.cfg.run.values() for g in patterns)
+        settling = sorted(set(self.watcher.seen) - self.watcher.known)
+        got = (f"{len(settling)} file(s) still being written or failing to load ({Path(settling[0]).name} ...)"
+               if settling else "no file matched")
+        return ConfigError(f"the watch ended after --watch-timeout {self.cfg.watch_timeout:g} s with nothing "
+                           "evaluated", expected=f"a checkpoint matching {globs}", got=got,
+                           fix="check the glob (quote it, or the shell expands it first) and that the training run "
+                           "writes there; raise --watch-timeout for a slow start (or --watch-settle for a slow "
+                           "writer); the same command with --resume goes on")
 
-        Python raises a signal's KeyboardInterrupt wherever the main thread is; landing in a weakref callback or a
-        ``__del__`` (a library's object freed at that moment) it is printed and swallowed, and a watching sweep
-        would watch on. The flag makes the loop raise it again at its next turn, within half a second.
+    @contextlib.contextmanager
+    def _stop_signals(self) -> Iterator[None]:
+        """Ctrl-C (SIGINT) and SIGTERM stop the sweep cleanly, noted as well as raised (main thread only, where
+        signals arrive; a handler of the user's, or an ignored signal, is left alone).
+
+        Python raises a signal handler's exception wherever the main thread is; landing in a weakref callback or a
+        ``__del__`` (a library's object freed at that moment) it is printed and dropped, and a watching sweep
+        would watch on. The note makes the loop raise it again at its next turn, within half a second.
         """
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        previous = signal.getsignal(signal.SIGINT)
-        if previous is not signal.default_int_handler:  # SIG_IGN, or a handler of the user's: left alone
-            yield
-            return
+        stops = {signal.SIGINT: (signal.default_int_handler, KeyboardInterrupt),
+                 signal.SIGTERM: (signal.SIG_DFL, SweepTerminated)}
+        previous = {}
+        for signum, (default, error) in stops.items():
+            if signal.getsignal(signum) is default:
 
-        def on_sigint(signum: int, frame: Any) -> None:
-            self.interrupted = True
-            raise KeyboardInterrupt
+                def stop(signum: int, frame: Any, error: type[KeyboardInterrupt] = error) -> None:
+                    self.interrupted = error
+                    raise error
 
-        signal.signal(signal.SIGINT, on_sigint)
+                previous[signum] = signal.signal(signum, stop)
         try:
             yield
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def _run(self, executor: Any, units: list[tuple[Cell, int, int]]) -> None:
         """Starts the tracker, writes driver.json, submits the planned units and runs the loop."""
         self.tracker = open_tracker(self.cfg, self.echo)
+        if self.tracker is not None and self._loggable():  # complete cells an earlier session did not log
+            write_derived(self.cfg.out, html=False)
+            self._log_ready()
         write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
         for cell, start, count in units:
             executor.submit(self._unit(cell, start, count, 1))
@@ -309,8 +361,8 @@ class _Driver:
         last_look = 0.0
         idle_since = None  # when the watched sweep ran out of work: the timeout counts the waiting, not the work
         while True:
-            if self.interrupted:  # a Ctrl-C whose KeyboardInterrupt was swallowed where it landed
-                raise KeyboardInterrupt
+            if self.interrupted is not None:  # a Ctrl-C or SIGTERM whose exception was dropped where it landed
+                raise self.interrupted
             busy = executor.busy()
             if busy:
                 for message in executor.poll(0.5):
@@ -327,7 +379,11 @@ class _Driver:
                 idle_since = None
                 continue
             idle_since = time.monotonic() if idle_since is None else idle_since
-            if timeout is not None and time.monotonic() - max(self.last_new, idle_since) >= timeout:
+            # idle since the last new checkpoint, the last change of one still being written or retried, the last cell
+            if self.watcher.retrying():  # a file that failed to load gets its next try first
+                idle_since = time.monotonic()
+            if timeout is not None and time.monotonic() - max(self.last_new, self.watcher.last_change,
+                                                              idle_since) >= timeout:
                 return
             time.sleep(0.5)
 
@@ -340,10 +396,10 @@ class _Driver:
             add_to_manifest(self.cfg.out, cells)
             self.last_new = time.monotonic()
             self.echo(f"new checkpoint {Path(found.path).name} (step {found.step})" +
-                      (f" failed to load twice: {found.error}" if found.error else ""))
+                      (f" failed to load {TRIES} times, unchanged: {found.error}" if found.error else ""))
             for cell in cells:
                 if found.error:
-                    self._fail(cell, {"start": 0, "count": cell.num_trajs, "attempt": 2}, found.error)
+                    self._fail(cell, {"start": 0, "count": cell.num_trajs, "attempt": TRIES}, found.error)
                     continue
                 for c, start, count in plan_units([cell], self.done, self.cfg.block_size):
                     executor.submit(self._unit(c, start, count, 1))
@@ -383,6 +439,7 @@ class _Driver:
                                    "seed": message["seed"], "metrics": message["metrics"], "status": "ok",
                                    "error": None, "attempt": unit["attempt"], "worker": message.get("worker")})
                 self.done.add(key)
+                self.metrics.setdefault(cell.id, []).append(message["metrics"])
                 self.run_count += 1
             return
         self.units.pop(message["unit"])
@@ -405,6 +462,11 @@ class _Driver:
         return {(cell.id, i) for i in range(cell.num_trajs) if i not in own}
 
     def _fail(self, cell: Cell, unit: dict[str, Any], error: str) -> None:
+        if self.watcher is not None and not os.path.exists(cell.ckpt):  # taken, then gone before its cell ran
+            error = (f"{cell.ckpt} vanished from the watched folder after it was taken, before its cell ran (the "
+                     "training run deleted or moved it: one that keeps only its last checkpoints?); keep each "
+                     "checkpoint until it is evaluated (sweep-status shows the cells left), or watch a folder "
+                     f"the checkpoints are copied to. The worker said: {error}")
         self.store.append({"kind": "failed", **_identity(cell, self.cfg), "episodes": [unit["start"],
                            unit["start"] + unit["count"]], "status": "failed", "error": error,
                            "attempt": unit["attempt"]})
@@ -416,18 +478,51 @@ class _Driver:
             return
         n = sum(1 for i in range(cell.num_trajs) if (cell.id, i) in self.done)
         if cell.id not in self.failed:
-            self.echo(f"cell {cell.id}: {n}/{cell.num_trajs} episodes")
+            self.echo(f"cell {cell.id} (step {cell.step}): {n}/{cell.num_trajs} episodes; "
+                      + level_text(aggregate(self.metrics.get(cell.id, []), 0.0, reps=0)))
 
         write_derived(self.cfg.out, html=self.cfg.report and time.monotonic() - self.last_report > 10)
         self.last_report = time.monotonic()
-        if self.tracker is not None and n == cell.num_trajs and cell.id not in self.failed:
+        if self.tracker is not None:
+            self._log_ready()
+
+    def _complete(self, cell: Cell) -> bool:
+        return all((cell.id, i) in self.done for i in range(cell.num_trajs))
+
+    def _loggable(self) -> list[Cell]:
+        """The complete cells the logger lacks, in training-step order."""
+        cells = [c for c in self.cells.values() if c.id not in self.logged and c.id not in self.unconfirmed
+                 and c.id not in self.failed and self._complete(c)]
+        return sorted(cells, key=_step_order)
+
+    def _log_ready(self) -> None:
+        """Logs the complete cells whose every earlier-step cell is settled (complete or failed), in step order:
+        W&B takes a run's steps in increasing order only, and a curve reads left to right in every logger. A cell
+        that finished before an earlier step's waits for it; an interrupted sweep's waiting cells are logged by
+        its ``--resume``. Each logged cell is recorded in the ledger once the logger has it on disk."""
+        pending = [c for c in self.cells.values() if not self._complete(c) and c.id not in self.failed]
+        first_pending = min((_step_order(c) for c in pending), default=None)
+        for cell in self._loggable():
+            if first_pending is not None and _step_order(cell) > first_pending:
+                break
             log_cell(self.tracker, self.cfg, cell)
+            if self.tracker.confirm():
+                self._ledger([cell.id])
+            else:
+                self.unconfirmed.append(cell.id)
+
+    def _ledger(self, cells: list[str]) -> None:
+        for cell in cells:
+            self.store.append({"kind": "logged", "cell": cell, "logger": self.ledger})
+            self.logged.add(cell)
 
     def _finish(self, executor: Any, final: bool, derived: bool = True) -> None:
         if executor is not None:
             executor.close()
         if self.tracker is not None:
             self.tracker.close()
+            self._ledger(self.unconfirmed)  # on disk now that the logger closed (W&B's run finished)
+            self.unconfirmed = []
         if final:  # --render-select worst:N...: the complete cells' chosen episodes, filmed once
             film_galleries(self.cfg.base, self.cfg.out, self.cells.values(), read_records(self.cfg.out),
                            self.store.append)
@@ -444,6 +539,11 @@ class _Driver:
         full = [c for c in cells if all((c.id, i) in self.done for i in range(c.num_trajs))]
         return SweepResult(self.cfg.out, info, len(cells), len(full), len(self.failed), len(self.done),
                            self.run_count, self.report_paths, dict(self.failed))
+
+
+def _step_order(cell: Cell) -> tuple[bool, int]:
+    """Training-step order; a checkpoint without a step comes last."""
+    return cell.step is None, cell.step or 0
 
 
 def _identity(cell: Cell, cfg: SweepConfig) -> dict[str, Any]:

@@ -71,7 +71,9 @@ class SweepConfig:
         watch: Evaluate the checkpoints already there, then each new one the globs match as training writes
             it (:mod:`.watch`), appending to the same folder.
         watch_timeout: With ``watch``: end after waiting this many seconds, with no cell left to run, without
-            a new checkpoint.
+            a new checkpoint (or one still being written).
+        watch_settle: With ``watch``: seconds a checkpoint's size and modification time must stay unchanged
+            before it is loaded (:data:`WATCH_SETTLE_S` by default).
         base: RenderConfig fields shared by every cell (``policy``, ``num_trajs``, ``format``...).
 
     Example:
@@ -108,6 +110,9 @@ class SweepConfig:
     watch_timeout: float | None = _f(None, help="With --watch: end the sweep once it has waited this many seconds, "
                                      "every cell done, without a new checkpoint (default: watch until Ctrl-C).",
                                      metavar="S")
+    watch_settle: float = _f(3.0, help="With --watch: seconds a checkpoint must stay unchanged (size and "
+                             "modification time) before it is loaded; raise it for a slow writer or a network "
+                             "filesystem.", metavar="S")
     base: dict[str, Any] = _f({}, help="RenderConfig fields shared by every cell (the CLI: their own flags).")
 
     def __post_init__(self) -> None:
@@ -292,6 +297,18 @@ def _groups(group: dict[str, list[str]], tasks: dict[str, str]) -> dict[str, lis
                 raise ConfigError(f"group {name!r} names the unknown task {task!r}.{did_you_mean(task, list(tasks))}",
                                   expected=f"one of the tasks: {', '.join(tasks)}", got=task,
                                   fix="name tasks with --env NAME=SPEC and list those names in --group")
+    owner: dict[str, str] = {}
+    for name, members in group.items():
+        for task in members:
+            if task in owner and owner[task] != name:  # a cell has one group: its means and IQMs would disagree
+                raise ConfigError(f"task {task!r} is in two groups, {owner[task]!r} and {name!r}",
+                                  expected="each task in one group at most", got=f"{owner[task]}={task} and "
+                                  f"{name}={task}", fix="list each task in one --group (a group of all tasks is the "
+                                  "sweep's overall level already)")
+            if task in owner:
+                raise ConfigError(f"group {name!r} lists task {task!r} twice", expected="each task once",
+                                  got=",".join(members), fix=f"list {task!r} once in --group {name}=...")
+            owner[task] = name
     return {**group, **({"ungrouped": rest} if (rest := [t for t in tasks if not any(t in m for m in
                                                                                       group.values())]) else {})}
 
@@ -344,6 +361,14 @@ def _validate(cfg: SweepConfig) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"{name} must be a number >= 0", expected="e.g. 1 or 0.5", got=repr(value),
                               fix=f"pass e.g. --{name.replace('_', '-')} 1")
+        setattr(cfg, name, float(value))
+    for name, least in (("watch_timeout", 0.0), ("watch_settle", 0.0)):
+        value = getattr(cfg, name)
+        if value is None and name == "watch_timeout":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= least:
+            raise ConfigError(f"{name} must be a number of seconds >= 0", expected="e.g. 15", got=repr(value),
+                              fix=f"pass e.g. --{name.replace('_', '-')} 15")
         setattr(cfg, name, float(value))
 
 

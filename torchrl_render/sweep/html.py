@@ -192,7 +192,8 @@ def write_html(folder: Path, info: dict[str, Any]) -> Path:
     p = info["progress"]
     body = [f"<h1>Sweep report</h1><p>{p['done']}/{p['cells']} cells done, {p['failed']} failed, "
             f"{p['episodes']}/{p['episodes_total']} episodes; overall mean return "
-            f"{_num(info['overall']['avg_sum_reward'])}, {success_text(info['overall']['pc_success'])}.</p>",
+            f"{_num(info['overall']['avg_sum_reward'])}, {success_text(info['overall']['pc_success'])}"
+            + (f" ({html.escape(info['overall']['note'])})" if info["overall"].get("note") else "") + ".</p>",
             "<h2>Return against training step</h2>", "".join(figures) or "<p>No episode yet.</p>",
             "<h2>Success rate and mean return</h2>", success_table(info)]
     if _scored(info):
@@ -230,7 +231,7 @@ def success_table(info: dict[str, Any]) -> str:
     each checkpoint x task, as an HTML table."""
     tasks = [t["task"] for t in info["per_task"]]
     head = "<tr><th>run</th><th>checkpoint</th><th>step</th>" + "".join(
-        f"<th>{html.escape(t)}<br>success % / mean return &plusmn; 95% CI</th>" for t in tasks) + "</tr>"
+        f"<th>{html.escape(t)}<br>success % [95% Wilson] / mean return &plusmn; 95% CI</th>" for t in tasks) + "</tr>"
     rows = []
     for entry in info["per_checkpoint"]:
         cells = []
@@ -241,9 +242,10 @@ def success_table(info: dict[str, Any]) -> str:
             iqm = f"<br>IQM {_num(c['iqm_sum_reward'])}{_band(c.get('iqm_sum_reward_ci95'))}" \
                 if c.get("iqm_sum_reward") is not None else ""
             success = "no success signal" if c.get("n_episodes") and c.get("pc_success") is None \
-                else _num(c.get("pc_success"))
+                else _num(c.get("pc_success")) + _band(c.get("ci95_success"))
+            bad = f"<br><span class=note>{html.escape(c['note'])}</span>" if c.get("note") else ""
             cells.append(f"<td class={c.get('status', 'pending')}>{success} / "
-                         f"{_num(c.get('avg_sum_reward'))}{band} (n={c.get('n_episodes', 0)}){iqm}</td>")
+                         f"{_num(c.get('avg_sum_reward'))}{band} (n={c.get('n_episodes', 0)}){iqm}{bad}</td>")
         rows.append(f"<tr><td>{html.escape(str(entry['run']))}</td><td>{html.escape(Path(entry['checkpoint']).name)}"
                     f"</td><td>{_num(entry['step'])}</td>{''.join(cells)}</tr>")
     return f"<table>{head}{''.join(rows)}</table>"

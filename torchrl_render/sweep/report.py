@@ -33,7 +33,7 @@ from .html import write_html
 from .notebook import write_notebook
 from .store import read_manifest, read_records, write_json_atomic
 
-__all__ = ["curves", "derive", "write_derived"]
+__all__ = ["curves", "derive", "level_text", "nonfinite_text", "write_derived"]
 
 EVAL_INFO = "eval_info.json"
 _KEYS = ("avg_sum_reward", "avg_max_reward", "pc_success", "n_episodes", "eval_s", "eval_ep_s", "std_sum_reward",
@@ -68,9 +68,64 @@ class _Stats:
 
 def _agg(metrics: list[dict[str, Any]], videos: list[str], draws: robust.Draws | None = None) -> dict[str, Any]:
     """The aggregates of ``metrics``: with the cell's ``draws``, the IQM's and the median's intervals; without (a
-    level across tasks, whose intervals are in ``scores``), the IQM and median of the pooled returns alone."""
+    level across tasks, whose intervals are in ``scores``), the IQM and median of the pooled returns alone.
+
+    ``ci95_success`` (the Wilson interval of ``pc_success``) when an episode reported success; when a return is
+    NaN or infinite, ``nonfinite_sum_reward`` names its episodes (``{cell, episode_ix}``) and ``note`` says the
+    return statistics are over the finite ones, as a single run's aggregates do.
+    """
     full = aggregate(metrics, eval_s=sum(float(m.get("wall_s") or 0.0) for m in metrics), reps=0, draws=draws)
-    return {**{k: full[k] for k in _KEYS}, "video_paths": list(videos)}
+    out = {**{k: full[k] for k in _KEYS}, "video_paths": list(videos)}
+    if "ci95_success" in full:
+        out["ci95_success"] = full["ci95_success"]
+    bad = [{"cell": m.get("cell"), "episode_ix": m.get("episode_ix")} for m in metrics if not _finite(m)]
+    if bad:
+        out["nonfinite_sum_reward"] = bad
+        out["note"] = nonfinite_text(len(bad), len(metrics))
+    return out
+
+
+def level_text(agg: dict[str, Any]) -> str:
+    """One line of a level's numbers: the mean return with its 95% interval, the success rate with its Wilson
+    interval, and what was left out of them.
+
+    Example:
+        >>> level_text({"avg_sum_reward": 12.5, "ci95_sum_reward": [10.0, 15.0], "n_episodes": 4, "pc_success": 50.0,
+        ...             "ci95_success": [15.0, 85.0]})
+        'mean return 12.50 [10.00, 15.00] (n=4), success 50.00% [15.00, 85.00]'
+    """
+    mean, ci = agg.get("avg_sum_reward"), agg.get("ci95_sum_reward")
+    text = "mean return " + ("-" if mean is None else f"{mean:.2f}") + (
+        f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") + f" (n={agg.get('n_episodes', 0)})"
+    if agg.get("pc_success") is not None:
+        wilson = agg.get("ci95_success")
+        text += f", success {agg['pc_success']:.2f}%" + (f" [{wilson[0]:.2f}, {wilson[1]:.2f}]" if wilson else "")
+    bad = agg.get("nonfinite_sum_reward")
+    if bad:
+        n = agg.get("n_episodes", 0)
+        text += f"; {nonfinite_text(len(bad) if isinstance(bad, list) else int(bad), n)}"
+    return text
+
+
+def nonfinite_text(bad: int, n: int) -> str:
+    """What a level with ``bad`` of its ``n`` returns NaN or infinite says beside its numbers.
+
+    Example:
+        >>> nonfinite_text(3, 6)
+        '3 of the 6 returns are not finite (NaN or infinite): the return statistics are over the 3 finite ones'
+    """
+    return (f"{bad} of the {n} returns {'is' if bad == 1 else 'are'} not finite (NaN or infinite): the return "
+            f"statistics are over the {n - bad} finite one{'' if n - bad == 1 else 's'}")
+
+
+def _finite(metrics: dict[str, Any]) -> bool:
+    value = metrics.get("sum_reward")
+    return value is not None and math.isfinite(float(value))
+
+
+def _named(record: dict[str, Any]) -> dict[str, Any]:
+    """An episode line's metrics with its cell and index, so that a level can name its non-finite episodes."""
+    return {**record["metrics"], "cell": record["cell"], "episode_ix": record["episode_ix"]}
 
 
 def _returns(metrics: list[dict[str, Any]]) -> list[float]:
@@ -80,10 +135,11 @@ def _returns(metrics: list[dict[str, Any]]) -> list[float]:
 
 
 def curves(records: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """``{task: {run: [{step, checkpoint, mean, ci95, n}]}}`` from episode lines, in step order.
+    """``{task: {run: [{step, checkpoint, mean, ci95, n, pc_success, ci95_success, nonfinite}]}}`` from episode
+    lines, in step order.
 
-    The band is the 95% Student-t interval of the mean return over a checkpoint's episodes
-    (``None`` with fewer than 2 episodes).
+    The band is the 95% Student-t interval of the mean return over a checkpoint's finite returns (``None`` with
+    fewer than 2); ``nonfinite`` counts the episodes whose return was NaN or infinite (left out of the mean).
     """
     points: dict[tuple[str, str, Any, str], list[float]] = defaultdict(list)
     for r in records:
@@ -94,9 +150,11 @@ def curves(records: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, 
         agg = aggregate(metrics, 0.0)
         ci = agg["ci95_sum_reward"]
         out.setdefault(task, {}).setdefault(run, []).append(
-            {"step": step, "checkpoint": ckpt, "mean": round(agg["avg_sum_reward"], 6), "n": len(metrics),
+            {"step": step, "checkpoint": ckpt, "n": len(metrics),
+             "mean": round(agg["avg_sum_reward"], 6) if agg["avg_sum_reward"] is not None else None,
              "ci95": [round(ci[0], 6), round(ci[1], 6)] if ci else None,
-             "pc_success": agg["pc_success"]})
+             "pc_success": agg["pc_success"], "ci95_success": agg.get("ci95_success"),
+             "nonfinite": len(agg.get("nonfinite_sum_reward", []))})
     for runs in out.values():
         for pts in runs.values():
             pts.sort(key=lambda p: (p["step"] is None, p["step"] or 0, p["checkpoint"]))
@@ -163,7 +221,7 @@ def _grouped(cells: list[dict[str, Any]], episodes: dict[str, list[dict[str, Any
                                                    "group": defaultdict(lambda: ([], [])),
                                                    "all": defaultdict(lambda: ([], []))}
     for cell in cells:
-        metrics = [r["metrics"] for r in episodes[cell["id"]]]
+        metrics = [_named(r) for r in episodes[cell["id"]]]
         for kind, key in (("task", cell["task"]), ("group", cell["group"]), ("all", None)):
             by[kind][key][0].extend(metrics)
             by[kind][key][1].extend(videos[cell["id"]])
@@ -265,7 +323,7 @@ def _per_checkpoint(cells: list[dict[str, Any]], episodes: dict[str, list[dict[s
                  "per_task": {}}
         everything: tuple[list, list] = ([], [])
         for cell in mine:
-            metrics = [r["metrics"] for r in episodes[cell["id"]]]
+            metrics = [_named(r) for r in episodes[cell["id"]]]
             entry["per_task"][cell["task"]] = {
                 **_agg(metrics, videos[cell["id"]], draws[cell["id"]]), "cell": cell["id"],
                 "status": status[cell["id"]], "n_expected": cell["num_trajs"],
