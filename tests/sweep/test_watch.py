@@ -184,3 +184,30 @@ def test_watch_on_ray_takes_a_new_checkpoint_and_logs_it_to_mlflow(tmp_path, ray
     assert run["name"] == "sw" and [s for s, _ in run["metrics"]["eval/avg_sum_reward"]] == [10, 20]
     assert dict(run["metrics"]["eval/avg_sum_reward"]) == pytest.approx(means)
     assert run["params"]["executor"] == "ray" and run["params"]["watch"] == "True"
+
+
+@pytest.mark.slow
+def test_a_killed_watchers_wandb_cells_are_logged_again_by_its_resume(tmp_path):
+    # W&B offline writes through its own service, on its own clock, with no call that confirms a write before
+    # the run finishes: a watcher killed with kill -9 may have lost its cells' numbers; the ledger counts them
+    # only once the run finished, so the resume logs them again, into its own run
+    from helpers.trackers import wandb_history
+
+    folder = tmp_path / "ckpts"
+    folder.mkdir()
+    sweepenv.write_checkpoints(folder, steps=(10,))
+    offline = {"WANDB_API_KEY": "", "HOME": str(tmp_path), "WANDB_SILENT": "true"}  # no credentials: offline
+    driver = watch_driver(tmp_path, logger="wandb", env=offline)
+    wait_for(lambda: steps_recorded(tmp_path).get(10) == 3, driver)
+    time.sleep(1.0)  # the driver has given the cell to W&B by now (or not: the resume must cope either way)
+    driver.kill()
+    driver.communicate(timeout=60)
+    assert not [r for r in read_records(tmp_path / "sw") if r["kind"] == "logged"]  # nothing W&B confirmed
+    driver = watch_driver(tmp_path, "--resume", "--watch-timeout", "1", logger="wandb", env=offline)
+    _, err = driver.communicate(timeout=120)
+    assert driver.returncode == 0, err
+    runs = sorted((tmp_path / "sw" / "logs" / "wandb").glob("offline-run-*/run-*.wandb"), key=os.path.getmtime)
+    rows = wandb_history(runs[-1])  # the resumed session's run
+    assert [r["eval/step"] for r in rows if "eval/avg_sum_reward" in r] == [10]
+    assert [r["cell"] for r in read_records(tmp_path / "sw") if r["kind"] == "logged"] == [
+        next(r["cell"] for r in read_records(tmp_path / "sw") if r["kind"] == "episode")]  # once, at its finish
