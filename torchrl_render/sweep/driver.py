@@ -244,9 +244,12 @@ class _Driver:
                  echo: Callable[[str], None]) -> None:
         self.cfg, self.cells, self.store, self.echo = cfg, {c.id: c for c in cells}, store, echo
         self.done = done_episodes(records)
-        self.metrics: dict[str, list[dict[str, Any]]] = {}  # each cell's episodes' metrics, for its progress line
+        # each cell's recorded episodes' metrics, once each: its progress line, and whether it is complete
+        self.metrics: dict[str, list[dict[str, Any]]] = {}
+        seen: set[tuple[str, int]] = set()
         for r in records:
-            if r.get("kind") == "episode":
+            if r.get("kind") == "episode" and (r["cell"], r["episode_ix"]) not in seen:
+                seen.add((r["cell"], r["episode_ix"]))
                 self.metrics.setdefault(r["cell"], []).append(r["metrics"])
         self.units: dict[str, dict[str, Any]] = {}
         self.failed: dict[str, str] = {}
@@ -355,7 +358,6 @@ class _Driver:
             executor.submit(self._unit(cell, start, count, 1))
         self._loop(executor)
 
-
     def _loop(self, executor: Any) -> None:
         """Runs the units until none is left; a watched sweep also takes new checkpoints, until its timeout."""
         last_look = 0.0
@@ -379,9 +381,9 @@ class _Driver:
                 idle_since = None
                 continue
             idle_since = time.monotonic() if idle_since is None else idle_since
-            # idle since the last new checkpoint, the last change of one still being written or retried, the last cell
             if self.watcher.retrying():  # a file that failed to load gets its next try first
                 idle_since = time.monotonic()
+            # idle since the last new checkpoint, the last change of one still being written, and the last cell
             if timeout is not None and time.monotonic() - max(self.last_new, self.watcher.last_change,
                                                               idle_since) >= timeout:
                 return
@@ -487,7 +489,7 @@ class _Driver:
             self._log_ready()
 
     def _complete(self, cell: Cell) -> bool:
-        return all((cell.id, i) in self.done for i in range(cell.num_trajs))
+        return len(self.metrics.get(cell.id, ())) >= cell.num_trajs
 
     def _loggable(self) -> list[Cell]:
         """The complete cells the logger lacks, in training-step order."""

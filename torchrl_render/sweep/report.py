@@ -100,10 +100,8 @@ def level_text(agg: dict[str, Any]) -> str:
     if agg.get("pc_success") is not None:
         wilson = agg.get("ci95_success")
         text += f", success {agg['pc_success']:.2f}%" + (f" [{wilson[0]:.2f}, {wilson[1]:.2f}]" if wilson else "")
-    bad = agg.get("nonfinite_sum_reward")
-    if bad:
-        n = agg.get("n_episodes", 0)
-        text += f"; {nonfinite_text(len(bad) if isinstance(bad, list) else int(bad), n)}"
+    if agg.get("nonfinite_sum_reward"):
+        text += f"; {nonfinite_text(len(agg['nonfinite_sum_reward']), agg.get('n_episodes', 0))}"
     return text
 
 
