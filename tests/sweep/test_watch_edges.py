@@ -180,3 +180,14 @@ def test_a_resumed_watch_logs_what_the_logger_lacks_once_in_training_step_order(
     assert [step for step, _ in csv_scalars(tmp_path / "sw" / "logs" / "sw")["eval/avg_sum_reward"]] == [10, 20]
     ledger = [r["cell"] for r in read_records(tmp_path / "sw") if r["kind"] == "logged"]
     assert len(ledger) == 2 == len(set(ledger))
+
+
+def test_a_file_deleted_while_awaiting_its_retry_does_not_keep_the_watch_busy(tmp_path):
+    from torchrl_render.sweep.watch import Watcher
+
+    (tmp_path / "ckpt_5.pt").write_bytes(b"PK\x03\x04 half")
+    os.utime(tmp_path / "ckpt_5.pt", (time.time() - 10, time.time() - 10))  # settled already
+    watcher = Watcher({"default": [f"{tmp_path}/*.pt"]}, known=set(), settle_s=0.1)
+    assert watcher.poll() == ([], []) and watcher.retrying()  # failed once: its next try is due
+    (tmp_path / "ckpt_5.pt").unlink()  # the training run removed it
+    assert watcher.poll() == ([], []) and not watcher.retrying()  # nothing left to wait for: the watch can idle

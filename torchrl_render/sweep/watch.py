@@ -80,8 +80,10 @@ class Watcher:
         failing :data:`TRIES` times)."""
         now = time.time()
         taken, failed = [], []
+        matched = set()
         for run, patterns in self.patterns.items():
             for path in expand_paths(run, patterns, allow_none=True):
+                matched.add(path)
                 if path in self.known or not self._settled(path, now) or now < self.retry_at.get(path, 0.0):
                     continue
                 found = self._load(run, path)
@@ -89,6 +91,10 @@ class Watcher:
                     continue
                 self.known.add(path)
                 (failed if found.error else taken).append(found)
+        for path in [p for p in self.retry_at if p not in matched]:  # gone (deleted, renamed): nothing to retry
+            self.retry_at.pop(path)
+            self.tries.pop(path, None)
+            self.seen.pop(path, None)
         taken.sort(key=lambda f: (f.step is None, f.step or 0, f.path))
         if taken:
             self.last_found, self.last_found_time = taken[-1], now
