@@ -60,9 +60,44 @@ def test_torchrl_env_workers_are_forks_of_one_server_with_each_runs_environment(
     assert [r.metadata["engine"]["start_method"] for r in results] == ["forkserver", "forkserver"]
     assert per_episode(results[0]) == per_episode(results[1])
     workers = [line.split() for line in notes.read_text().splitlines() if int(line.split()[0]) != os.getpid()]
-    assert [mark for _, _, mark in workers] == ["first"] * 2 + ["second"] * 2
-    servers = {parent for _, parent, _ in workers}
+    assert [mark for _, _, mark, _ in workers] == ["first"] * 2 + ["second"] * 2
+    servers = {parent for _, parent, _, _ in workers}
     assert len(servers) == 1 and int(servers.pop()) != os.getpid()  # one server's forks, both runs
+
+
+@pytest.mark.parametrize("env,policy", [("torchrl", "helpers.tinyenv:make_policy"), ("torchrl", "lambda"),
+                                        ("gymnasium", "lambda")])
+def test_a_forked_env_worker_leaves_the_heap_it_inherited_out_of_its_collections(tmp_path, monkeypatch, env, policy):
+    # a forked worker shares its parent's heap; torchrl's worker calls gc.collect() as it closes, which walked
+    # (and copied) every object of a big parent: half a second a worker. The worker freezes what it inherited.
+    # A lambda policy cannot be pickled, so a torchrl run's workers are then forks of this process.
+    import gc
+    import os
+
+    import torch
+
+    from helpers.tinyenv import make_policy
+
+    notes = tmp_path / "notes.txt"
+    monkeypatch.setenv("TORCHRL_RENDER_TEST_NOTES", str(notes))
+    if env == "torchrl":
+        kw = dict(env="helpers.tinyenv:make_env_noting_its_process",
+                  policy=(lambda: make_policy()) if policy == "lambda" else policy)
+    else:
+        kw = dict(env="helpers.gymtoys:make_noting_its_process",
+                  policy=lambda: (lambda obs: torch.zeros(*obs.shape[:-1], 2)))
+    result = run(tmp_path, "run.jsonl", from_pixels=False, num_envs=2, env_batch_mode="parallel", num_trajs=2, **kw)
+    assert result.metadata["engine"]["path"] == env
+    method = result.metadata["engine"]["start_method"]
+    if env == "torchrl":
+        assert method == ("fork" if policy == "lambda" else "forkserver")
+    workers = [line.split() for line in notes.read_text().splitlines() if int(line.split()[0]) != os.getpid()]
+    assert len(workers) >= 1
+    if method == "fork":
+        assert all(int(parent) == os.getpid() for _, parent, _, _ in workers)
+    # what the worker started with (torch, torchrl and, for a fork, this test runner) is frozen
+    assert all(int(frozen) > 50_000 for *_, frozen in workers), workers
+    assert gc.get_freeze_count() == 0  # and this process's own collections are left as they were
 
 
 @pytest.mark.slow

@@ -59,3 +59,11 @@ class Toy(gymnasium.Env):
 def make(space: str = "box") -> Toy:
     """Factory (``env_kwargs={"space": ...}``)."""
     return Toy(space)
+
+
+def make_noting_its_process(space: str = "box") -> Toy:
+    """``make``, after :func:`helpers.tinyenv.note_this_process`."""
+    from helpers.tinyenv import note_this_process
+
+    note_this_process()
+    return Toy(space)

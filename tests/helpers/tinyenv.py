@@ -74,11 +74,18 @@ def make_policy(spec=None) -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Tanh())
 
 
-def make_env_noting_its_process(spec=None, **kwargs) -> TinyEnv:
-    """``make_env``, which first appends a line to ``$TORCHRL_RENDER_TEST_NOTES``: the process that built the env
-    (its pid, its parent's) and the ``$TORCHRL_RENDER_TEST_MARK`` it saw."""
+def note_this_process() -> None:
+    """Appends a line to ``$TORCHRL_RENDER_TEST_NOTES``: this process's pid, its parent's, the
+    ``$TORCHRL_RENDER_TEST_MARK`` it sees and how many objects its garbage collector leaves out
+    (``gc.get_freeze_count()``)."""
+    import gc
     import os
 
     with open(os.environ["TORCHRL_RENDER_TEST_NOTES"], "a") as fh:
-        fh.write(f"{os.getpid()} {os.getppid()} {os.environ.get('TORCHRL_RENDER_TEST_MARK')}\n")
+        fh.write(f"{os.getpid()} {os.getppid()} {os.environ.get('TORCHRL_RENDER_TEST_MARK')} {gc.get_freeze_count()}\n")
+
+
+def make_env_noting_its_process(spec=None, **kwargs) -> TinyEnv:
+    """``make_env``, after :func:`note_this_process`."""
+    note_this_process()
     return make_env(spec, **kwargs)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..envs.mjlog import quiet_mujoco_log
 from ..errors import RenderError, RolloutError
+from .procs import freeze_inherited_heap
 
 __all__ = ["InProcessSlots", "ProcessSlots", "SlotError", "obs_layout", "step_seconds"]
 
@@ -188,6 +189,7 @@ def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Share
     end of the pipe closed: EOF or a broken pipe), with no traceback of its own.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    freeze_inherited_heap()
     envs: dict[int, Any] = {}
     try:
         try:

@@ -16,6 +16,7 @@ The server keeps what it started with, so two things are seen to:
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 from collections.abc import Callable
@@ -64,3 +65,15 @@ class InThisEnviron:
 def worker_factory(make: Callable[..., Any], method: str) -> Callable[..., Any]:
     """``make`` as the workers of ``method`` should get it (a fork server's with this process's environment)."""
     return InThisEnviron(make) if method == "forkserver" else make
+
+
+def freeze_inherited_heap() -> None:
+    """Leaves the objects a worker process started with out of its garbage collections.
+
+    A forked worker shares its parent's heap, page by page, until it writes to one. A full collection walks
+    every object, so it writes to (and copies) them all: half a second or more a worker when the parent is a
+    big process (a notebook, a test runner), paid at each full collection and again at close, where torchrl's
+    workers call ``gc.collect()``. Frozen, what the worker inherited is never walked; what it makes itself
+    still is. A no-op in effect for a spawned worker, which inherited nothing.
+    """
+    gc.freeze()

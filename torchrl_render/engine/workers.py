@@ -38,7 +38,7 @@ from ..envs.gl import ensure_headless_gl
 from ..envs.mjlog import quiet_mujoco_log
 from ..errors import RenderError, RolloutError
 from .episode_control import CONTROL_KEYS, FRAMES_KEY, RENDER_KEY, SEED_KEY, EpisodeControl
-from .procs import pickling_start_method, worker_factory
+from .procs import freeze_inherited_heap, pickling_start_method, worker_factory
 from .records import StepRecord
 from .single import act, flag
 
@@ -56,6 +56,7 @@ def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, make_backe
         # Ctrl-C reaches the whole process group: the parent stops the run and closes the workers, which
         # would otherwise each print a KeyboardInterrupt (and then broken pipe) traceback
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        freeze_inherited_heap()  # torchrl's worker runs gc.collect() as it closes
     env = build_env(cfg, payload, render_mode=render_mode)
     if slot is not None:
         _name_the_slot(env, slot)
