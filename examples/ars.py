@@ -129,11 +129,13 @@ def _evaluate(args):
 
 # --------------------------------------------------------------------------- training
 
-def train(cfg: ARSConfig, obs_dim: int, act_dim: int, on_eval=None) -> dict:
+def train(cfg: ARSConfig, obs_dim: int, act_dim: int, on_eval=None, on_each_eval=None) -> dict:
     """Runs ARS V2-t. Returns the best (by mean-policy evaluation) ``M``, mean, std and a log.
 
     ``on_eval(result_dict)`` is called after every evaluation that improved on
-    the best so far (e.g. to checkpoint).
+    the best so far (e.g. to checkpoint the best policy); ``on_each_eval`` after
+    every evaluation, with the current policy (e.g. to write one checkpoint per
+    evaluation, named by training step, for ``sweep --watch``).
     """
     rng = np.random.default_rng(cfg.seed)
     M = np.zeros((act_dim, obs_dim + 1))
@@ -157,15 +159,18 @@ def train(cfg: ARSConfig, obs_dim: int, act_dim: int, on_eval=None) -> dict:
         steps = float(np.mean([s for _, s in results]))
         elapsed = time.perf_counter() - start
         improved = ret > best["eval_return"]
+        current = dict(eval_return=ret, M=M.copy(), mean=mean.copy(), std=std.copy(), iteration=iteration,
+                       env_steps=total_steps, seconds=elapsed)
         log.append({"iter": iteration, "env_steps": total_steps, "seconds": elapsed, "eval_return": ret,
                     "eval_len": steps})
         print(f"  eval  iter {iteration:4d}  steps {total_steps:9d}  {elapsed:6.0f}s  "
               f"mean-policy return {ret:9.1f}  (len {steps:.0f}){'  *best*' if improved else ''}", flush=True)
         if improved:
-            best.update(eval_return=ret, M=M.copy(), mean=mean.copy(), std=std.copy(), iteration=iteration,
-                        env_steps=total_steps, seconds=elapsed)
+            best.update(current)
             if on_eval is not None:
                 on_eval(dict(best))
+        if on_each_eval is not None:
+            on_each_eval(current)
         return ret
 
     try:
@@ -292,6 +297,9 @@ def cli(example_dir, argv=None, *, description: str = "", **defaults) -> int:
     p.add_argument("--eval-episodes", type=int, default=d["eval_episodes"])
     p.add_argument("--target-return", type=float, default=d["target_return"],
                    help="stop early once the mean-policy evaluation reaches this")
+    p.add_argument("--checkpoints", type=Path, default=None,
+                   help="also save the policy of every evaluation as DIR/step_<env steps>.pt (its 'step' key: the "
+                        "env steps so far), as a training run does for `sweep --watch`")
     args = p.parse_args(argv)
 
     policy_module = load_module_from_file(example_dir / "policy.py", f"{example_dir.name}_policy")
@@ -308,7 +316,15 @@ def cli(example_dir, argv=None, *, description: str = "", **defaults) -> int:
     def checkpoint(best):
         save_checkpoint(args.out, policy_module, best, env_id=cfg.env_id, seed=args.seed, extra=extra)
 
-    best = train(cfg, policy_module.OBS_DIM, policy_module.ACT_DIM, on_eval=checkpoint)
+    def each_checkpoint(current):
+        # saved under a temporary name, then renamed (save_checkpoint): a watcher never sees a half-written file
+        save_checkpoint(args.checkpoints / f"step_{current['env_steps']}.pt", policy_module, current,
+                        env_id=cfg.env_id, seed=args.seed, extra={**extra, "step": int(current["env_steps"])})
+
+    if args.checkpoints is not None:
+        args.checkpoints.mkdir(parents=True, exist_ok=True)
+    best = train(cfg, policy_module.OBS_DIM, policy_module.ACT_DIM, on_eval=checkpoint,
+                 on_each_eval=each_checkpoint if args.checkpoints is not None else None)
     extra["total_iterations"] = int(best["iterations"])
     extra["total_env_steps"] = int(best["total_env_steps"])
     extra["total_seconds"] = float(best["total_seconds"])

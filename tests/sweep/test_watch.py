@@ -211,3 +211,53 @@ def test_a_killed_watchers_wandb_cells_are_logged_again_by_its_resume(tmp_path):
     assert [r["eval/step"] for r in rows if "eval/avg_sum_reward" in r] == [10]
     assert [r["cell"] for r in read_records(tmp_path / "sw") if r["kind"] == "logged"] == [
         next(r["cell"] for r in read_records(tmp_path / "sw") if r["kind"] == "episode")]  # once, at its finish
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("logger", ["tensorboard", "csv"])
+def test_a_real_training_run_watched_killed_and_resumed_logs_each_checkpoint_once_in_step_order(tmp_path, logger):
+    # the shipped trainer (examples/inverted_pendulum/train.py, ARS) writes a checkpoint per evaluation, saved then
+    # renamed, named by its env steps, while `sweep --watch` evaluates the folder; the watcher is killed with
+    # kill -9 the moment its first cell's episodes are all recorded (before it logged them, or just after), and
+    # `--resume --watch` goes on: the logger, read back with its own reader, has each checkpoint once, in
+    # training-step order, with the numbers of eval_info.json
+    from helpers.paths import ROOT
+    from helpers.trackers import csv_scalars
+
+    example = ROOT / "examples" / "inverted_pendulum"
+    folder = tmp_path / "ckpts"
+
+    def watcher(*extra):
+        argv = [sys.executable, "-m", "torchrl_render", "sweep", "--ckpt", f"{folder}/*.pt", "--env",
+                f"pendulum={example}/policy.py:make_env", "--policy", f"{example}/policy.py:make_policy",
+                "--num-trajs", "2", "--max-steps", "30", "--max-episodes-rendered", "0", "--workers", "1",
+                "--no-report", "--out", str(tmp_path / "sw"), "--watch", "--watch-settle", "0.5",
+                "--logger", logger, *extra]
+        return subprocess.Popen(argv, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    driver = watcher()
+    training = subprocess.Popen(
+        [sys.executable, str(example / "train.py"), "--iters", "4", "--eval-every", "1", "--eval-episodes", "1",
+         "--episode-len", "30", "--directions", "2", "--top-b", "1", "--workers", "1", "--minutes", "5",
+         "--out", str(tmp_path / "best.pt"), "--checkpoints", str(folder)],
+        cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for(lambda: 2 in steps_recorded(tmp_path).values(), driver)
+    driver.kill()
+    driver.communicate(timeout=60)
+    out, _ = training.communicate(timeout=120)
+    assert training.returncode == 0, out
+    steps = sorted(int(p.stem.split("_")[1]) for p in folder.glob("step_*.pt"))
+    assert len(steps) == 4 and all(torch.load(folder / f"step_{s}.pt", weights_only=True)["step"] == s for s in steps)
+    driver = watcher("--resume", "--watch-timeout", "2")
+    _, err = driver.communicate(timeout=180)
+    assert driver.returncode == 0, err
+    assert steps_recorded(tmp_path) == dict.fromkeys(steps, 2)  # each checkpoint evaluated once
+    info = json.loads((tmp_path / "sw" / "eval_info.json").read_text())
+    means = [(e["step"], e["per_task"]["pendulum"]["avg_sum_reward"]) for e in info["per_checkpoint"]]
+    assert [s for s, _ in means] == steps
+    logs = tmp_path / "sw" / "logs" / "sw"
+    scalars = tensorboard_scalars(logs)[0] if logger == "tensorboard" else csv_scalars(logs)
+    assert [s for s, _ in scalars["eval/avg_sum_reward"]] == steps  # once each, in training-step order
+    assert dict(scalars["eval/avg_sum_reward"]) == pytest.approx(dict(means))
+    assert len([r for r in read_records(tmp_path / "sw") if r["kind"] == "logged"]) == len(steps)
