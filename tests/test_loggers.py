@@ -74,6 +74,18 @@ def test_csv_and_wandb_offline(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_an_env_reporting_success_logs_the_wilson_interval_of_its_success_rate(tmp_path):
+    result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy",
+                                        env="helpers.engine_toys:counting_env", num_trajs=7, seed=2,
+                                        out=tmp_path / "m.jsonl", progress=False, logger="csv", exp_name="succ"))
+    agg = result.metrics["aggregated"]
+    got = csv_scalars(tmp_path / "logs" / "succ")
+    assert {k for k in got if "success" in k} == {"eval/pc_success", "eval/ci95_success_low", "eval/ci95_success_high"}
+    low, high = got["eval/ci95_success_low"][0][1], got["eval/ci95_success_high"][0][1]
+    assert [low, high] == pytest.approx(agg["ci95_success"]) and low == pytest.approx(100 * 7 / (7 + 1.96 ** 2), 1e-3)
+
+
+@pytest.mark.slow
 def test_mlflow_local_store_read_back_with_mlflows_client(tmp_path):
     run = render_policy(RenderConfig(**PEND, out=tmp_path / "m.mp4", logger="mlflow", exp_name="evalrun",
                                      logger_project="pendulum", logger_dir=str(tmp_path / "ml")))

@@ -3,8 +3,9 @@
 Through TorchRL's own loggers (``torchrl.record.loggers``: TensorboardLogger, WandbLogger,
 MLFlowLogger, CSVLogger), imported only when ``--logger`` is given (a run without it imports
 neither torchrl nor tensordict). Each evaluation logs ``eval/avg_sum_reward``,
-``eval/pc_success``, ``eval/avg_max_reward``, ``eval/avg_length`` and the 95% interval of the
-mean return (``eval/ci95_sum_reward_low`` / ``_high``) at the checkpoint's training step
+``eval/pc_success``, ``eval/avg_max_reward``, ``eval/avg_length``, the 95% interval of the
+mean return (``eval/ci95_sum_reward_low`` / ``_high``) and, when the env reports success, the 95% Wilson
+interval of the success rate (``eval/ci95_success_low`` / ``_high``) at the checkpoint's training step
 (``eval/<task>/...`` when a sweep has several tasks), the rendered videos through the logger's
 ``log_video``, and the run's config as hparams. W&B runs offline when no credentials are set
 (a note says so). MLflow logs to a local store in the log folder, no server: ``mlflow.db`` (SQLite:
@@ -50,9 +51,10 @@ def scalars(aggregated: Mapping[str, Any], task: str | None) -> dict[str, float]
     """The ``eval/...`` scalars of one evaluation (a cell's or a run's aggregates); None and NaN left out."""
     prefix = "eval/" if task is None else f"eval/{re.sub(r'[^A-Za-z0-9_.-]+', '_', task)}/"
     out = {f"{prefix}{k}": float(aggregated[k]) for k in _SCALARS if _finite(aggregated.get(k))}
-    ci = aggregated.get("ci95_sum_reward")
-    if ci and all(_finite(v) for v in ci):
-        out[f"{prefix}ci95_sum_reward_low"], out[f"{prefix}ci95_sum_reward_high"] = float(ci[0]), float(ci[1])
+    for interval in ("ci95_sum_reward", "ci95_success"):  # the mean return's; the success rate's (Wilson's)
+        ci = aggregated.get(interval)
+        if ci and all(_finite(v) for v in ci):
+            out[f"{prefix}{interval}_low"], out[f"{prefix}{interval}_high"] = float(ci[0]), float(ci[1])
     return out
 
 
