@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -86,8 +89,14 @@ def test_a_forked_env_worker_leaves_the_heap_it_inherited_out_of_its_collections
     else:
         kw = dict(env="helpers.gymtoys:make_noting_its_process",
                   policy=lambda: (lambda obs: torch.zeros(*obs.shape[:-1], 2)))
+    threads = torch.get_num_threads()
     result = run(tmp_path, "run.jsonl", from_pixels=False, num_envs=2, env_batch_mode="parallel", num_trajs=2, **kw)
     assert result.metadata["engine"]["path"] == env
+    if env == "gymnasium":  # torch's threads beside the worker: the cores it leaves, then put back
+        from torchrl_render.engine.env_slots import cpu_count
+
+        assert result.metadata["engine"]["torch_threads"] == max(1, min(threads, cpu_count() - 1))
+        assert torch.get_num_threads() == threads
     method = result.metadata["engine"]["start_method"]
     if env == "torchrl":
         assert method == ("fork" if policy == "lambda" else "forkserver")
@@ -204,6 +213,41 @@ def test_stochastic_policy_same_samples_for_any_k(tmp_path):
     assert per_episode(a) == per_episode(b)
     for ta, tb in zip(a.trajectories, b.trajectories):
         assert (ta["action"] == tb["action"]).all()
+
+
+def _write_syscalls(pid) -> int:
+    return int(next(line for line in open(f"/proc/{pid}/io") if line.startswith("syscw")).split()[1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts write syscalls in /proc/<pid>/io (Linux)")
+def test_a_batch_step_with_both_sides_ready_hands_off_through_shared_memory_without_a_syscall():
+    # the orders and answers are flags in shared memory, polled for a while before a side blocks on the pipe:
+    # back-to-back steps write nothing to the pipe, either way; a worker left idle blocks, and is woken
+    import gymnasium
+
+    from torchrl_render.engine.env_slots import _SPIN_S, ProcessSlots, obs_layout
+
+    make = lambda: gymnasium.make("Pendulum-v1")  # noqa: E731
+    slots = ProcessSlots(make, 4, 2, obs_layout(make().observation_space), method="fork", action_shape=(1,))
+    try:
+        slots.reset([0, 1, 2, 3], [0, 1, 2, 3])
+        actions = np.zeros((4, 1), np.float32)
+        worker = slots.procs[0].pid
+        before = _write_syscalls("self"), _write_syscalls(worker)
+        for _ in range(300):
+            slots.step([0, 1, 2, 3], actions)
+        after = _write_syscalls("self"), _write_syscalls(worker)
+        # 300 orders and 300 answers; a pipe per step wrote 300 each (a few wake-ups on a busy machine)
+        assert after[0] - before[0] < 30 and after[1] - before[1] < 30, (before, after)
+        deadline = time.monotonic() + 30
+        while not slots.handoffs[0].theirs[0] and time.monotonic() < deadline:  # idle: it stops polling
+            time.sleep(10 * _SPIN_S)
+        assert slots.handoffs[0].theirs[0] == 1  # it blocked on the pipe, and said so: the next order wakes it
+        slots.step([1], actions)
+        assert slots.obs["observation"][1].any()
+    finally:
+        slots.close()
+    assert not slots.procs
 
 
 @pytest.mark.slow

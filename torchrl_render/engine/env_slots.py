@@ -20,6 +20,7 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -177,12 +178,12 @@ class _Shared:
 
 
 def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Shared, layout: list[str],
-            extras: dict[Any, Callable[[Any], Any]]) -> None:
-    """A worker process: one env per slot in ``slots``, built here and stepped on the parent's orders.
+            extras: dict[Any, Callable[[Any], Any]], w: int = 0) -> None:
+    """Worker process ``w``: one env per slot in ``slots``, built here and stepped on the parent's orders.
 
     Observations, rewards, flags, success reports and extras go into the shared arrays; actions, the
-    slots to step (``todo``) and reset seeds come from them. The pipe carries one byte each way per
-    order (:data:`_STEP`, :data:`_RESET`, :data:`_CLOSE`; :data:`_OK`), and an error's text.
+    slots to step (``todo``) and reset seeds come from them, and so do the orders themselves
+    (:class:`_Handoff`): the pipe carries only the start-up answer, an error's text and wake-ups.
 
     Ctrl-C is the parent's to handle: a terminal sends SIGINT to the whole process group, so the
     worker ignores it and ends when the parent closes it, or quietly when the parent is gone (its
@@ -200,7 +201,8 @@ def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Share
             _send_error(conn, exc, None)
             return
         conn.send_bytes(_OK)
-        _serve(conn, envs, _Arrays(shared.views(), layout), extras)
+        views = shared.views()
+        _serve(conn, envs, _Arrays(views, layout), extras, _Handoff(views, w, conn, "worker"))
     except (EOFError, OSError):  # the parent went away: nobody to answer
         _close_all(list(envs.values()))
 
@@ -235,25 +237,119 @@ class _Arrays:
             self.obs[key][i] = fn(env)
 
 
-#: The orders (parent -> worker) and the answer (worker -> parent): one byte each; an error is ``_ERROR``
-#: followed by the pickled ``(text, slot)``.
+#: The orders (parent -> worker, in the shared ``cmd``), the start-up answer and a wake-up (one byte on the
+#: pipe); an error is ``_ERROR`` followed by the pickled ``(text, slot)``, on the pipe.
 _STEP, _RESET, _CLOSE, _OK, _ERROR = b"s", b"r", b"c", b"k", b"e"
+_CODES = {_STEP: 1, _RESET: 2, _CLOSE: 3}
+_COMMANDS = {code: cmd for cmd, code in _CODES.items()}
+
+#: How long a side polls the shared flags for the other before it blocks on the pipe. Longer than a batch step
+#: usually takes (a policy call, a few MuJoCo steps), so a busy run never sleeps; short enough that a paused run
+#: (a slow writer, a breakpoint) costs nothing. A blocked side re-checks the flags every ``_BLOCK_S`` anyway.
+_SPIN_S = 2e-3
+_BLOCK_S = 0.05
+
+
+class _Handoff:
+    """The orders between the parent and worker ``w`` through shared memory: polled, no syscall a step.
+
+    The parent writes ``cmd[w]`` then bumps ``order[w]``; the worker, polling ``order[w]``, does the order and
+    sets ``answer[w]`` to it. Each side polls for ``_SPIN_S`` (the pattern of EnvPool's and Sample Factory's
+    workers), then marks itself asleep and blocks on the pipe, where the other side sends one byte once it
+    sees the mark. Between marking and blocking it checks the flag again, after a lock round trip that orders
+    the two (a full barrier), and it blocks with a timeout, so a missed wake-up costs at most ``_BLOCK_S``.
+    An error's text travels on the pipe before its answer (``failed[w]`` set), so neither side reads the pipe
+    in the common case.
+    """
+
+    def __init__(self, views: dict[Any, np.ndarray], w: int, conn: Any, side: str) -> None:
+        self.order, self.answer, self.cmd = views["order"], views["answer"], views["cmd"]
+        self.failed = views["failed"]
+        # what this side marks when it blocks, and what it reads to know whether the other side blocked
+        mine, theirs = (views["worker_asleep"], views["parent_asleep"]) if side == "worker" else \
+            (views["parent_asleep"], views["worker_asleep"])
+        self.mine, self.theirs, self.w, self.conn = mine, theirs, w, conn
+        self.errors: list[bytes] = []  # error texts read off the pipe while waiting
+        self.fence = threading.Lock()
+
+    def _wake(self) -> None:
+        if self.theirs[self.w]:
+            self.conn.send_bytes(_OK)
+
+    def _wait(self, flag: np.ndarray, value: int) -> None:
+        """Until ``flag[w] == value``: polled, then blocked on the pipe (bytes read there are kept if errors)."""
+        w, clock = self.w, time.perf_counter
+        if flag[w] == value:
+            return
+        deadline = clock() + _SPIN_S
+        while clock() < deadline:
+            if flag[w] == value:
+                return
+        mine, conn = self.mine, self.conn
+        while True:
+            mine[w] = 1
+            with self.fence:  # the mark is visible before the flag is read again
+                pass
+            if flag[w] == value:
+                mine[w] = 0
+                return
+            if conn.poll(_BLOCK_S):
+                data = conn.recv_bytes()  # EOFError: the other side is gone
+                if data[:1] == _ERROR:
+                    self.errors.append(data)
+            mine[w] = 0
+            if flag[w] == value:
+                return
+
+    # -- the parent's side --
+    def send(self, cmd: bytes) -> None:
+        self.cmd[self.w] = _CODES[cmd]
+        self.order[self.w] += 1
+        with self.fence:  # the order is visible before the worker's mark is read
+            pass
+        self._wake()
+
+    def receive(self) -> bytes | None:
+        """Waits for the answer to the last order: None, or the error text the worker sent with it."""
+        self._wait(self.answer, int(self.order[self.w]))
+        if not self.failed[self.w]:
+            return None
+        self.failed[self.w] = 0
+        while not self.errors:
+            data = self.conn.recv_bytes()
+            if data[:1] == _ERROR:
+                self.errors.append(data)
+        return self.errors.pop(0)
+
+    # -- the worker's side --
+    def next_order(self, last: int) -> tuple[int, bytes]:
+        """Waits for the order after ``last``: ``(its number, the command)``."""
+        self._wait(self.order, last + 1)
+        return last + 1, _COMMANDS[int(self.cmd[self.w])]
+
+    def done(self, number: int) -> None:
+        self.answer[self.w] = number
+        with self.fence:
+            pass
+        self._wake()
 
 
 def _send_error(conn: Any, exc: BaseException, slot: int | None) -> None:
     conn.send_bytes(_ERROR + pickle.dumps((f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", slot)))
 
 
-def _serve(conn: Any, envs: dict[int, Any], arrays: _Arrays, extras: dict[Any, Callable[[Any], Any]]) -> None:
+def _serve(conn: Any, envs: dict[int, Any], arrays: _Arrays, extras: dict[Any, Callable[[Any], Any]],
+           handoff: _Handoff) -> None:
     """Answers ``reset`` / ``step`` orders until ``close``; an env's error names its slot."""
     put, reward, terminated, truncated, success, actions, todo = arrays.put, arrays.reward, arrays.terminated, \
         arrays.truncated, arrays.success, arrays.actions, arrays.todo
     mine = sorted(envs)
+    number = 0
     while True:
-        cmd = conn.recv_bytes()
+        number, cmd = handoff.next_order(number)
         if cmd == _CLOSE:
             _close_all(list(envs.values()))
-            conn.send_bytes(_CLOSE)
+            handoff.done(int(handoff.order[handoff.w]))  # a close that came as a step was read: answered too
             return
         i = None
         try:
@@ -271,9 +367,9 @@ def _serve(conn: Any, envs: dict[int, Any], arrays: _Arrays, extras: dict[Any, C
                         reward[i], terminated[i], truncated[i] = r, term, trunc
                         success[i] = _success(info) if info else -1
         except BaseException as exc:  # SIGINT is ignored here: this is the env's own error, for the parent
+            handoff.failed[handoff.w] = 1
             _send_error(conn, exc, i)
-            continue
-        conn.send_bytes(_OK)
+        handoff.done(number)
 
 
 class ProcessSlots(_Buffers):
@@ -310,8 +406,13 @@ class ProcessSlots(_Buffers):
         entries += [("reward", (num,), np.float64), ("terminated", (num,), bool), ("truncated", (num,), bool),
                     ("success", (num,), np.int8), ("actions", (num, *action_shape), action_dtype),
                     ("todo", (num,), bool), ("seed", (num,), np.int64), ("seeded", (num,), bool)]
+        parts = max(1, min(workers, num))
+        flags = max(parts - 1, 1)  # the hand-off's flags, one each per worker (:class:`_Handoff`)
+        entries += [(name, (flags,), np.int64) for name in ("order", "answer")]
+        entries += [(name, (flags,), np.uint8) for name in ("cmd", "failed", "worker_asleep", "parent_asleep")]
         shared = _Shared(entries, ctx)
-        self._arrays = arrays = _Arrays(shared.views(), list(layout))  # replace _Buffers' own arrays
+        views = shared.views()
+        self._arrays = arrays = _Arrays(views, list(layout))  # replace _Buffers' own arrays
         self.obs, self.reward, self.terminated, self.truncated = arrays.obs, arrays.reward, arrays.terminated, \
             arrays.truncated
         self.success, self.actions = arrays.success, arrays.actions
@@ -319,42 +420,52 @@ class ProcessSlots(_Buffers):
         self.success[:] = -1
         self.conns: list[Any] = []
         self.procs: list[Any] = []
+        self.handoffs: list[_Handoff] = []
+        self.started: list[bool] = []  # whether each worker said it built its envs (its start-up answer read)
         self.local: dict[int, Any] = {}
-        self.parts = max(1, min(workers, num))
+        self.parts = parts
         self.workers = self.parts - 1  # processes besides this one
         for w in range(1, self.parts):
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=_worker, args=(child, make, list(range(w, num, self.parts)), shared,
-                                                     list(layout), self.extras), daemon=True,
+                                                     list(layout), self.extras, w - 1), daemon=True,
                                name=f"torchrl_render-env-{w}")
             proc.start()
             child.close()
             self.conns.append(parent)
             self.procs.append(proc)
+            self.handoffs.append(_Handoff(views, w - 1, parent, "parent"))
+            self.started.append(False)
         try:  # this process's own part, built while the workers start
             for i in range(0, num, self.parts):
                 self.local[i] = make()
         except BaseException:
             self.close()
             raise
-        self._ready = False
 
     def _wait_ready(self) -> None:
-        if not self._ready:
-            for w in range(self.workers):
+        for w, started in enumerate(self.started):
+            if not started:
                 self._recv(w, "starting")
-            self._ready = True
+                self.started[w] = True
 
     def _recv(self, w: int, what: str) -> None:
-        """Worker ``w``'s answer; its env's error as a :class:`SlotError` (naming the slot)."""
+        """Worker ``w``'s start-up answer on the pipe; its error as a :class:`RolloutError`."""
         try:
             answer = self.conns[w].recv_bytes()
         except EOFError as exc:
-            raise RolloutError(f"env worker process {w + 1} died while {what} (exit code "
-                               f"{self.procs[w].exitcode})",
-                               fix="check the env factory in a single process (--num-envs 1)") from exc
-        if answer[:1] != _ERROR:
-            return
+            raise self._died(w, what) from exc
+        if answer[:1] == _ERROR:
+            self._raise(answer, what)
+
+    def _died(self, w: int, what: str) -> RolloutError:
+        self.procs[w].join(timeout=1)
+        return RolloutError(f"env worker process {w + 1} died while {what} (exit code {self.procs[w].exitcode})",
+                            fix="check the env factory in a single process (--num-envs 1)")
+
+    @staticmethod
+    def _raise(answer: bytes, what: str) -> None:
+        """An error text from a worker: a :class:`SlotError` naming the slot, else a :class:`RolloutError`."""
         text, slot = pickle.loads(answer[1:])
         lines = text.strip().splitlines()
         if slot is not None:
@@ -363,16 +474,28 @@ class ProcessSlots(_Buffers):
                            fix="check the env factory and its reset()/step(); the worker's traceback: "
                                + " | ".join(lines[-3:]))
 
+    def _answer(self, w: int, what: str) -> None:
+        """Worker ``w``'s answer to the last order (see :class:`_Handoff`); its env's error, raised."""
+        try:
+            error = self.handoffs[w].receive()
+        except (EOFError, OSError) as exc:
+            raise self._died(w, what) from exc
+        if error is not None:
+            self._raise(error, what)
+
     def _order(self, cmd: bytes, rows: Sequence[int], what: str) -> None:
         """Marks ``rows`` to do and wakes the workers that hold one, does this process's own rows, then
-        reads every answer (so none stays in a pipe) and raises the first error."""
+        waits for every answer (so none is left behind) and raises the first error."""
         self._wait_ready()
         todo, parts = self.todo, self.parts
         todo[:] = False
         todo[list(rows)] = True
         busy = sorted({i % parts - 1 for i in rows if i % parts})
         for w in busy:
-            self.conns[w].send_bytes(cmd)
+            try:
+                self.handoffs[w].send(cmd)
+            except OSError as exc:  # its end of the pipe is closed: it died
+                raise self._died(w, what) from exc
         error: Exception | None = None
         try:
             self._here(cmd, [i for i in rows if i % parts == 0])
@@ -380,7 +503,7 @@ class ProcessSlots(_Buffers):
             error = exc
         for w in busy:
             try:
-                self._recv(w, what)
+                self._answer(w, what)
             except (SlotError, RolloutError) as exc:
                 error = error or exc
         if error is not None:
@@ -423,22 +546,32 @@ class ProcessSlots(_Buffers):
         return self.local.get(i)  # None: it lives in another process
 
     def close(self) -> None:
-        """Closes every worker (an answer still in a pipe, of a run stopped mid-step, is read past) and this
-        process's own envs."""
+        """Closes every worker (one stopped mid-step, by an error or Ctrl-C here, finishes that step first)
+        and this process's own envs."""
         conns, self.conns = self.conns, []
-        for conn in conns:
-            try:
-                conn.send_bytes(_CLOSE)
-                while conn.poll(5) and conn.recv_bytes() != _CLOSE:
-                    pass
-            except Exception:
-                pass
-            conn.close()
+        handoffs, self.handoffs = self.handoffs, []
         procs, self.procs = self.procs, []
+        closing = []
+        for w, handoff in enumerate(handoffs):
+            try:
+                if not self.started[w] and not (conns[w].poll(5) and conns[w].recv_bytes()[:1] == _OK):
+                    continue  # it failed to start (its error is read past), or is stuck building its envs
+                handoff.send(_CLOSE)
+                closing.append((handoff, procs[w]))
+            except (EOFError, OSError):  # it is gone already
+                pass
+        deadline = time.monotonic() + 5
+        for handoff, proc in closing:
+            while handoff.answer[handoff.w] != handoff.order[handoff.w] and proc.is_alive() \
+                    and time.monotonic() < deadline:
+                time.sleep(0.001)
+        for conn in conns:
+            conn.close()
         for proc in procs:
-            proc.join(timeout=5)
+            proc.join(timeout=max(0.1, deadline - time.monotonic()))
             if proc.is_alive():
                 proc.kill()
+                proc.join(timeout=1)
         local, self.local = self.local, {}
         _close_all(list(local.values()))
 

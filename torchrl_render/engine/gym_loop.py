@@ -33,9 +33,10 @@ from .slot_loop import SlotLoop
 __all__ = ["MIN_FREE_CORES", "ORDER_S", "actor", "free_cores", "padded_actor", "parallel_wins", "prepare", "read_qpos",
            "release", "run_gymnasium"]
 
-#: What an order to the env workers costs (wake, answer; seconds) beyond the env steps, against which
-#: ``auto`` weighs the env time that they save: 60-90 us measured on a 2-core VM (a no-op env's batch step).
-ORDER_S = 1e-4
+#: What an order to the env workers costs (hand-off and answer through shared memory; seconds) beyond the env
+#: steps, against which ``auto`` weighs the env time that they save: 10-15 us measured on a 2-core VM (a no-op
+#: env's batch step, K = 8; a pipe's byte each way cost 60-90 us).
+ORDER_S = 1.5e-5
 
 #: ``auto`` uses worker processes only with at least this many cores free (see :func:`free_cores`).
 MIN_FREE_CORES = 1.5
@@ -59,6 +60,7 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
     if not plan.more():
         return
     slots, owned = engine.__dict__.pop("_batch", None) or _slots(engine, extras)
+    threads = _torch_threads(engine, slots)
     try:
         per_env = cfg.policy_batch == "per-env" or engine.policy.stateful or slots.num == 1
         act, begin = actor(engine.policy, slots, per_env=per_env)
@@ -68,10 +70,35 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
                                 "--policy-batch per-env gives each episode its own stream")
         yield from SlotLoop(slots, act, begin, plan, **common).run()
     finally:
+        _set_torch_threads(threads)
         if isinstance(slots, ProcessSlots):
             slots.close()
         for env in owned:
             env.close()
+
+
+def _torch_threads(engine: Any, slots: Any) -> int | None:
+    """Torch's intra-op threads for the batch: beside env workers, the cores they leave (one on a 2-core
+    machine: a tiny policy's second thread spins on the core a worker steps on). Returns the count to put back
+    (None: unchanged); the count used goes to the metadata."""
+    import torch
+
+    before = torch.get_num_threads()
+    want = before
+    if isinstance(slots, ProcessSlots):
+        want = max(1, min(before, cpu_count() - slots.workers))
+    engine.info["torch_threads"] = want
+    if want == before:
+        return None
+    torch.set_num_threads(want)
+    return before
+
+
+def _set_torch_threads(count: int | None) -> None:
+    if count is not None:
+        import torch
+
+        torch.set_num_threads(count)
 
 
 def prepare(engine: Any) -> None:
@@ -159,7 +186,7 @@ def parallel_wins(step_s: float, k: int, parts: int) -> bool:
     waking the workers costs (they wake at once, while this process steps its own part).
 
     Example:
-        >>> parallel_wins(40e-6, 8, 2), parallel_wins(40e-6, 2, 2), parallel_wins(2e-3, 2, 2)
+        >>> parallel_wins(40e-6, 8, 2), parallel_wins(10e-6, 2, 2), parallel_wins(2e-3, 2, 2)
         (True, False, True)
     """
     saved = step_s * (k - -(-k // parts))
