@@ -14,6 +14,7 @@ import multiprocessing as mp
 import os
 import pickle
 import threading
+import time
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -155,8 +156,9 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
             mode = "parallel" if parallel_wins(seconds, k, workers) else "serial"
         elif k > 1 and workers > 1:
             engine.notes.append(f"--env-batch-mode auto kept the {k} envs in this process: the machine is busy "
-                                f"(about {free:.1f} of {cpu_count()} cores free by the load average), so worker "
-                                "processes would wait for a core (--env-batch-mode parallel uses them anyway)")
+                                f"(about {free:.1f} of {cpu_count()} cores free, by the threads running now), so "
+                                "worker processes would wait for a core (--env-batch-mode parallel uses them "
+                                "anyway)")
         engine.info["free_cores"] = round(free, 2)
     engine.info["batch_mode"] = mode if k > 1 else "serial"
     if mode == "serial" or k == 1:
@@ -170,14 +172,35 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
                         extras=extras, action_shape=tuple(space.shape), action_dtype=np.dtype(space.dtype)), []
 
 
-def free_cores() -> float:
-    """Cores not taken by other work, by the 1-minute load average (this process, busy starting up,
-    counts for one of them)."""
+def free_cores(loadavg: str = "/proc/loadavg", samples: int = 8, interval: float = 0.002) -> float:
+    """Cores not taken by other work now: the threads the kernel counts as runnable (the fourth field of
+    ``/proc/loadavg``, this thread among them), averaged over ``samples`` reads ``interval`` seconds apart.
+
+    Where there is no such file, the 1-minute load average, less this process: it lags by a minute, so a
+    run that just ended (an earlier evaluation of the same script) still counts in it.
+
+    Example (a file standing for ``/proc/loadavg``: 3 runnable, this thread and two others):
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile("w", suffix="loadavg", delete=False) as fh:
+        ...     _ = fh.write("1.90 1.20 0.80 3/412 51234")
+        >>> free_cores(fh.name, samples=2, interval=0) == max(0.0, cpu_count() - 2.0)
+        True
+        >>> os.remove(fh.name)
+    """
     try:
-        load = os.getloadavg()[0]
-    except OSError:  # pragma: no cover - no load average on this platform
-        return float(cpu_count())
-    return cpu_count() - max(0.0, load - 1.0)
+        runnable = 0
+        for i in range(samples):
+            with open(loadavg, encoding="ascii") as fh:
+                runnable += int(fh.read().split()[3].split("/")[0])
+            if interval and i + 1 < samples:
+                time.sleep(interval)
+        others = runnable / samples - 1.0
+    except (OSError, IndexError, ValueError):
+        try:
+            others = os.getloadavg()[0] - 1.0
+        except OSError:  # pragma: no cover - no load average on this platform
+            return float(cpu_count())
+    return max(0.0, cpu_count() - max(0.0, others))
 
 
 def parallel_wins(step_s: float, k: int, parts: int) -> bool:
