@@ -26,6 +26,7 @@ from .checkpoint import load_checkpoint
 from .config import RenderConfig
 from .data import Artifact, RenderResult, frame_paths
 from .engine import Engine
+from .engine.procs import setup_frozen
 from .envs import open_env
 from .envs.gl import ensure_headless_gl, gl_notes
 from .envs.mjlog import captured_mujoco_warnings
@@ -316,7 +317,7 @@ class Run:
                              self.format_frames)
         sink = Sink(context, backend, observers(self.cfg, self.needs_frames), self.on_episode)
         try:
-            with Progress(self.cfg) as bar:
+            with Progress(self.cfg) as bar, setup_frozen():
                 for item in engine.episodes():
                     if sink.consume(item):
                         bar.episode_done(sink.episodes)

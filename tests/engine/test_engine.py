@@ -154,6 +154,27 @@ def test_reward_fn_is_reported_beside_the_env_reward(tmp_path, k):
                                                                       for e in result.metrics["per_episode"]))
 
 
+def test_what_lives_as_the_rollout_starts_is_left_out_of_full_collections_until_it_ends(tmp_path):
+    # the imports, the env and the policy outlive the rollout: a full collection would walk them all (torch,
+    # tensordict and torchrl hold about a million objects) each time a torchrl rollout's TensorDicts bring one
+    import gc
+
+    from helpers.tinyenv import make_policy
+
+    seen = []
+    policy = make_policy()
+
+    def counting(obs):
+        seen.append(gc.get_freeze_count())
+        return policy(obs)
+
+    assert gc.get_freeze_count() == 0
+    render_policy(RenderConfig(policy=lambda: counting, env="helpers.tinyenv:make_env", num_trajs=2, max_steps=5,
+                               out=tmp_path / "m.jsonl"))
+    assert seen and min(seen) > 50_000  # frozen while it ran
+    assert gc.get_freeze_count() == 0  # and given back
+
+
 def test_metric_semantics_std_ci_and_wilson(tmp_path):
     result = render_policy(RenderConfig(policy="helpers.engine_toys:half_policy",
                                         env="helpers.engine_toys:counting_env",

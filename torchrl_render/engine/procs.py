@@ -16,10 +16,11 @@ The server keeps what it started with, so two things are seen to:
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing as mp
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 PRELOAD = ["torch", "tensordict", "torchrl.envs"]
@@ -77,3 +78,23 @@ def freeze_inherited_heap() -> None:
     still is. A no-op in effect for a spawned worker, which inherited nothing.
     """
     gc.freeze()
+
+
+@contextlib.contextmanager
+def setup_frozen() -> Iterator[None]:
+    """Leaves what is alive as a rollout starts (the imports, the env, the policy) out of the garbage
+    collector's full collections until it ends, then gives it back.
+
+    A rollout keeps all of that to the end, and a torchrl env's makes TensorDicts every step, so full
+    collections come: each walks the whole heap (torch, tensordict and torchrl hold about a million objects),
+    0.2 s each on a 2-core machine. Frozen, they walk only what the rollout made. Left alone when something
+    froze objects already (the user, a worker process).
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
