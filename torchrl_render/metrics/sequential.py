@@ -1,0 +1,515 @@
+"""Anytime-valid confidence sequences: evaluate until the number is trustworthy.
+
+A 95% *confidence sequence* (CS) is a sequence of intervals ``C_1, C_2, ...`` that contains the true mean at
+every ``n`` at once with probability at least 95%: ``P(for all n: mu in C_n) >= 0.95``. So the intervals may be
+read after every episode and the run stopped as soon as one is narrow enough (``--precision success:0.05``)
+without the guarantee breaking, which a fixed-N interval (Student-t, Wilson) read after every episode does not
+give: peeking at it until it looks narrow misses the mean far more often than 5% of the time (the figures in
+``docs/sequential.md``, which ``tests/evaluation/test_sequential_cs.py`` measures). Episodes are taken in seed
+order (episode ``i`` has seed ``seed + i``), so the stopping ``n`` is the same for any number of parallel envs.
+
+Methods, by metric:
+
+- **Bounded** (success in {0, 1}; returns with ``--return-bounds LO HI``, rescaled to [0, 1]): the hedged
+  betting CS of Waudby-Smith & Ramdas, "Estimating means of bounded random variables by betting" (JRSS-B 2024),
+  Theorem 3 with the predictable plug-in bets of their eq. (26) (the paper's recommendation). For a candidate
+  mean ``m``, a gambler who bets ``lambda_i (X_i - m)`` from capital 1 has the capital ``K_n(m) = theta
+  prod(1 + lambda_i^+ (X_i - m)) + (1 - theta) prod(1 - lambda_i^- (X_i - m))``; under mean ``m`` it is a
+  nonnegative martingale, so by Ville's inequality it reaches ``1/alpha`` with probability at most ``alpha``.
+  The CS is the set of ``m`` whose capital has never reached ``1/alpha`` (the running intersection). The bet
+  ``lambda_n = min(sqrt(2 log(2/alpha) / (sigma2_{n-1} n log(1+n))), c)``, with ``sigma2`` the regularised
+  running variance, is capped at ``c/m`` and ``c/(1-m)`` (``c = 1/2``). ``m`` runs over a grid of
+  :data:`GRID_POINTS` points (resolution 1/2000 of the range); the reported interval runs to the first
+  rejected grid point outside the surviving ones, so it contains the exact CS (it is conservative by at most
+  one grid step). The closed-form predictable plug-in empirical-Bernstein CS (PrPl-EB, the same paper's
+  Theorem 2) is there too (``method="eb"``): cheaper (O(1) per episode) and wider.
+- **Unbounded returns** (no bounds): the asymptotic CS of Waudby-Smith, Arnold, Wu, Wang & Ramdas,
+  "Time-uniform central limit theory and asymptotic confidence sequences" (Annals of Statistics 2024), eq. (2.6):
+  ``mean_n +- sd_n sqrt(2 (n rho^2 + 1) / (n^2 rho^2) log(sqrt(n rho^2 + 1) / alpha))``, Robbins' normal-mixture
+  boundary with the sample standard deviation plugged in, and ``rho`` tuned to be tightest at ``target_n``
+  (their ``rho = sqrt((-2 log alpha + log(-2 log alpha + 1)) / target_n)``). Its guarantee is asymptotic (it
+  holds as the monitoring starts late), so it is labelled so (``asymptotic`` is True, the ``method`` says it),
+  it reports no width before :data:`BURN_IN` episodes, and no running intersection is taken.
+
+The difference of two checkpoints, paired by seed (episode ``i`` of A and of B have the same seed), is a CS on the
+mean of ``D_i = X_i - Y_i`` (:func:`difference_sequence`), with an anytime-valid p-value for equal means.
+
+Example:
+    >>> cs = confidence_sequence("success")
+    >>> for x in [1, 1, 0, 1, 1, 1, 1, 0, 1, 1] * 10:
+    ...     cs.update(x)
+    >>> cs.n, round(cs.mean, 2), [round(v, 3) for v in cs.interval]
+    (100, 0.8, [0.673, 0.912])
+    >>> parse_precision("return:25")
+    ('return', 25.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..errors import did_you_mean
+
+__all__ = ["BURN_IN", "GRID_POINTS", "AsymptoticCS", "BettingCS", "ConfidenceSequence", "DifferenceSequence",
+           "EmpiricalBernsteinCS", "asymptotic_bounds", "betting_log_capital", "confidence_sequence",
+           "difference_sequence", "eb_bounds", "halfwidth_at_fixed_n", "mixture_rho", "parse_precision",
+           "plugin_bets"]
+
+METRICS = ("success", "return")
+#: Candidate means of the betting CS, on [0, 1] (0.5 is one of them: the difference's null of equal means).
+GRID_POINTS = 2001
+#: Episodes before the asymptotic CS reports a width: its guarantee is for monitoring that starts late.
+BURN_IN = 20
+#: The sample size the asymptotic CS's rho is tuned for when none is given.
+DEFAULT_TARGET_N = 100
+_TRUNCATION = 0.5   # c: the largest bet, as a fraction of what the capital could lose (the paper's 1/2)
+_THETA = 0.5        # the hedge: half the capital bets on a mean above m, half below
+
+
+def plugin_bets(x: np.ndarray, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """The predictable plug-in bets and means of values in [0, 1] along the last axis (any leading shape).
+
+    Returns ``(lam, mu_prev)``: ``lam[..., i]`` is the bet on value ``i`` (0-based), made from values ``0..i-1``
+    only, ``min(sqrt(2 log(2/alpha) / (sigma2_{i} (i+1) log(i+2))), c)``, and ``mu_prev`` the regularised mean
+    before it, ``(1/2 + sum) / (i + 1)``. Waudby-Smith & Ramdas (2024), eq. (26): ``mu_t = (1/2 + sum_{i<=t} X_i) /
+    (t + 1)``, ``sigma2_t = (1/4 + sum_{i<=t} (X_i - mu_i)^2) / (t + 1)``.
+    """
+    x = np.asarray(x, dtype=float)
+    t = np.arange(1, x.shape[-1] + 1, dtype=float)
+    mu = (0.5 + np.cumsum(x, axis=-1)) / (t + 1)
+    var = (0.25 + np.cumsum((x - mu) ** 2, axis=-1)) / (t + 1)
+    pad = [(0, 0)] * (x.ndim - 1) + [(1, 0)]
+    var_prev = np.pad(var[..., :-1], pad, constant_values=0.25)
+    mu_prev = np.pad(mu[..., :-1], pad, constant_values=0.5)
+    lam = np.minimum(np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t))), _TRUNCATION)
+    return lam, mu_prev
+
+
+def betting_log_capital(x: np.ndarray, m: float, *, alpha: float = 0.05) -> np.ndarray:
+    """The log of the hedged capital ``K_n(m)`` after each value, for values in [0, 1] along the last axis.
+
+    The vectorised core of :class:`BettingCS` (Waudby-Smith & Ramdas 2024, Theorem 3): ``m`` is rejected at the
+    first ``n`` where this reaches ``log(1/alpha)``, and stays rejected.
+    """
+    x = np.asarray(x, dtype=float)
+    lam, _ = plugin_bets(x, alpha=alpha)
+    up = np.minimum(lam, _TRUNCATION / m) if m > 0 else lam
+    down = np.minimum(lam, _TRUNCATION / (1 - m)) if m < 1 else lam
+    log_up = np.cumsum(np.log1p(up * (x - m)), axis=-1)
+    log_down = np.cumsum(np.log1p(-down * (x - m)), axis=-1)
+    return np.logaddexp(math.log(_THETA) + log_up, math.log(1 - _THETA) + log_down)
+
+
+def eb_bounds(x: np.ndarray, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """The PrPl-EB CS (Waudby-Smith & Ramdas 2024, Theorem 2) after each value in [0, 1], running-intersected.
+
+    ``sum(lam_i X_i) / sum(lam_i) +- (log(2/alpha) + sum(v_i psi(lam_i))) / sum(lam_i)``, ``v_i = 4 (X_i -
+    mu_{i-1})^2``, ``psi(lam) = (-log(1 - lam) - lam) / 4``, with the bets of :func:`plugin_bets`.
+    """
+    x = np.asarray(x, dtype=float)
+    lam, mu_prev = plugin_bets(x, alpha=alpha)
+    s_lam = np.cumsum(lam, axis=-1)
+    centre = np.cumsum(lam * x, axis=-1) / s_lam
+    margin = (math.log(2 / alpha) + np.cumsum((x - mu_prev) ** 2 * (-np.log1p(-lam) - lam), axis=-1)) / s_lam
+    lo = np.maximum.accumulate(np.maximum(centre - margin, 0.0), axis=-1)
+    hi = np.minimum.accumulate(np.minimum(centre + margin, 1.0), axis=-1)
+    return lo, hi
+
+
+def mixture_rho(target_n: int, alpha: float = 0.05) -> float:
+    """The normal mixture's ``rho`` whose boundary is (nearly) narrowest at ``target_n`` (Waudby-Smith et al. 2024).
+
+    Example:
+        >>> round(mixture_rho(100), 4)
+        0.2817
+    """
+    la = -2 * math.log(alpha)
+    return math.sqrt((la + math.log(la + 1)) / target_n)
+
+
+def _mixture_radius(n: np.ndarray | float, rho: float, alpha: float) -> np.ndarray | float:
+    """The asymptotic CS's half-width per unit standard deviation after ``n`` values."""
+    r2n = rho * rho * np.asarray(n, dtype=float)
+    return np.sqrt(2 * (r2n + 1) / (r2n * n) * np.log(np.sqrt(r2n + 1) / alpha))
+
+
+def asymptotic_bounds(x: np.ndarray, *, alpha: float = 0.05, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """The asymptotic CS (Waudby-Smith et al. 2024, eq. 2.6) after each value along the last axis, not intersected.
+
+    The sample variance is the paper's (divided by ``n``); after one value the width is infinite.
+    """
+    x = np.asarray(x, dtype=float)
+    n = np.arange(1, x.shape[-1] + 1, dtype=float)
+    mean = np.cumsum(x, axis=-1) / n
+    var = np.maximum(np.cumsum(x * x, axis=-1) / n - mean * mean, 0.0)
+    half = np.sqrt(var) * _mixture_radius(n, rho, alpha)
+    half[..., 0] = np.inf
+    return mean - half, mean + half
+
+
+class ConfidenceSequence:
+    """One running CS of a metric's mean; :meth:`update` after each episode, in seed order.
+
+    ``interval`` is in the metric's own units (returns, not rescaled); ``halfwidth`` is half its length
+    (``inf`` before enough data); ``method`` names the method and its reference, ``asymptotic`` says whether
+    its guarantee is asymptotic only.
+    """
+
+    method: str = ""
+    asymptotic: bool = False
+
+    def __init__(self, *, alpha: float = 0.05, bounds: tuple[float, float] | None = None) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha {alpha!r} must be between 0 and 1 (for instance 0.05 for a 95% CS)")
+        self.alpha = float(alpha)
+        self.bounds = None if bounds is None else (float(bounds[0]), float(bounds[1]))
+        self.n = 0
+        self._sum = 0.0
+
+    def update(self, x: float) -> None:
+        """Takes the next episode's value (the episode ``n`` in seed order)."""
+        x = float(x)
+        if not math.isfinite(x):
+            raise ValueError(f"episode {self.n}'s value is {x}: a confidence sequence needs finite values")
+        if self.bounds is not None and not self.bounds[0] <= x <= self.bounds[1]:
+            lo, hi = self.bounds
+            raise ValueError(f"episode {self.n}'s value {x:g} is outside the bounds [{lo:g}, {hi:g}]: the bounded CS "
+                             "holds only for values inside them; widen --return-bounds, or leave it out for the "
+                             "asymptotic CS")
+        self.n += 1
+        self._sum += x
+        self._update(x)
+
+    def _update(self, x: float) -> None:
+        raise NotImplementedError
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        raise NotImplementedError
+
+    @property
+    def mean(self) -> float:
+        """The sample mean so far (``nan`` before the first episode)."""
+        return self._sum / self.n if self.n else math.nan
+
+    @property
+    def halfwidth(self) -> float:
+        lo, hi = self.interval
+        return (hi - lo) / 2
+
+    def _units(self, lo01: float, hi01: float) -> tuple[float, float]:
+        lo, hi = self.bounds
+        return float(lo + (hi - lo) * lo01), float(lo + (hi - lo) * hi01)
+
+    def __repr__(self) -> str:
+        lo, hi = self.interval
+        return f"<{type(self).__name__} n={self.n} mean={self.mean:.4g} interval=[{lo:.4g}, {hi:.4g}] {self.method}>"
+
+
+class BettingCS(ConfidenceSequence):
+    """The hedged betting CS of a mean in ``bounds`` (Waudby-Smith & Ramdas 2024), on a grid of candidate means.
+
+    Example:
+        >>> cs = BettingCS(bounds=(0.0, 100.0))
+        >>> for x in [60.0, 70.0, 65.0, 80.0] * 25:
+        ...     cs.update(x)
+        >>> [round(v, 1) for v in cs.interval]
+        [61.1, 76.4]
+    """
+
+    asymptotic = False
+
+    def __init__(self, *, alpha: float = 0.05, bounds: tuple[float, float] = (0.0, 1.0)) -> None:
+        super().__init__(alpha=alpha, bounds=bounds)
+        self.method = f"betting (Waudby-Smith & Ramdas 2024), hedged capital, {_level(alpha)}"
+        self.grid = np.linspace(0.0, 1.0, GRID_POINTS)
+        with np.errstate(divide="ignore"):
+            self._cap_up = _TRUNCATION / self.grid
+            self._cap_down = _TRUNCATION / (1.0 - self.grid)
+        self._log_up = np.zeros(GRID_POINTS)
+        self._log_down = np.zeros(GRID_POINTS)
+        self._max_log = np.full(GRID_POINTS, -np.inf)  # the running maximum of the log capital at each m
+        self._s01 = 0.0       # sum of rescaled values
+        self._ss = 0.0        # sum of (X_i - mu_i)^2 (rescaled)
+        self._kept = (0, GRID_POINTS - 1)
+
+    def _update(self, x: float) -> None:
+        lo, hi = self.bounds
+        x01 = (x - lo) / (hi - lo) if hi > lo else 0.5
+        t = self.n
+        var_prev = (0.25 + self._ss) / t   # sigma2_{t-1} = (1/4 + ...) / t
+        lam = min(math.sqrt(2 * math.log(2 / self.alpha) / (var_prev * t * math.log1p(t))), _TRUNCATION)
+        d = x01 - self.grid
+        self._log_up += np.log1p(np.minimum(lam, self._cap_up) * d)
+        self._log_down += np.log1p(-np.minimum(lam, self._cap_down) * d)
+        log_k = np.logaddexp(math.log(_THETA) + self._log_up, math.log(1 - _THETA) + self._log_down)
+        np.maximum(self._max_log, log_k, out=self._max_log)
+        self._s01 += x01
+        self._ss += (x01 - (0.5 + self._s01) / (t + 1)) ** 2
+
+    def log_capital_max(self, m01: float) -> float:
+        """The largest log capital reached so far at the grid point nearest ``m01`` (in [0, 1])."""
+        return float(self._max_log[round(m01 * (GRID_POINTS - 1))])
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        kept = np.flatnonzero(self._max_log < math.log(1 / self.alpha))
+        if kept.size:   # empty only when the CS has already missed the mean (probability < alpha): keep the last
+            self._kept = (max(int(kept[0]) - 1, 0), min(int(kept[-1]) + 1, GRID_POINTS - 1))
+        return self._units(self.grid[self._kept[0]], self.grid[self._kept[1]])
+
+    @property
+    def halfwidth(self) -> float:
+        return math.inf if self.n == 0 else super().halfwidth
+
+
+class EmpiricalBernsteinCS(ConfidenceSequence):
+    """The closed-form PrPl-EB CS of a mean in ``bounds`` (Waudby-Smith & Ramdas 2024, Theorem 2), intersected."""
+
+    asymptotic = False
+
+    def __init__(self, *, alpha: float = 0.05, bounds: tuple[float, float] = (0.0, 1.0)) -> None:
+        super().__init__(alpha=alpha, bounds=bounds)
+        self.method = f"empirical Bernstein (PrPl-EB, Waudby-Smith & Ramdas 2024), {_level(alpha)}"
+        self._s01 = self._ss = self._s_lam = self._s_lam_x = self._s_psi = 0.0
+        self._lo, self._hi = 0.0, 1.0
+
+    def _update(self, x: float) -> None:
+        lo, hi = self.bounds
+        x01 = (x - lo) / (hi - lo) if hi > lo else 0.5
+        t = self.n
+        mu_prev = (0.5 + self._s01) / t
+        lam = min(math.sqrt(2 * math.log(2 / self.alpha) / ((0.25 + self._ss) / t * t * math.log1p(t))), _TRUNCATION)
+        self._s_lam += lam
+        self._s_lam_x += lam * x01
+        self._s_psi += (x01 - mu_prev) ** 2 * (-math.log1p(-lam) - lam)
+        centre = self._s_lam_x / self._s_lam
+        margin = (math.log(2 / self.alpha) + self._s_psi) / self._s_lam
+        self._lo, self._hi = max(self._lo, centre - margin), min(self._hi, centre + margin)
+        self._s01 += x01
+        self._ss += (x01 - (0.5 + self._s01) / (t + 1)) ** 2
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        lo, hi = (self._lo, self._hi) if self._lo <= self._hi else (self._hi, self._lo)  # crossed: already missed
+        return self._units(lo, hi)
+
+    @property
+    def halfwidth(self) -> float:
+        return math.inf if self.n == 0 else super().halfwidth
+
+
+class AsymptoticCS(ConfidenceSequence):
+    """The asymptotic CS of an unbounded mean (Waudby-Smith et al. 2024), tightest near ``target_n`` episodes.
+
+    Example:
+        >>> cs = AsymptoticCS(target_n=100)
+        >>> for x in [10.0, 12.0, 9.0, 11.0] * 25:
+        ...     cs.update(x)
+        >>> cs.asymptotic, [round(v, 2) for v in cs.interval]
+        (True, [10.16, 10.84])
+    """
+
+    asymptotic = True
+
+    def __init__(self, *, alpha: float = 0.05, target_n: int | None = None, burn_in: int = BURN_IN) -> None:
+        super().__init__(alpha=alpha)
+        self.target_n = int(target_n or DEFAULT_TARGET_N)
+        self.rho = mixture_rho(self.target_n, alpha)
+        self.burn_in = max(int(burn_in), 2)
+        self.method = (f"asymptotic CS (Waudby-Smith et al. 2024), normal mixture tuned for n={self.target_n}, "
+                       f"{_level(alpha)}, valid from about {self.burn_in} episodes on")
+        self._mean = self._m2 = 0.0   # Welford's running mean and sum of squared deviations
+
+    def _update(self, x: float) -> None:
+        delta = x - self._mean
+        self._mean += delta / self.n
+        self._m2 += delta * (x - self._mean)
+
+    @property
+    def sd(self) -> float:
+        """The sample standard deviation (divided by ``n``, as the paper's)."""
+        return math.sqrt(self._m2 / self.n) if self.n else math.nan
+
+    def radius(self, alpha: float | None = None) -> float:
+        if self.n < self.burn_in:
+            return math.inf
+        return self.sd * float(_mixture_radius(self.n, self.rho, self.alpha if alpha is None else alpha))
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        r = self.radius()
+        return (-math.inf, math.inf) if math.isinf(r) else (float(self.mean - r), float(self.mean + r))
+
+    def p_value(self, m: float = 0.0) -> float:
+        """The smallest alpha whose CS (with this rho) excludes ``m`` now: ``1 / M_n``, the normal mixture's
+        martingale with the sample variance plugged in (1 before the burn-in)."""
+        if self.n < self.burn_in:
+            return 1.0
+        r2n = self.rho ** 2 * self.n
+        z2 = (self.mean - m) ** 2 / self.sd ** 2 if self.sd > 0 else (0.0 if self.mean == m else math.inf)
+        return min(1.0, math.sqrt(r2n + 1) * math.exp(-r2n * self.n * z2 / (2 * (r2n + 1))))
+
+
+def _level(alpha: float) -> str:
+    return f"{100 * (1 - alpha):g}%"
+
+
+def confidence_sequence(metric: str, *, bounds: tuple[float, float] | None = None, alpha: float = 0.05,
+                        target_n: int | None = None, method: str = "betting") -> ConfidenceSequence:
+    """The CS for a metric: ``success`` -> betting on [0, 1]; ``return`` with ``bounds`` -> betting on them;
+    ``return`` without -> asymptotic, tuned for ``target_n`` episodes (:data:`DEFAULT_TARGET_N` unless told;
+    the betting CS's bets adapt by themselves and do not use it). ``method="eb"`` picks PrPl-EB for a bounded one.
+
+    Example:
+        >>> confidence_sequence("return").asymptotic, confidence_sequence("return", bounds=(0, 500)).asymptotic
+        (True, False)
+    """
+    _check_metric(metric)
+    if bounds is not None:
+        lo, hi = (float(b) for b in bounds)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ValueError(f"the bounds {bounds!r} must be two finite numbers LO < HI (for instance "
+                             "--return-bounds 0 500)")
+    if metric == "success":
+        bounds = (0.0, 1.0)
+    if bounds is None:
+        return AsymptoticCS(alpha=alpha, target_n=target_n)
+    if method not in ("betting", "eb"):
+        raise ValueError(f"method {method!r} must be betting or eb")
+    return (BettingCS if method == "betting" else EmpiricalBernsteinCS)(alpha=alpha, bounds=bounds)
+
+
+class DifferenceSequence:
+    """A CS on the mean difference A - B of two checkpoints paired by seed, and an anytime-valid p-value.
+
+    Bounded: the betting CS of ``D_i = X_i - Y_i`` in ``[-(HI - LO), HI - LO]``; its p-value for equal means is
+    ``1 / max capital at D = 0`` (capped at 1). Unbounded: the asymptotic CS of ``D_i`` and its mixture p-value.
+    ``better`` is ``"A"`` or ``"B"`` from the first ``n`` whose CS excludes 0 (``None`` until then).
+
+    Example:
+        >>> d = difference_sequence("success")
+        >>> for a, b in [(1, 0), (1, 1), (1, 0), (0, 0)] * 20:
+        ...     d.update(a, b)
+        >>> d.better, d.p_value < 0.05
+        ('A', True)
+    """
+
+    def __init__(self, metric: str, *, bounds: tuple[float, float] | None = None, alpha: float = 0.05,
+                 target_n: int | None = None) -> None:
+        _check_metric(metric)
+        self.metric = metric
+        self.value_bounds = (0.0, 1.0) if metric == "success" else bounds
+        if self.value_bounds is None:
+            self.cs: ConfidenceSequence = AsymptoticCS(alpha=alpha, target_n=target_n)
+        else:
+            width = float(self.value_bounds[1]) - float(self.value_bounds[0])
+            self.cs = confidence_sequence("return", bounds=(-width, width), alpha=alpha)
+        self.alpha, self.method, self.asymptotic = alpha, "difference A - B, " + self.cs.method, self.cs.asymptotic
+        self._min_p = 1.0
+        self._better: str | None = None
+
+    def update(self, x: float, y: float) -> None:
+        """Takes episode ``n`` of A (``x``) and of B (``y``), which share a seed."""
+        if self.value_bounds is not None:
+            lo, hi = self.value_bounds
+            for name, v in (("A", x), ("B", y)):
+                if not lo <= float(v) <= hi:
+                    raise ValueError(f"{name}'s episode {self.n} value {v:g} is outside the bounds [{lo:g}, {hi:g}]")
+        self.cs.update(float(x) - float(y))
+        self._min_p = min(self._min_p, self._p_now())
+        if self._better is None:
+            lo, hi = self.cs.interval
+            self._better = "A" if lo > 0 else "B" if hi < 0 else None
+
+    def _p_now(self) -> float:
+        if isinstance(self.cs, BettingCS):
+            return min(1.0, math.exp(-self.cs.log_capital_max(0.5)))
+        return self.cs.p_value(0.0)
+
+    n = property(lambda self: self.cs.n, doc="Pairs seen.")
+    mean = property(lambda self: self.cs.mean, doc="The mean difference A - B so far.")
+    interval = property(lambda self: self.cs.interval, doc="The CS of the mean difference A - B, in the units.")
+    halfwidth = property(lambda self: self.cs.halfwidth, doc="Half the interval's length.")
+
+    @property
+    def p_value(self) -> float:
+        """The anytime-valid p-value of equal means: the smallest so far (valid at any stopping time)."""
+        return self._min_p
+
+    @property
+    def excludes_zero(self) -> bool:
+        """Whether the current CS excludes 0 (equal means)."""
+        lo, hi = self.cs.interval
+        return lo > 0 or hi < 0
+
+    @property
+    def better(self) -> str | None:
+        """``"A"`` or ``"B"``: the one whose mean is higher, once a CS has excluded 0; ``None`` until then."""
+        return self._better
+
+
+def difference_sequence(metric: str, *, bounds: tuple[float, float] | None = None, alpha: float = 0.05,
+                        target_n: int | None = None) -> DifferenceSequence:
+    """A :class:`DifferenceSequence` for two checkpoints compared episode by episode, paired by seed."""
+    return DifferenceSequence(metric, bounds=bounds, alpha=alpha, target_n=target_n)
+
+
+def halfwidth_at_fixed_n(values: Iterable[float], *, metric: str, bounds: tuple[float, float] | None = None,
+                         alpha: float = 0.05, target_n: int | None = None) -> dict:
+    """What a fixed-N evaluation reached: the CS run over ``values`` in seed order, read at the end.
+
+    The asymptotic CS is tuned for ``len(values)`` unless ``target_n`` says otherwise.
+
+    Example:
+        >>> r = halfwidth_at_fixed_n([1, 0, 1, 1] * 50, metric="success")
+        >>> r["n"], round(r["halfwidth"], 3), r["asymptotic"]
+        (200, 0.09, False)
+    """
+    values = [float(v) for v in values]
+    cs = confidence_sequence(metric, bounds=bounds, alpha=alpha, target_n=target_n or max(len(values), 1))
+    for v in values:
+        cs.update(v)
+    lo, hi = cs.interval
+    return {"halfwidth": cs.halfwidth, "interval": [lo, hi], "method": cs.method, "n": cs.n, "mean": cs.mean,
+            "asymptotic": cs.asymptotic}
+
+
+def parse_precision(text: str) -> tuple[str, float]:
+    """``--precision METRIC:HALFWIDTH`` -> ``(metric, halfwidth)``.
+
+    Example:
+        >>> parse_precision("success:0.05")
+        ('success', 0.05)
+        >>> parse_precision("succes:0.05")
+        Traceback (most recent call last):
+        ...
+        ValueError: --precision 'succes:0.05': the metric must be success or return (for instance success:0.05
+        or return:25). Did you mean 'success'?
+    """
+    example = "(for instance success:0.05 or return:25)"
+    metric, sep, value = str(text).strip().partition(":")
+    metric = metric.strip().lower()
+    if not sep:
+        raise ValueError(f"--precision {text!r}: write METRIC:HALFWIDTH {example}")
+    if metric not in METRICS:
+        hint = did_you_mean(metric, METRICS)
+        raise ValueError(f"--precision {text!r}: the metric must be success or return {example}.{hint}")
+    try:
+        half = float(value)
+    except ValueError:
+        raise ValueError(f"--precision {text!r}: the half-width {value.strip()!r} must be a number {example}") from None
+    if not (math.isfinite(half) and half > 0):
+        raise ValueError(f"--precision {text!r}: the half-width must be a positive number {example}")
+    if metric == "success" and half >= 0.5:
+        raise ValueError(f"--precision {text!r}: a success rate's half-width is a fraction below 0.5 (for instance "
+                         "success:0.05 for +-5 points)")
+    return metric, half
+
+
+def _check_metric(metric: str) -> None:
+    if metric not in METRICS:
+        raise ValueError(f"metric {metric!r} must be success or return.{did_you_mean(metric, METRICS)}")
