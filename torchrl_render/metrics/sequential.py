@@ -12,19 +12,20 @@ Methods, by metric:
 
 - **Bounded** (success in {0, 1}; returns with ``--return-bounds LO HI``, rescaled to [0, 1]): the hedged
   betting CS of Waudby-Smith & Ramdas, "Estimating means of bounded random variables by betting" (JRSS-B 2024),
-  Theorem 3 with the predictable plug-in bets of their eq. (26) (the paper's recommendation). For a candidate
+  the hedged capital process with predictable plug-in bets (the paper's recommendation). For a candidate
   mean ``m``, a gambler who bets ``lambda_i (X_i - m)`` from capital 1 has the capital ``K_n(m) = theta
   prod(1 + lambda_i^+ (X_i - m)) + (1 - theta) prod(1 - lambda_i^- (X_i - m))``; under mean ``m`` it is a
   nonnegative martingale, so by Ville's inequality it reaches ``1/alpha`` with probability at most ``alpha``.
   The CS is the set of ``m`` whose capital has never reached ``1/alpha`` (the running intersection). The bet
-  ``lambda_n = min(sqrt(2 log(2/alpha) / (sigma2_{n-1} n log(1+n))), c)``, with ``sigma2`` the regularised
-  running variance, is capped at ``c/m`` and ``c/(1-m)`` (``c = 1/2``). ``m`` runs over a grid of
-  :data:`GRID_POINTS` points (resolution 1/2000 of the range); the reported interval runs to the first
+  ``lambda_n = sqrt(2 log(2/alpha) / (sigma2_{n-1} n log(1+n)))``, with ``sigma2`` the regularised running
+  variance, is capped at ``c/m`` and ``c/(1-m)`` (``c = 1/2``), as in the paper and its authors' ``confseq``
+  package (whose ``betting_cs(..., convex_comb=True, running_intersection=True)`` it reproduces). ``m`` runs over
+  a grid of :data:`GRID_POINTS` points (resolution 1/2000 of the range); the reported interval runs to the first
   rejected grid point outside the surviving ones, so it contains the exact CS (it is conservative by at most
   one grid step). The closed-form predictable plug-in empirical-Bernstein CS (PrPl-EB, the same paper's
   Theorem 2) is there too (``method="eb"``): cheaper (O(1) per episode) and wider.
 - **Unbounded returns** (no bounds): the asymptotic CS of Waudby-Smith, Arnold, Wu, Wang & Ramdas,
-  "Time-uniform central limit theory and asymptotic confidence sequences" (Annals of Statistics 2024), eq. (2.6):
+  "Time-uniform central limit theory and asymptotic confidence sequences" (Annals of Statistics 2024):
   ``mean_n +- sd_n sqrt(2 (n rho^2 + 1) / (n^2 rho^2) log(sqrt(n rho^2 + 1) / alpha))``, Robbins' normal-mixture
   boundary with the sample standard deviation plugged in, and ``rho`` tuned to be tightest at ``target_n``
   (their ``rho = sqrt((-2 log alpha + log(-2 log alpha + 1)) / target_n)``). Its guarantee is asymptotic (it
@@ -39,7 +40,7 @@ Example:
     >>> for x in [1, 1, 0, 1, 1, 1, 1, 0, 1, 1] * 10:
     ...     cs.update(x)
     >>> cs.n, round(cs.mean, 2), [round(v, 3) for v in cs.interval]
-    (100, 0.8, [0.673, 0.912])
+    (100, 0.8, [0.669, 0.908])
     >>> parse_precision("return:25")
     ('return', 25.0)
 """
@@ -69,13 +70,14 @@ _TRUNCATION = 0.5   # c: the largest bet, as a fraction of what the capital coul
 _THETA = 0.5        # the hedge: half the capital bets on a mean above m, half below
 
 
-def plugin_bets(x: np.ndarray, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+def plugin_bets(x: np.ndarray, *, alpha: float = 0.05, cap: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
     """The predictable plug-in bets and means of values in [0, 1] along the last axis (any leading shape).
 
     Returns ``(lam, mu_prev)``: ``lam[..., i]`` is the bet on value ``i`` (0-based), made from values ``0..i-1``
-    only, ``min(sqrt(2 log(2/alpha) / (sigma2_{i} (i+1) log(i+2))), c)``, and ``mu_prev`` the regularised mean
-    before it, ``(1/2 + sum) / (i + 1)``. Waudby-Smith & Ramdas (2024), eq. (26): ``mu_t = (1/2 + sum_{i<=t} X_i) /
-    (t + 1)``, ``sigma2_t = (1/4 + sum_{i<=t} (X_i - mu_i)^2) / (t + 1)``.
+    only, ``min(sqrt(2 log(2/alpha) / (sigma2_{i} (i+1) log(i+2))), cap)``, and ``mu_prev`` the regularised mean
+    before it, ``(1/2 + sum) / (i + 1)``. Waudby-Smith & Ramdas (2024): ``mu_t = (1/2 + sum_{i<=t} X_i) /
+    (t + 1)``, ``sigma2_t = (1/4 + sum_{i<=t} (X_i - mu_i)^2) / (t + 1)``. The betting CS caps the bets per
+    candidate mean instead (``c/m``, ``c/(1-m)``); PrPl-EB caps them at ``c``.
     """
     x = np.asarray(x, dtype=float)
     t = np.arange(1, x.shape[-1] + 1, dtype=float)
@@ -84,14 +86,18 @@ def plugin_bets(x: np.ndarray, *, alpha: float = 0.05) -> tuple[np.ndarray, np.n
     pad = [(0, 0)] * (x.ndim - 1) + [(1, 0)]
     var_prev = np.pad(var[..., :-1], pad, constant_values=0.25)
     mu_prev = np.pad(mu[..., :-1], pad, constant_values=0.5)
-    lam = np.minimum(np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t))), _TRUNCATION)
-    return lam, mu_prev
+    return np.minimum(np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t))), cap), mu_prev
+
+
+def _bet(t: int, sum_sq: float, alpha: float) -> float:
+    """The bet on value ``t`` (1-based) from ``sum_sq``, the sum of ``(X_i - mu_i)^2`` over the ``t - 1`` before."""
+    return math.sqrt(2 * math.log(2 / alpha) / ((0.25 + sum_sq) / t * t * math.log1p(t)))
 
 
 def betting_log_capital(x: np.ndarray, m: float, *, alpha: float = 0.05) -> np.ndarray:
     """The log of the hedged capital ``K_n(m)`` after each value, for values in [0, 1] along the last axis.
 
-    The vectorised core of :class:`BettingCS` (Waudby-Smith & Ramdas 2024, Theorem 3): ``m`` is rejected at the
+    The vectorised core of :class:`BettingCS` (Waudby-Smith & Ramdas 2024, hedged capital): ``m`` is rejected at the
     first ``n`` where this reaches ``log(1/alpha)``, and stays rejected.
     """
     x = np.asarray(x, dtype=float)
@@ -110,7 +116,7 @@ def eb_bounds(x: np.ndarray, *, alpha: float = 0.05) -> tuple[np.ndarray, np.nda
     mu_{i-1})^2``, ``psi(lam) = (-log(1 - lam) - lam) / 4``, with the bets of :func:`plugin_bets`.
     """
     x = np.asarray(x, dtype=float)
-    lam, mu_prev = plugin_bets(x, alpha=alpha)
+    lam, mu_prev = plugin_bets(x, alpha=alpha, cap=_TRUNCATION)
     s_lam = np.cumsum(lam, axis=-1)
     centre = np.cumsum(lam * x, axis=-1) / s_lam
     margin = (math.log(2 / alpha) + np.cumsum((x - mu_prev) ** 2 * (-np.log1p(-lam) - lam), axis=-1)) / s_lam
@@ -137,9 +143,10 @@ def _mixture_radius(n: np.ndarray | float, rho: float, alpha: float) -> np.ndarr
 
 
 def asymptotic_bounds(x: np.ndarray, *, alpha: float = 0.05, rho: float) -> tuple[np.ndarray, np.ndarray]:
-    """The asymptotic CS (Waudby-Smith et al. 2024, eq. 2.6) after each value along the last axis, not intersected.
+    """The asymptotic CS (Waudby-Smith et al. 2024, Gaussian mixture) after each value along the last axis.
 
-    The sample variance is the paper's (divided by ``n``); after one value the width is infinite.
+    Not intersected over time. The sample variance is the paper's (divided by ``n``); after one value the width is
+    infinite.
     """
     x = np.asarray(x, dtype=float)
     n = np.arange(1, x.shape[-1] + 1, dtype=float)
@@ -217,7 +224,7 @@ class BettingCS(ConfidenceSequence):
         >>> for x in [60.0, 70.0, 65.0, 80.0] * 25:
         ...     cs.update(x)
         >>> [round(v, 1) for v in cs.interval]
-        [61.1, 76.4]
+        [63.8, 71.4]
     """
 
     asymptotic = False
@@ -240,8 +247,7 @@ class BettingCS(ConfidenceSequence):
         lo, hi = self.bounds
         x01 = (x - lo) / (hi - lo) if hi > lo else 0.5
         t = self.n
-        var_prev = (0.25 + self._ss) / t   # sigma2_{t-1} = (1/4 + ...) / t
-        lam = min(math.sqrt(2 * math.log(2 / self.alpha) / (var_prev * t * math.log1p(t))), _TRUNCATION)
+        lam = _bet(t, self._ss, self.alpha)
         d = x01 - self.grid
         self._log_up += np.log1p(np.minimum(lam, self._cap_up) * d)
         self._log_down += np.log1p(-np.minimum(lam, self._cap_down) * d)
@@ -282,7 +288,7 @@ class EmpiricalBernsteinCS(ConfidenceSequence):
         x01 = (x - lo) / (hi - lo) if hi > lo else 0.5
         t = self.n
         mu_prev = (0.5 + self._s01) / t
-        lam = min(math.sqrt(2 * math.log(2 / self.alpha) / ((0.25 + self._ss) / t * t * math.log1p(t))), _TRUNCATION)
+        lam = min(_bet(t, self._ss, self.alpha), _TRUNCATION)
         self._s_lam += lam
         self._s_lam_x += lam * x01
         self._s_psi += (x01 - mu_prev) ** 2 * (-math.log1p(-lam) - lam)
@@ -467,7 +473,7 @@ def halfwidth_at_fixed_n(values: Iterable[float], *, metric: str, bounds: tuple[
     Example:
         >>> r = halfwidth_at_fixed_n([1, 0, 1, 1] * 50, metric="success")
         >>> r["n"], round(r["halfwidth"], 3), r["asymptotic"]
-        (200, 0.09, False)
+        (200, 0.1, False)
     """
     values = [float(v) for v in values]
     cs = confidence_sequence(metric, bounds=bounds, alpha=alpha, target_n=target_n or max(len(values), 1))
