@@ -70,14 +70,14 @@ _TRUNCATION = 0.5   # c: the largest bet, as a fraction of what the capital coul
 _THETA = 0.5        # the hedge: half the capital bets on a mean above m, half below
 
 
-def plugin_bets(x: np.ndarray, *, alpha: float = 0.05, cap: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
+def plugin_bets(x: np.ndarray, *, alpha: float = 0.05, cap: float = math.inf, target_n: int | None = None,
+                target_halfwidth: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The predictable plug-in bets and means of values in [0, 1] along the last axis (any leading shape).
 
     Returns ``(lam, mu_prev)``: ``lam[..., i]`` is the bet on value ``i`` (0-based), made from values ``0..i-1``
-    only, ``min(sqrt(2 log(2/alpha) / (sigma2_{i} (i+1) log(i+2))), cap)``, and ``mu_prev`` the regularised mean
-    before it, ``(1/2 + sum) / (i + 1)``. Waudby-Smith & Ramdas (2024): ``mu_t = (1/2 + sum_{i<=t} X_i) /
-    (t + 1)``, ``sigma2_t = (1/4 + sum_{i<=t} (X_i - mu_i)^2) / (t + 1)``. The betting CS caps the bets per
-    candidate mean instead (``c/m``, ``c/(1-m)``); PrPl-EB caps them at ``c``.
+    only (see :func:`_bet` for the three tunings), and ``mu_prev`` the regularised mean before it. Waudby-Smith &
+    Ramdas (2024): ``mu_t = (1/2 + sum_{i<=t} X_i) / (t + 1)``, ``sigma2_t = (1/4 + sum_{i<=t} (X_i - mu_i)^2) /
+    (t + 1)``. The betting CS caps the bets per candidate mean (``c/m``, ``c/(1-m)``); PrPl-EB caps them at ``c``.
     """
     x = np.asarray(x, dtype=float)
     t = np.arange(1, x.shape[-1] + 1, dtype=float)
@@ -86,22 +86,38 @@ def plugin_bets(x: np.ndarray, *, alpha: float = 0.05, cap: float = math.inf) ->
     pad = [(0, 0)] * (x.ndim - 1) + [(1, 0)]
     var_prev = np.pad(var[..., :-1], pad, constant_values=0.25)
     mu_prev = np.pad(mu[..., :-1], pad, constant_values=0.5)
-    return np.minimum(np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t))), cap), mu_prev
+    if target_halfwidth:
+        lam = target_halfwidth / var_prev
+    else:
+        lam = np.sqrt(2 * math.log(2 / alpha) / (var_prev * (target_n or t * np.log1p(t))))
+    return np.minimum(lam, cap), mu_prev
 
 
-def _bet(t: int, sum_sq: float, alpha: float) -> float:
-    """The bet on value ``t`` (1-based) from ``sum_sq``, the sum of ``(X_i - mu_i)^2`` over the ``t - 1`` before."""
-    return math.sqrt(2 * math.log(2 / alpha) / ((0.25 + sum_sq) / t * t * math.log1p(t)))
+def _bet(t: int, sum_sq: float, alpha: float, target_n: int | None = None,
+         target_halfwidth: float | None = None) -> float:
+    """The bet on value ``t`` (1-based) from ``sum_sq``, the sum of ``(X_i - mu_i)^2`` over the ``t - 1`` before.
+
+    With ``sigma2 = (1/4 + sum_sq) / t``: the paper's bets for a CS, ``sqrt(2 log(2/alpha) / (sigma2 t log(1+t)))``;
+    with ``target_n``, its bets for a planned sample size ``n``, ``sqrt(2 log(2/alpha) / (sigma2 n))``; with
+    ``target_half-width`` ``h`` (in [0, 1] units), the same with ``n = 2 log(2/alpha) sigma2 / h^2``, the sample size
+    at which ``h`` is reached under the variance seen so far, which is ``h / sigma2``. All are predictable (they use
+    the past only), so all keep the guarantee; the tuning moves only where the CS is narrowest.
+    """
+    var = (0.25 + sum_sq) / t
+    if target_halfwidth:
+        return target_halfwidth / var
+    return math.sqrt(2 * math.log(2 / alpha) / (var * (target_n or t * math.log1p(t))))
 
 
-def betting_log_capital(x: np.ndarray, m: float, *, alpha: float = 0.05) -> np.ndarray:
+def betting_log_capital(x: np.ndarray, m: float, *, alpha: float = 0.05, target_n: int | None = None,
+                        target_halfwidth: float | None = None) -> np.ndarray:
     """The log of the hedged capital ``K_n(m)`` after each value, for values in [0, 1] along the last axis.
 
     The vectorised core of :class:`BettingCS` (Waudby-Smith & Ramdas 2024, hedged capital): ``m`` is rejected at the
     first ``n`` where this reaches ``log(1/alpha)``, and stays rejected.
     """
     x = np.asarray(x, dtype=float)
-    lam, _ = plugin_bets(x, alpha=alpha)
+    lam, _ = plugin_bets(x, alpha=alpha, target_n=target_n, target_halfwidth=target_halfwidth)
     up = np.minimum(lam, _TRUNCATION / m) if m > 0 else lam
     down = np.minimum(lam, _TRUNCATION / (1 - m)) if m < 1 else lam
     log_up = np.cumsum(np.log1p(up * (x - m)), axis=-1)
@@ -109,14 +125,15 @@ def betting_log_capital(x: np.ndarray, m: float, *, alpha: float = 0.05) -> np.n
     return np.logaddexp(math.log(_THETA) + log_up, math.log(1 - _THETA) + log_down)
 
 
-def eb_bounds(x: np.ndarray, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+def eb_bounds(x: np.ndarray, *, alpha: float = 0.05, target_n: int | None = None,
+              target_halfwidth: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The PrPl-EB CS (Waudby-Smith & Ramdas 2024, Theorem 2) after each value in [0, 1], running-intersected.
 
     ``sum(lam_i X_i) / sum(lam_i) +- (log(2/alpha) + sum(v_i psi(lam_i))) / sum(lam_i)``, ``v_i = 4 (X_i -
     mu_{i-1})^2``, ``psi(lam) = (-log(1 - lam) - lam) / 4``, with the bets of :func:`plugin_bets`.
     """
     x = np.asarray(x, dtype=float)
-    lam, mu_prev = plugin_bets(x, alpha=alpha, cap=_TRUNCATION)
+    lam, mu_prev = plugin_bets(x, alpha=alpha, cap=_TRUNCATION, target_n=target_n, target_halfwidth=target_halfwidth)
     s_lam = np.cumsum(lam, axis=-1)
     centre = np.cumsum(lam * x, axis=-1) / s_lam
     margin = (math.log(2 / alpha) + np.cumsum((x - mu_prev) ** 2 * (-np.log1p(-lam) - lam), axis=-1)) / s_lam
@@ -216,7 +233,46 @@ class ConfidenceSequence:
         return f"<{type(self).__name__} n={self.n} mean={self.mean:.4g} interval=[{lo:.4g}, {hi:.4g}] {self.method}>"
 
 
-class BettingCS(ConfidenceSequence):
+class _BoundedCS(ConfidenceSequence):
+    """What the two bounded CSs share: the rescaling to [0, 1], the running sums and the tuning of the bets."""
+
+    asymptotic = False
+    _name = ""
+    _cap = math.inf
+
+    def __init__(self, *, alpha: float = 0.05, bounds: tuple[float, float] = (0.0, 1.0), target_n: int | None = None,
+                 target_halfwidth: float | None = None) -> None:
+        super().__init__(alpha=alpha, bounds=bounds)
+        lo, hi = self.bounds
+        if not lo < hi:
+            raise ValueError(f"the bounds {bounds!r} must be LO < HI (for instance --return-bounds 0 500)")
+        self.target_n, self.target_halfwidth = target_n, target_halfwidth
+        self._h01 = None if target_halfwidth is None else float(target_halfwidth) / (hi - lo)
+        if target_halfwidth is not None:
+            tuning = f"bets tuned for half-width {target_halfwidth:g}"
+        else:
+            tuning = f"bets tuned for n={target_n}" if target_n else "bets for any n"
+        self.method = f"{self._name}, {tuning}, {_level(alpha)}"
+        self._s01 = 0.0   # sum of the rescaled values
+        self._ss = 0.0    # sum of (X_i - mu_i)^2, rescaled
+
+    def _update(self, x: float) -> None:
+        lo, hi = self.bounds
+        x01, t = (x - lo) / (hi - lo), self.n
+        lam = min(_bet(t, self._ss, self.alpha, self.target_n, self._h01), self._cap)
+        self._step(x01, lam, (0.5 + self._s01) / t)
+        self._s01 += x01
+        self._ss += (x01 - (0.5 + self._s01) / (t + 1)) ** 2
+
+    def _step(self, x01: float, lam: float, mu_prev: float) -> None:
+        raise NotImplementedError
+
+    @property
+    def halfwidth(self) -> float:
+        return math.inf if self.n == 0 else super().halfwidth
+
+
+class BettingCS(_BoundedCS):
     """The hedged betting CS of a mean in ``bounds`` (Waudby-Smith & Ramdas 2024), on a grid of candidate means.
 
     Example:
@@ -227,11 +283,10 @@ class BettingCS(ConfidenceSequence):
         [63.8, 71.4]
     """
 
-    asymptotic = False
+    _name = "betting (Waudby-Smith & Ramdas 2024), hedged capital"
 
-    def __init__(self, *, alpha: float = 0.05, bounds: tuple[float, float] = (0.0, 1.0)) -> None:
-        super().__init__(alpha=alpha, bounds=bounds)
-        self.method = f"betting (Waudby-Smith & Ramdas 2024), hedged capital, {_level(alpha)}"
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
         self.grid = np.linspace(0.0, 1.0, GRID_POINTS)
         with np.errstate(divide="ignore"):
             self._cap_up = _TRUNCATION / self.grid
@@ -239,22 +294,14 @@ class BettingCS(ConfidenceSequence):
         self._log_up = np.zeros(GRID_POINTS)
         self._log_down = np.zeros(GRID_POINTS)
         self._max_log = np.full(GRID_POINTS, -np.inf)  # the running maximum of the log capital at each m
-        self._s01 = 0.0       # sum of rescaled values
-        self._ss = 0.0        # sum of (X_i - mu_i)^2 (rescaled)
         self._kept = (0, GRID_POINTS - 1)
 
-    def _update(self, x: float) -> None:
-        lo, hi = self.bounds
-        x01 = (x - lo) / (hi - lo) if hi > lo else 0.5
-        t = self.n
-        lam = _bet(t, self._ss, self.alpha)
+    def _step(self, x01: float, lam: float, mu_prev: float) -> None:
         d = x01 - self.grid
         self._log_up += np.log1p(np.minimum(lam, self._cap_up) * d)
         self._log_down += np.log1p(-np.minimum(lam, self._cap_down) * d)
         log_k = np.logaddexp(math.log(_THETA) + self._log_up, math.log(1 - _THETA) + self._log_down)
         np.maximum(self._max_log, log_k, out=self._max_log)
-        self._s01 += x01
-        self._ss += (x01 - (0.5 + self._s01) / (t + 1)) ** 2
 
     def log_capital_max(self, m01: float) -> float:
         """The largest log capital reached so far at the grid point nearest ``m01`` (in [0, 1])."""
@@ -267,45 +314,30 @@ class BettingCS(ConfidenceSequence):
             self._kept = (max(int(kept[0]) - 1, 0), min(int(kept[-1]) + 1, GRID_POINTS - 1))
         return self._units(self.grid[self._kept[0]], self.grid[self._kept[1]])
 
-    @property
-    def halfwidth(self) -> float:
-        return math.inf if self.n == 0 else super().halfwidth
 
-
-class EmpiricalBernsteinCS(ConfidenceSequence):
+class EmpiricalBernsteinCS(_BoundedCS):
     """The closed-form PrPl-EB CS of a mean in ``bounds`` (Waudby-Smith & Ramdas 2024, Theorem 2), intersected."""
 
-    asymptotic = False
+    _name = "empirical Bernstein (PrPl-EB, Waudby-Smith & Ramdas 2024)"
+    _cap = _TRUNCATION
 
-    def __init__(self, *, alpha: float = 0.05, bounds: tuple[float, float] = (0.0, 1.0)) -> None:
-        super().__init__(alpha=alpha, bounds=bounds)
-        self.method = f"empirical Bernstein (PrPl-EB, Waudby-Smith & Ramdas 2024), {_level(alpha)}"
-        self._s01 = self._ss = self._s_lam = self._s_lam_x = self._s_psi = 0.0
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._s_lam = self._s_lam_x = self._s_psi = 0.0
         self._lo, self._hi = 0.0, 1.0
 
-    def _update(self, x: float) -> None:
-        lo, hi = self.bounds
-        x01 = (x - lo) / (hi - lo) if hi > lo else 0.5
-        t = self.n
-        mu_prev = (0.5 + self._s01) / t
-        lam = min(_bet(t, self._ss, self.alpha), _TRUNCATION)
+    def _step(self, x01: float, lam: float, mu_prev: float) -> None:
         self._s_lam += lam
         self._s_lam_x += lam * x01
         self._s_psi += (x01 - mu_prev) ** 2 * (-math.log1p(-lam) - lam)
         centre = self._s_lam_x / self._s_lam
         margin = (math.log(2 / self.alpha) + self._s_psi) / self._s_lam
         self._lo, self._hi = max(self._lo, centre - margin), min(self._hi, centre + margin)
-        self._s01 += x01
-        self._ss += (x01 - (0.5 + self._s01) / (t + 1)) ** 2
 
     @property
     def interval(self) -> tuple[float, float]:
         lo, hi = (self._lo, self._hi) if self._lo <= self._hi else (self._hi, self._lo)  # crossed: already missed
         return self._units(lo, hi)
-
-    @property
-    def halfwidth(self) -> float:
-        return math.inf if self.n == 0 else super().halfwidth
 
 
 class AsymptoticCS(ConfidenceSequence):
@@ -365,17 +397,27 @@ def _level(alpha: float) -> str:
 
 
 def confidence_sequence(metric: str, *, bounds: tuple[float, float] | None = None, alpha: float = 0.05,
-                        target_n: int | None = None, method: str = "betting") -> ConfidenceSequence:
+                        target_n: int | None = None, target_halfwidth: float | None = None,
+                        method: str = "betting") -> ConfidenceSequence:
     """The CS for a metric: ``success`` -> betting on [0, 1]; ``return`` with ``bounds`` -> betting on them;
-    ``return`` without -> asymptotic, tuned for ``target_n`` episodes (:data:`DEFAULT_TARGET_N` unless told;
-    the betting CS's bets adapt by themselves and do not use it). ``method="eb"`` picks PrPl-EB for a bounded one.
+    ``return`` without -> asymptotic.
+
+    Args:
+        metric: ``success`` or ``return``.
+        bounds: ``(LO, HI)`` that every return lies in (``--return-bounds``); ignored for success.
+        alpha: 0.05 for a 95% CS.
+        target_n: the asymptotic CS's ``rho`` is tuned for it (:data:`DEFAULT_TARGET_N` unless told; pass the cap,
+            ``--num-trajs``); a bounded CS without ``target_halfwidth`` uses the paper's bets for that ``n``.
+        target_halfwidth: a bounded CS's bets are tuned to reach this half-width (in the metric's units) in the
+            fewest episodes (``--precision``); the asymptotic CS cannot use it (its ``rho`` is fixed in advance).
+        method: ``betting`` (the hedged betting CS) or ``eb`` (PrPl-EB) for a bounded metric.
 
     Example:
         >>> confidence_sequence("return").asymptotic, confidence_sequence("return", bounds=(0, 500)).asymptotic
         (True, False)
     """
     _check_metric(metric)
-    if bounds is not None:
+    if bounds is not None and metric == "return":
         lo, hi = (float(b) for b in bounds)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError(f"the bounds {bounds!r} must be two finite numbers LO < HI (for instance "
@@ -386,7 +428,8 @@ def confidence_sequence(metric: str, *, bounds: tuple[float, float] | None = Non
         return AsymptoticCS(alpha=alpha, target_n=target_n)
     if method not in ("betting", "eb"):
         raise ValueError(f"method {method!r} must be betting or eb")
-    return (BettingCS if method == "betting" else EmpiricalBernsteinCS)(alpha=alpha, bounds=bounds)
+    kind = BettingCS if method == "betting" else EmpiricalBernsteinCS
+    return kind(alpha=alpha, bounds=bounds, target_n=target_n, target_halfwidth=target_halfwidth)
 
 
 class DifferenceSequence:
@@ -413,7 +456,7 @@ class DifferenceSequence:
             self.cs: ConfidenceSequence = AsymptoticCS(alpha=alpha, target_n=target_n)
         else:
             width = float(self.value_bounds[1]) - float(self.value_bounds[0])
-            self.cs = confidence_sequence("return", bounds=(-width, width), alpha=alpha)
+            self.cs = confidence_sequence("return", bounds=(-width, width), alpha=alpha, target_n=target_n)
         self.alpha, self.method, self.asymptotic = alpha, "difference A - B, " + self.cs.method, self.cs.asymptotic
         self._min_p = 1.0
         self._better: str | None = None
@@ -468,12 +511,13 @@ def halfwidth_at_fixed_n(values: Iterable[float], *, metric: str, bounds: tuple[
                          alpha: float = 0.05, target_n: int | None = None) -> dict:
     """What a fixed-N evaluation reached: the CS run over ``values`` in seed order, read at the end.
 
-    The asymptotic CS is tuned for ``len(values)`` unless ``target_n`` says otherwise.
+    The CS is tuned for ``len(values)`` episodes unless ``target_n`` says otherwise (a bounded CS's bets, the
+    asymptotic CS's ``rho``): the narrowest a CS gets at that ``n``.
 
     Example:
         >>> r = halfwidth_at_fixed_n([1, 0, 1, 1] * 50, metric="success")
         >>> r["n"], round(r["halfwidth"], 3), r["asymptotic"]
-        (200, 0.1, False)
+        (200, 0.083, False)
     """
     values = [float(v) for v in values]
     cs = confidence_sequence(metric, bounds=bounds, alpha=alpha, target_n=target_n or max(len(values), 1))
