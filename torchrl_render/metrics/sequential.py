@@ -16,15 +16,17 @@ Methods, by metric:
   mean ``m``, a gambler who bets ``lambda_i (X_i - m)`` from capital 1 has the capital ``K_n(m) = theta
   prod(1 + lambda_i^+ (X_i - m)) + (1 - theta) prod(1 - lambda_i^- (X_i - m))``; under mean ``m`` it is a
   nonnegative martingale, so by Ville's inequality it reaches ``1/alpha`` with probability at most ``alpha``.
-  The CS is the set of ``m`` whose capital has never reached ``1/alpha`` (the running intersection). The bet
-  ``lambda_n = sqrt(2 log(2/alpha) / (sigma2_{n-1} n log(1+n)))``, with ``sigma2`` the regularised running
-  variance, is capped at ``c/m`` and ``c/(1-m)`` (``c = 1/2``), as in the paper and its authors' ``confseq``
-  package (whose ``betting_cs(..., convex_comb=True, running_intersection=True)`` it reproduces). ``m`` runs over
+  The CS is the set of ``m`` whose capital has never reached ``1/alpha`` (the running intersection). The bets
+  are the paper's plug-in bets from the regularised running variance ``sigma2`` (for any n: ``lambda_n =
+  sqrt(2 log(2/alpha) / (sigma2_{n-1} n log(1+n)))``; tuned for a planned n or for the ``--precision``
+  half-width: see :func:`_bet`), capped at ``c/m`` and ``c/(1-m)`` (``c = 1/2``), as in the paper and its
+  authors' ``confseq`` package (whose ``betting_cs(..., convex_comb=True, running_intersection=True)`` it
+  reproduces). ``m`` runs over
   a grid of :data:`GRID_POINTS` points (resolution 1/2000 of the range); the reported interval runs to the first
   rejected grid point outside the surviving ones, so it contains the exact CS (it is conservative by at most
   one grid step). The closed-form predictable plug-in empirical-Bernstein CS (PrPl-EB, the same paper's
   Theorem 2) is there too (``method="eb"``): cheaper (O(1) per episode) and wider.
-- **Unbounded returns** (no bounds): the asymptotic CS of Waudby-Smith, Arnold, Wu, Wang & Ramdas,
+- **Unbounded returns** (no bounds): the asymptotic CS of Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas,
   "Time-uniform central limit theory and asymptotic confidence sequences" (Annals of Statistics 2024):
   ``mean_n +- sd_n sqrt(2 (n rho^2 + 1) / (n^2 rho^2) log(sqrt(n rho^2 + 1) / alpha))``, Robbins' normal-mixture
   boundary with the sample standard deviation plugged in, and ``rho`` tuned to be tightest at ``target_n``
@@ -99,7 +101,7 @@ def _bet(t: int, sum_sq: float, alpha: float, target_n: int | None = None,
 
     With ``sigma2 = (1/4 + sum_sq) / t``: the paper's bets for a CS, ``sqrt(2 log(2/alpha) / (sigma2 t log(1+t)))``;
     with ``target_n``, its bets for a planned sample size ``n``, ``sqrt(2 log(2/alpha) / (sigma2 n))``; with
-    ``target_half-width`` ``h`` (in [0, 1] units), the same with ``n = 2 log(2/alpha) sigma2 / h^2``, the sample size
+    ``target_halfwidth`` ``h`` (in [0, 1] units), the same with ``n = 2 log(2/alpha) sigma2 / h^2``, the sample size
     at which ``h`` is reached under the variance seen so far, which is ``h / sigma2``. All are predictable (they use
     the past only), so all keep the guarantee; the tuning moves only where the CS is narrowest.
     """
@@ -201,8 +203,8 @@ class ConfidenceSequence:
         if self.bounds is not None and not self.bounds[0] <= x <= self.bounds[1]:
             lo, hi = self.bounds
             raise ValueError(f"episode {self.n}'s value {x:g} is outside the bounds [{lo:g}, {hi:g}]: the bounded CS "
-                             "holds only for values inside them; widen --return-bounds, or leave it out for the "
-                             "asymptotic CS")
+                             "holds only for values inside them (for returns: widen --return-bounds, or leave it out "
+                             "for the asymptotic CS)")
         self.n += 1
         self._sum += x
         self._update(x)
