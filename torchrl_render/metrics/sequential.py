@@ -16,6 +16,7 @@ Methods, by metric:
   mean ``m``, a gambler who bets ``lambda_i (X_i - m)`` from capital 1 has the capital ``K_n(m) = theta
   prod(1 + lambda_i^+ (X_i - m)) + (1 - theta) prod(1 - lambda_i^- (X_i - m))``; under mean ``m`` it is a
   nonnegative martingale, so by Ville's inequality it reaches ``1/alpha`` with probability at most ``alpha``.
+  (The sum of the two halves; taking their maximum instead, ``confseq``'s default, is valid too, and wider.)
   The CS is the set of ``m`` whose capital has never reached ``1/alpha`` (the running intersection). The bets
   are the paper's plug-in bets from the regularised running variance ``sigma2`` (for any n: ``lambda_n =
   sqrt(2 log(2/alpha) / (sigma2_{n-1} n log(1+n)))``; tuned for a planned n or for the ``--precision``
@@ -197,6 +198,9 @@ class ConfidenceSequence:
 
     def update(self, x: float) -> None:
         """Takes the next episode's value (the episode ``n`` in seed order)."""
+        if x is None:
+            raise ValueError(f"episode {self.n} has no value (an env that never reports success has none): "
+                             "--precision success needs an env that reports info['is_success']; use return instead")
         x = float(x)
         if not math.isfinite(x):
             raise ValueError(f"episode {self.n}'s value is {x}: a confidence sequence needs finite values")
