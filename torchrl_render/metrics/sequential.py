@@ -378,14 +378,16 @@ class AsymptoticCS(ConfidenceSequence):
         """The sample standard deviation (divided by ``n``, as the paper's)."""
         return math.sqrt(self._m2 / self.n) if self.n else math.nan
 
-    def radius(self, alpha: float | None = None) -> float:
+    @property
+    def radius(self) -> float:
+        """The half-width: ``sd`` times the normal mixture's boundary per unit variance (``inf`` before the burn-in)."""
         if self.n < self.burn_in:
             return math.inf
-        return self.sd * float(_mixture_radius(self.n, self.rho, self.alpha if alpha is None else alpha))
+        return self.sd * float(_mixture_radius(self.n, self.rho, self.alpha))
 
     @property
     def interval(self) -> tuple[float, float]:
-        r = self.radius()
+        r = self.radius
         return (-math.inf, math.inf) if math.isinf(r) else (float(self.mean - r), float(self.mean + r))
 
     def p_value(self, m: float = 0.0) -> float:
