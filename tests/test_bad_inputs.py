@@ -39,6 +39,8 @@ DOC = troubleshooting.PAGE
 OUT = ["--out", "{out}/run.mp4"]
 TINY = ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.tinyenv:make_env", "--from-pixels", "--max-steps",
         "3", *OUT]
+TINY_DATA = ["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.tinyenv:make_env", "--max-steps", "3",
+             "--out", "{out}/run.jsonl"]
 CARTPOLE = ["--env", "CartPole-v1", "--max-steps", "3", "--out", "{out}/run.jsonl"]
 PEND = ["--policy", "helpers.tinyenv:make_policy", "--env", "InvertedPendulum-v5", "--max-steps", "2", "--width", "64",
         "--height", "64", "--render-quality", "fast", *OUT]
@@ -524,6 +526,27 @@ CASES = [
          ("seed_mode='torchrl' seeds one env once and runs its episodes one after another", "--seed-mode per-episode")),
     Case("eval-n-timesteps-with-num-trajs", [*TINY, "--num-trajs", "3", "--eval-n-timesteps", "100"],
          ("num_trajs and eval_n_timesteps were both given", "drop --num-trajs")),
+    # --precision: stop on the confidence sequence's half-width
+    Case("precision-malformed", [*TINY_DATA, "--num-trajs", "10", "--precision", "success"],
+         ("--precision 'success': write METRIC:HALFWIDTH", "--precision success:0.05 or --precision return:25")),
+    Case("precision-negative-halfwidth", [*TINY_DATA, "--num-trajs", "10", "--precision", "return:-5"],
+         ("the half-width must be a positive number", "--precision return:25")),
+    Case("precision-without-cap", [*TINY_DATA, "--precision", "return:5"],
+         ("precision needs a cap", "--precision return:5 --num-trajs 500")),
+    Case("precision-with-eval-n-timesteps", [*TINY_DATA, "--precision", "return:5", "--eval-n-timesteps", "100"],
+         ("precision and eval_n_timesteps were both given", "drop --eval-n-timesteps")),
+    Case("return-bounds-reversed", [*TINY_DATA, "--num-trajs", "10", "--precision", "return:5", "--return-bounds",
+                                    "500", "0"],
+         ("return_bounds' LO must be below its HI", "--return-bounds 0 500")),
+    Case("return-bounds-without-precision", [*TINY_DATA, "--return-bounds", "0", "500"],
+         ("return_bounds bounds the sequence of --precision return:", "drop --return-bounds")),
+    Case("precision-success-not-reported", [*TINY_DATA, "--num-trajs", "10", "--precision", "success:0.2"],
+         ("--precision success:0.2 needs each episode's success, and episode 0 (seed 0) reported none",
+          "--precision return:HALFWIDTH")),
+    Case("return-outside-bounds", ["--policy", "helpers.select_toys:zero_policy", "--env", "helpers.select_toys:make",
+                                   "--num-trajs", "10", "--precision", "return:1", "--return-bounds", "-1", "1",
+                                   "--out", "{out}/run.jsonl"],
+         ("episode 0's return 3 is outside --return-bounds -1 1", "widen --return-bounds")),
     Case("no-trajectories-with-save-rollout", [*TINY, "--no-trajectories", "--save-rollout"],
          ("save_rollout needs the trajectories, and trajectories=False drops them", "drop --no-trajectories")),
     Case("policy-batch-unknown", [*TINY, "--policy-batch", "per_env"],

@@ -36,6 +36,7 @@ from .live import observers
 from .live.viewer import prepare_viewer
 from .loggers import check_logger, log_run
 from .metrics import aggregate, json_ready, nonfinite_note
+from .metrics.precision import sequential_entry
 from .policies import build_policy
 from .rerun import film_chosen, refuse_batched_env
 from .resolve import resolve
@@ -165,6 +166,7 @@ class Run:
             note = nonfinite_note(metrics["aggregated"])
             if note:
                 self.notes.append(note)
+            self._sequential(metrics)
             meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
             meta["engine"] = dict(engine.info)
             if self.select_info is not None:
@@ -361,6 +363,18 @@ class Run:
             return trajectories, None
         kept = [(e["episode_ix"], t) for e, t in zip(episodes, trajectories) if "render_reason" in e]
         return [t for _, t in kept], [i for i, _ in kept]
+
+    def _sequential(self, metrics: dict[str, Any]) -> None:
+        """``--precision``: the ``sequential`` entry (the half-width reached, on which episodes), and a note
+        when the cap came first."""
+        entry = sequential_entry(self.cfg, metrics["per_episode"])
+        if entry is None:
+            return
+        metrics["sequential"] = entry
+        if entry["stopped_on"] == "cap":
+            self.notes.append(f"--precision {self.cfg.precision} was not reached within the cap of "
+                              f"{entry['n_episodes']} episodes (--num-trajs): the 95% half-width is "
+                              f"{entry['halfwidth']:.4g}; raise --num-trajs to go on")
 
     def _bootstrap(self) -> dict[str, Any]:
         """The intervals' bootstrap settings (``--bootstrap-reps``, seeded with ``--seed``), as the json writer

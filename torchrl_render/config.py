@@ -34,6 +34,7 @@ from .data import FrameBundle, RenderResult  # torchrl.render's config module ho
 from .errors import ConfigError, did_you_mean
 from .keys import NestedKey, key_to_string, parse_nested_key
 from .metrics import SUCCESS_RULES
+from .metrics.sequential import parse_precision
 from .registry import BACKENDS, WRITERS, needs_frames
 from .selection import check_selection
 
@@ -167,6 +168,15 @@ class RenderConfig:
                            "episode numbers bit-identical for every --num-envs).", choices=POLICY_BATCHES)
     eval_n_timesteps: int | None = _f(None, help="Run whole episodes until at least this many steps in total "
                                       "(instead of --num-trajs).")
+    precision: str | None = _f(None, help="METRIC:HALFWIDTH (success:0.05, return:25): run episodes in seed order "
+                               "until the 95% anytime-valid confidence sequence of the mean return or the success "
+                               "rate is at most HALFWIDTH wide on each side, or --num-trajs episodes (the cap, "
+                               "required). The same episodes and numbers for every --num-envs (docs/sequential.md).",
+                               metavar="METRIC:HALFWIDTH")
+    return_bounds: list[float] | None = _f(None, help="With --precision return:...: the range LO HI that every "
+                                           "episode's return lies in, for a bounded (exact, tighter) sequence "
+                                           "instead of the asymptotic one; a return outside it is an error.",
+                                           nargs=2, metavar=("LO", "HI"))
     reward_fn: str | Callable[..., Any] | None = _f(None, help="Reward override: module:object, a callable from "
                                                     "the step TensorDict to a reward, reported beside the env's.")
     success_rule: str = _f("any", help="An episode's success from the steps that report it: any (true at some "
@@ -513,7 +523,8 @@ def _validate(cfg: RenderConfig) -> None:
 
 
 def _episode_count(cfg: RenderConfig) -> None:
-    """Exactly one of num_trajs and eval_n_timesteps (num_trajs is 1 when neither is given)."""
+    """Exactly one of num_trajs and eval_n_timesteps (num_trajs is 1 when neither is given); precision's rules."""
+    _precision(cfg)
     if cfg.eval_n_timesteps is None:
         cfg.num_trajs = 1 if cfg.num_trajs is None else cfg.num_trajs
         _positive_int(cfg, "num_trajs", "num_trajs=5 (--num-trajs 5)")
@@ -524,6 +535,69 @@ def _episode_count(cfg: RenderConfig) -> None:
                           got=f"num_trajs={cfg.num_trajs}, eval_n_timesteps={cfg.eval_n_timesteps}",
                           fix="drop --num-trajs (episodes run until --eval-n-timesteps steps) or drop "
                               "--eval-n-timesteps")
+
+
+def _precision(cfg: RenderConfig) -> None:
+    """``precision`` parses (METRIC:HALFWIDTH), stops a run whose length is a cap (``num_trajs``, not
+    ``eval_n_timesteps``); ``return_bounds`` is LO < HI, finite, and only with a return precision."""
+    if cfg.return_bounds is not None:
+        bounds = cfg.return_bounds
+        if isinstance(bounds, str):  # a config file's "0 500" or "0,500"
+            bounds = bounds.replace(",", " ").split()
+        try:
+            bounds = [float(b) for b in bounds]
+        except (TypeError, ValueError):
+            bounds = None
+        if bounds is None or len(bounds) != 2 or not all(math.isfinite(b) for b in bounds):
+            raise ConfigError("return_bounds must be two finite numbers LO HI", expected="e.g. [0, 500]",
+                              got=repr(cfg.return_bounds), fix="pass --return-bounds 0 500 (the range of a return)")
+        if bounds[0] >= bounds[1]:
+            raise ConfigError("return_bounds' LO must be below its HI", expected="LO < HI, e.g. --return-bounds 0 500",
+                              got=f"LO={bounds[0]:g}, HI={bounds[1]:g}",
+                              fix="pass the lowest return first: --return-bounds "
+                                  f"{min(bounds):g} {max(bounds):g}" if bounds[0] > bounds[1] else
+                                  "pass a range wider than one value, e.g. --return-bounds 0 500")
+        cfg.return_bounds = bounds
+    if cfg.precision is None:
+        if cfg.return_bounds is not None:
+            raise ConfigError("return_bounds bounds the sequence of --precision return:..., and no precision was "
+                              "given", got=f"--return-bounds {cfg.return_bounds[0]:g} {cfg.return_bounds[1]:g}",
+                              fix="add --precision return:HALFWIDTH (e.g. return:25), or drop --return-bounds")
+        return
+    metric, _ = precision_target(cfg)
+    if cfg.eval_n_timesteps is not None:
+        raise ConfigError("precision and eval_n_timesteps were both given: each one decides when the run stops",
+                          expected="one of the two", got=f"precision={cfg.precision!r}, "
+                          f"eval_n_timesteps={cfg.eval_n_timesteps}",
+                          fix="drop --eval-n-timesteps (--precision stops on the half-width, --num-trajs caps it) "
+                              "or drop --precision")
+    if cfg.num_trajs is None:
+        raise ConfigError("precision needs a cap: the most episodes to run if the half-width is not reached",
+                          expected="--num-trajs N with --precision", got="no --num-trajs",
+                          fix=f"add --num-trajs (e.g. --precision {cfg.precision} --num-trajs 500)")
+    if metric == "success" and cfg.return_bounds is not None:
+        raise ConfigError("return_bounds bounds returns, and precision is on the success rate (already in 0..1)",
+                          got=f"precision={cfg.precision!r}, --return-bounds {cfg.return_bounds[0]:g} "
+                          f"{cfg.return_bounds[1]:g}", fix="drop --return-bounds, or use --precision return:HALFWIDTH")
+
+
+def precision_target(cfg: Any) -> tuple[str, float]:
+    """``(metric, half-width)`` of ``cfg.precision``; a malformed one is a :class:`ConfigError` with the fix.
+
+    Example:
+        >>> precision_target(RenderConfig(policy="p:m", env="e:m", precision="return:25", num_trajs=100))
+        ('return', 25.0)
+    """
+    if not isinstance(cfg.precision, str):
+        raise ConfigError("precision has the wrong type", expected="a string METRIC:HALFWIDTH, e.g. 'success:0.05'",
+                          got=f"{cfg.precision!r} ({type(cfg.precision).__name__})",
+                          fix="pass e.g. --precision return:25")
+    try:
+        return parse_precision(cfg.precision)
+    except ValueError as exc:
+        raise ConfigError(str(exc), expected="success:H (0 < H < 0.5, e.g. success:0.05) or return:H (H > 0, e.g. "
+                          "return:25)", got=cfg.precision,
+                          fix="pass e.g. --precision success:0.05 or --precision return:25") from None
 
 
 def _validate_live(cfg: RenderConfig) -> None:

@@ -22,6 +22,7 @@ from .envs.mujoco_state import LiveStates
 from .errors import NoFramesError
 from .frames import apply_layout, draw_overlay, to_uint8_hwc
 from .metrics import read_success, step_success
+from .metrics.precision import PrecisionRule
 
 __all__ = ["Observer", "Progress", "RunContext", "Sink", "rendered_range"]
 
@@ -199,17 +200,20 @@ class Sink:
 
 
 class Progress:
-    """A tqdm bar over episodes (running mean return, success rate); a no-op when off."""
+    """A tqdm bar over episodes (running mean return, success rate; with ``--precision``, the half-width
+    reached against the one asked, over the cap); a no-op when off."""
 
     def __init__(self, cfg: RenderConfig) -> None:
         self.cfg = cfg
         self.bar = None
+        self.rule: PrecisionRule | None = None
 
     def __enter__(self) -> Self:
         enabled = self.cfg.progress if self.cfg.progress is not None else sys.stderr.isatty()
         if enabled:
             from tqdm.auto import tqdm
             self.bar = tqdm(total=self.cfg.num_trajs, unit="ep", desc="episodes", file=sys.stderr)  # None: open-ended
+            self.rule = PrecisionRule.from_config(self.cfg)
         return self
 
     def episode_done(self, episodes: list[dict[str, Any]]) -> None:
@@ -220,6 +224,10 @@ class Progress:
         postfix = {"return": f"{mean:.2f}"}
         if known:
             postfix["success"] = f"{100 * sum(known) / len(known):.0f}%"
+        if self.rule is not None:  # the episodes arrive in seed order: the plan's own sequence, step by step
+            last = episodes[-1]
+            self.rule.add(last["episode_ix"], last["sum_reward"], last["success"])
+            postfix["halfwidth"] = f"{self.rule.halfwidth:.3g}/{self.rule.target:g}"
         self.bar.set_postfix(postfix, refresh=False)
         self.bar.update(1)
 

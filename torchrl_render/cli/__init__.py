@@ -143,6 +143,10 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
         group.add_argument(flag, dest=f.name, action="extend", nargs="+", default=None, metavar=meta.get("metavar"),
                            help=_help(meta))
         return
+    if "nargs" in meta:  # a fixed number of values (--return-bounds LO HI)
+        group.add_argument(flag, dest=f.name, type=float, nargs=meta["nargs"], default=None,
+                           metavar=meta.get("metavar"), help=_help(meta))
+        return
     if "optional_value" in meta:  # a flag whose value may be left out (--live alone means --live 8765)
         group.add_argument(flag, dest=f.name, type=_arg_type(f.type), default=None, nargs="?",
                            const=meta["optional_value"], metavar=meta.get("metavar", f.name.upper()),
@@ -152,7 +156,7 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field) -> None:
     if isinstance(choices, str):
         choices = _registry_choices(choices)
     group.add_argument(flag, dest=f.name, type=_arg_type(f.type), default=None, choices=choices,
-                       metavar=None if choices else f.name.upper(), help=_help(meta))
+                       metavar=None if choices else meta.get("metavar", f.name.upper()), help=_help(meta))
 
 
 def markdown_reference() -> str:
@@ -351,6 +355,8 @@ def _report(result: Any, cfg: RenderConfig, quiet: bool, verbose: bool = False) 
         agg = result.metrics.get("aggregated", {})
         lines = _episode_lines(result.metrics.get("per_episode", []), verbose)
         lines += [_mean_line(agg)] if agg.get("n_episodes") else []
+        seq = result.metrics.get("sequential")
+        lines += [_sequential_line(seq)] if seq else []
         lines += [f"note: {note}" for note in result.warnings]
         if lines:
             print("\n".join(lines), file=sys.stderr)
@@ -370,6 +376,16 @@ def _episode_lines(episodes: list[dict[str, Any]], verbose: bool) -> list[str]:
     head, tail = episodes[:3], episodes[-2:]
     return [*map(_episode_line, head), f"... {len(episodes) - 5} more episodes (--verbose prints a line for each; "
             "the metadata sidecar holds them all under metrics.per_episode)", *map(_episode_line, tail)]
+
+
+def _sequential_line(seq: dict[str, Any]) -> str:
+    """``--precision``'s outcome: the half-width reached against the target, on how many episodes, and why."""
+    lo, hi = seq["interval"] or (float("nan"), float("nan"))
+    name = "mean return" if seq["metric"] == "return" else "success rate"
+    why = "precision reached" if seq["stopped_on"] == "precision" else f"stopped on {seq['stopped_on']}"
+    return (f"{name} {seq['mean']:.4g} in [{lo:.4g}, {hi:.4g}] (95% confidence sequence, half-width "
+            f"{seq['halfwidth']:.3g}, target {seq['target']:g}) over episodes 0..{seq['n_episodes'] - 1}: {why}; "
+            f"method {seq['method']}")
 
 
 def _mean_line(agg: dict[str, Any]) -> str:

@@ -5,7 +5,9 @@ share: the probability of improvement ``P(a return of B > a return of A) + 0.5 P
 the tasks, each side's IQM and the IQM difference ``B - A``, each with its 95% bootstrap interval (both
 sides resampled independently within each task; :mod:`torchrl_render.metrics.robust`). With
 ``--score-baselines`` the IQMs are on normalised scores. A single run's ``eval_info.json`` holds one task
-(it does not name it): it matches the other side's only task.
+(it does not name it): it matches the other side's only task. For each side and task it also says what half-width
+its fixed number of episodes reached: the 95% confidence sequence of the mean return, read at the end
+(:func:`~torchrl_render.metrics.sequential.halfwidth_at_fixed_n`), which ``--precision`` would have stopped on.
 
 Example::
 
@@ -34,6 +36,7 @@ from ..metrics.robust import (
     normalise,
     pair_estimates,
 )
+from ..metrics.sequential import halfwidth_at_fixed_n
 from . import PROG, Parser
 
 __all__ = ["compare", "main", "read_evaluation"]
@@ -118,6 +121,7 @@ def compare(a: dict[str, list[float]], b: dict[str, list[float]], *, reps: int =
                            "probability_of_improvement_ci95": pair["probability_of_improvement_ci95"],
                            "iqm_a": iqms[0], "iqm_b": iqms[1], "iqm_difference": iqms[1] - iqms[0],
                            "iqm_a_ci95": None, "iqm_b_ci95": None, "iqm_difference_ci95": None}
+    out["fixed_n_halfwidth"] = {name: {t: _halfwidth(side[t]) for t in shared} for name, side in (("a", a), ("b", b))}
     fewest = min(d[t].n for d in draws for t in shared)
     if reps > 0 and fewest < 2:  # resamples of one value are that value: a zero-width interval would claim certainty
         out["probability_of_improvement_ci95"] = None
@@ -129,6 +133,23 @@ def compare(a: dict[str, list[float]], b: dict[str, list[float]], *, reps: int =
         out.update({"iqm_a_ci95": interval95(samples[0]), "iqm_b_ci95": interval95(samples[1]),
                     "iqm_difference_ci95": interval95(samples[1] - samples[0])})
     return out
+
+
+def _halfwidth(returns: list[float]) -> dict[str, Any]:
+    """What ``returns`` (in seed order) reached: the half-width of the mean return's confidence sequence."""
+    reached = halfwidth_at_fixed_n(returns, metric="return")
+    return {"halfwidth": reached["halfwidth"], "interval": list(reached["interval"]), "n": reached["n"],
+            "method": reached["method"]}
+
+
+def _halfwidth_text(result: dict[str, Any]) -> str:
+    def one(r: dict[str, Any]) -> str:
+        return f"+-{r['halfwidth']:.4g}" if np.isfinite(r["halfwidth"]) else f"none yet (n={r['n']})"
+
+    parts = [f"{side.upper()} {one(r)}" + (f" ({task})" if len(result["tasks"]) > 1 else "")
+             for side in ("a", "b") for task, r in result["fixed_n_halfwidth"][side].items()]
+    return ("half-width of the mean return reached (95% confidence sequence, as --precision return: reads it): "
+            + ", ".join(parts))
 
 
 def _text(result: dict[str, Any], label_a: str, label_b: str) -> str:
@@ -145,6 +166,7 @@ def _text(result: dict[str, Any], label_a: str, label_b: str) -> str:
         f"IQM {unit}: A {result['iqm_a']:.4g}{band(result['iqm_a_ci95'])}, B {result['iqm_b']:.4g}"
         f"{band(result['iqm_b_ci95'])}",
         f"IQM difference B - A = {result['iqm_difference']:.4g}{band(result['iqm_difference_ci95'])}",
+        _halfwidth_text(result),
         *([result["note"]] if result.get("note") else []),
     ])
 

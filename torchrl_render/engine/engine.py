@@ -8,6 +8,7 @@ from typing import Any
 
 from ..envs import as_torchrl
 from ..envs.unwrap import plain_gymnasium
+from ..metrics.precision import PrecisionRule
 from .env_slots import obs_layout
 from .gym_loop import prepare, release, run_gymnasium
 from .plan import EpisodePlan
@@ -85,6 +86,8 @@ class Engine:
                 self._plan = EpisodePlan(indices=self.only)
             elif cfg.eval_n_timesteps is not None:
                 self._plan = EpisodePlan(min_timesteps=cfg.eval_n_timesteps)
+            elif getattr(cfg, "precision", None) is not None:  # at most num_trajs, until the half-width is reached
+                self._plan = EpisodePlan(num_trajs=cfg.num_trajs, stop=PrecisionRule.from_config(cfg))
             else:
                 self._plan = EpisodePlan(num_trajs=cfg.num_trajs)
         return self._plan
@@ -134,7 +137,7 @@ def _in_order(items: Iterator[StepRecord | Episode], plan: EpisodePlan) -> Itera
     """Episodes in index order (an episode waits for the ones before it); records pass at once.
 
     An episode is reported only if the plan keeps it, asked when it leaves in order: every earlier
-    episode has finished by then, so an ``eval_n_timesteps`` cut is known. (With K envs an episode
+    episode has finished by then, so an ``eval_n_timesteps`` or ``precision`` cut is known. (With K envs an episode
     started past the cut can end before the one that reaches the budget; it is dropped here.)
     """
     waiting: dict[int, Episode] = {}

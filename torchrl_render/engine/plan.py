@@ -1,9 +1,13 @@
-"""Which episodes run: exactly ``num_trajs``, or whole episodes until ``min_timesteps`` steps.
+"""Which episodes run: exactly ``num_trajs``, whole episodes until ``min_timesteps`` steps, or at most
+``num_trajs`` until a ``stop`` rule says enough.
 
 Episodes are dispatched in index order (a freed slot takes the next index), so the episodes
 reported never depend on the number of envs. With ``min_timesteps`` (imitation's
 ``eval_n_timesteps``) the reported episodes are ``0..n-1`` for the smallest ``n`` whose lengths sum
 to at least ``min_timesteps``; episodes started past ``n`` are discarded, and their slots stop.
+A ``stop`` rule (``--precision``: :class:`~torchrl_render.metrics.precision.PrecisionRule`) cuts the same
+way: it is handed episodes ``0, 1, ...`` in that order, each once every one before it has finished, and
+the reported episodes are ``0..n-1`` for the first ``n`` at which it says stop (at most ``num_trajs``).
 
 Example:
     >>> plan = EpisodePlan(min_timesteps=10)
@@ -11,6 +15,19 @@ Example:
     [0, 1]
     >>> plan.finished(1, 6), plan.finished(0, 5), plan.next(), plan.keeps(1)
     ([], [], None, True)
+
+    A stop rule has ``add(index, sum_reward, success) -> bool`` (here: stop once two returns sum to 10):
+
+    >>> class Enough:
+    ...     total = 0.0
+    ...     def add(self, index, sum_reward, success):
+    ...         self.total += sum_reward
+    ...         return self.total >= 10
+    >>> plan = EpisodePlan(num_trajs=100, stop=Enough())
+    >>> [plan.next() for _ in range(3)], plan.finished(2, 9, 9.0), plan.finished(0, 4, 4.0)
+    ([0, 1, 2], [], [])
+    >>> plan.finished(1, 6, 6.0), plan.keeps(1), plan.keeps(2), plan.next()
+    ([], True, False, None)
 """
 
 from __future__ import annotations
@@ -31,17 +48,21 @@ class EpisodePlan:
     """
 
     def __init__(self, num_trajs: int | None = None, min_timesteps: int | None = None,
-                 indices: Any = None) -> None:
+                 indices: Any = None, stop: Any = None) -> None:
         self.order = sorted(set(indices)) if indices is not None else None
         if self.order is not None:
             num_trajs = len(self.order)
         if (num_trajs is None) == (min_timesteps is None):
             raise ValueError("exactly one of num_trajs and min_timesteps")
-        self.num_trajs, self.min_timesteps = num_trajs, min_timesteps
+        if stop is not None and (num_trajs is None or self.order is not None):
+            raise ValueError("a stop rule takes num_trajs (its cap)")
+        self.num_trajs, self.min_timesteps, self.stop = num_trajs, min_timesteps, stop
         self.issued = 0
         self.lengths: dict[int, int] = {}
+        self.values: dict[int, tuple[Any, Any]] = {}  # what the stop rule reads, until it reads it
         self.prefix, self.total = 0, 0
         self.cutoff: int | None = num_trajs
+        self.decided = min_timesteps is None and stop is None  # whether the cut is final
 
     def next(self, below: int | None = None) -> int | None:
         """The next episode to start (``None``: no more; ``below`` caps the index, for a first phase)."""
@@ -71,17 +92,26 @@ class EpisodePlan:
         """Whether :meth:`next` would issue another episode."""
         return self.cutoff is None or self.issued < self.cutoff
 
-    def finished(self, index: int, length: int) -> list[int]:
-        """Notes a finished episode; returns the started episodes that are no longer needed."""
+    def finished(self, index: int, length: int, sum_reward: float | None = None,
+                 success: bool | None = None) -> list[int]:
+        """Notes a finished episode (its length, return and success); returns the started episodes that are no
+        longer needed. The cut is decided on the prefix ``0..n-1`` only, whatever finished after it."""
         self.lengths[index] = length
-        if self.min_timesteps is None or self.cutoff is not None:
+        if self.decided:
             return []
-        while self.prefix in self.lengths:
-            self.total += self.lengths[self.prefix]
+        if self.stop is not None:
+            self.values[index] = (sum_reward, success)
+        while self.prefix in self.lengths and not self.decided:
+            i = self.prefix
+            self.total += self.lengths[i]
             self.prefix += 1
-            if self.total >= self.min_timesteps:
+            if self.stop is not None:
+                self.decided = self.stop.add(i, *self.values.pop(i)) or self.prefix >= self.num_trajs
+            else:
+                self.decided = self.total >= self.min_timesteps
+            if self.decided:
                 self.cutoff = self.prefix
-                return [i for i in range(self.cutoff, self.issued) if i not in self.lengths]
+                return [j for j in range(self.cutoff, self.issued) if j not in self.lengths]
         return []
 
     def keeps(self, index: int) -> bool:

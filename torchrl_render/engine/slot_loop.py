@@ -239,13 +239,13 @@ class SlotLoop:
         """The episode that ended in slot ``i`` (None if the plan drops it), and the episodes to discard."""
         index, n = int(self.episode[i]), int(self.t[i])
         self.episode[i] = -1
-        discard = self.plan.finished(index, n)
+        succ = int(self.succ[i])
+        discard = self.plan.finished(index, n, float(self.ret[i]), None if succ < 0 else bool(succ))
         if not self.plan.keeps(index):
             return None, discard
         rewards, term, trunc = self.rew[i, :n].copy(), self.term[i, :n].copy(), self.trunc[i, :n].copy()
         if n and not (term[-1] or trunc[-1]):  # cut by max_steps: a time limit truncates it
             trunc[-1] = True
-        succ = int(self.succ[i])
         ep = Episode(index, None if self.seed is None else self.seed + index, rewards, term | trunc, term, trunc,
                      sum_reward=float(self.ret[i]), success=None if succ < 0 else bool(succ),
                      wall_s=time.perf_counter() - float(self.t0[i]), slot=i)

@@ -85,7 +85,7 @@ def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[S
         g.steps.append(step)
         if record.done:
             del current[record.trajectory]
-            plan.finished(g.index, len(g.rewards))
+            plan.finished(g.index, len(g.rewards), g.total, g.success)
             if plan.keeps(g.index):
                 yield _episode(engine, g, record.wall)
 

@@ -97,10 +97,28 @@ def sweep_main(argv: list[str]) -> int:
                 echo(f"  step {entry['step']} {Path(entry['checkpoint']).name} x {task}: {level_text(cell)}")
     echo(f"pooled over every checkpoint: mean return {_fmt_stat(overall['avg_sum_reward'])}, "
          f"{success_text(overall['pc_success'])}" + (f" ({overall['note']})" if overall.get("note") else ""))
+    for entry in result.eval_info.get("separations", []):
+        echo(separation_text(entry))
     for path in result.report_paths:
         echo(f"report: {path}")
     print(result.out / "eval_info.json")
     return EXIT_FAILED_CELLS if result.cells_failed else 0
+
+
+def separation_text(entry: dict[str, Any]) -> str:
+    """One ``--separate`` result: which checkpoint is better on a task, after how many pairs, the anytime-valid
+    p-value, and the fixed-N probability of improvement beside it."""
+    a, b = Path(entry["checkpoint_a"]).name, Path(entry["checkpoint_b"]).name
+    lo, hi = entry["interval"]
+    verdict = (f"{Path(entry['better_checkpoint']).name} is better" if entry["better_checkpoint"] else
+               "not separated" + (" within the cap (--num-trajs)" if entry["stopped_on"] == "cap" else " yet"))
+    fixed = entry.get("fixed_n") or {}
+    ci = fixed.get("probability_of_improvement_ci95")
+    beside = (f"; fixed-N: P({b} > {a}) = {fixed['probability_of_improvement']:.2f}"
+              + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")) if fixed else ""
+    return (f"separate {a} vs {b} on {entry['task']}: {verdict}: mean {entry['metric']} difference A - B in "
+            f"[{_fmt_stat(lo)}, {_fmt_stat(hi)}] after {entry['n_pairs']} pairs, anytime-valid p = "
+            f"{entry['p_value']:.3g}{beside}")
 
 
 def _fmt_stat(value: Any) -> str:

@@ -34,8 +34,10 @@ from ..sidecar import versions
 from .gallery import film_galleries
 from .grid import Cell, SweepConfig, checkpoint_cells, expand_cells
 from .local import LocalExecutor, machine_cpus
+from .precision import cell_precision, has_precision, settled
 from .ray_exec import RayExecutor, import_ray
 from .report import level_text, write_derived
+from .separate import pair_cells, pair_state, spec_of
 from .store import EPISODES, MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
 from .tracking import log_cell, open_tracker
 from .watch import TRIES, Watcher, add_to_manifest
@@ -116,6 +118,7 @@ def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = N
         import_ray()
     check_logger(cfg.base.get("logger"))
     cells = expand_cells(cfg)
+    spec_of(cfg.to_dict(), [c.to_dict() for c in cells])  # --separate names two of its checkpoints: before any file
     fresh = read_manifest(cfg.out) is None
     created = not cfg.out.exists()
     store, records = _open(cfg, cells, command)
@@ -252,6 +255,9 @@ class _Driver:
                 seen.add((r["cell"], r["episode_ix"]))
                 self.metrics.setdefault(r["cell"], []).append(r["metrics"])
         self.units: dict[str, dict[str, Any]] = {}
+        # --separate: the pair's cells, each mapped to (cell of A, cell of B) of its task
+        self.pair = spec_of(cfg.to_dict(), [c.to_dict() for c in cells])
+        self.pairs = pair_cells(self.pair, [c.to_dict() for c in cells])
         self.failed: dict[str, str] = {}
         self.run_count = 0
         self.last_report = 0.0
@@ -276,7 +282,7 @@ class _Driver:
             return self._session()
 
     def _session(self) -> SweepResult:
-        units = plan_units(list(self.cells.values()), self.done, self.cfg.block_size)
+        units = self._plan(list(self.cells.values()))
         self.driver_info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
                             "executor": self.cfg.executor}
         if self.watcher is not None:
@@ -403,7 +409,7 @@ class _Driver:
                 if found.error:
                     self._fail(cell, {"start": 0, "count": cell.num_trajs, "attempt": TRIES}, found.error)
                     continue
-                for c, start, count in plan_units([cell], self.done, self.cfg.block_size):
+                for c, start, count in self._plan([cell]):
                     executor.submit(self._unit(c, start, count, 1))
         if taken:
             last = self.watcher.last_found
@@ -415,6 +421,44 @@ class _Driver:
         if failed and not executor.busy():
             write_derived(self.cfg.out, html=self.cfg.report)
 
+    def _plan(self, cells: list[Cell]) -> list[tuple[Cell, int, int]]:
+        """The units of the episodes ``cells`` lack. With ``--precision`` a cell not yet settled runs whole, from
+        episode 0: its own plan stops it on its seed prefix (the episodes recorded already come out the same and
+        are recorded once)."""
+        plain = [c for c in cells if c.id not in self.pairs]
+        if not has_precision(self.cfg.base):
+            units = plan_units(plain, self.done, self.cfg.block_size)
+        else:
+            units = [(c, 0, c.num_trajs) for c in plain if not self._complete(c)]
+        for ca, cb in dict.fromkeys(self.pairs[c.id] for c in cells if c.id in self.pairs):
+            units += self._pair_units(ca, cb)
+        return units
+
+    def _prefix(self, cell: Cell) -> int:
+        """How many of the cell's first episodes are recorded, without a gap."""
+        k = 0
+        while (cell.id, k) in self.done:
+            k += 1
+        return k
+
+    def _pair_state(self, cid: str) -> dict[str, Any]:
+        ca, cb = (self.cells[c] for c in self.pairs[cid])
+        return pair_state(self.metrics.get(ca.id, []), self.metrics.get(cb.id, []), self.pair["metric"],
+                          self.pair["bounds"], min(ca.num_trajs, cb.num_trajs))
+
+    def _pair_units(self, ca_id: str, cb_id: str) -> list[tuple[Cell, int, int]]:
+        """The pair's next lockstep block: both checkpoints up to the same episode, ``block`` further than the one
+        behind; none while a block of either runs, once one failed, or once the pair is decided."""
+        ca, cb = self.cells[ca_id], self.cells[cb_id]
+        busy = {u["cell"]["id"] for u in self.units.values()}
+        if ca.id in busy or cb.id in busy or ca.id in self.failed or cb.id in self.failed:
+            return []
+        if self._pair_state(ca.id)["stopped_on"] is not None:
+            return []
+        ka, kb = self._prefix(ca), self._prefix(cb)
+        until = min(ca.num_trajs, cb.num_trajs, max(ka, kb, min(ka, kb) + self.pair["block"]))
+        return [(c, k, until - k) for c, k in ((ca, ka), (cb, kb)) if k < until]
+
     def _executor(self, n_units: int) -> Any:
         if self.cfg.executor == "ray":
             return RayExecutor(self.cfg.ray_address, self.cfg.ray_num_cpus, self.cfg.ray_num_gpus)
@@ -424,7 +468,8 @@ class _Driver:
 
     def _unit(self, cell: Cell, start: int, count: int, attempt: int) -> dict[str, Any]:
         unit = {"id": f"{cell.id}#{start}+{count}@{attempt}", "cell": cell.to_dict(), "start": start, "count": count,
-                "attempt": attempt, "base": self.cfg.base, "out": str(self.cfg.out.resolve())}
+                "attempt": attempt, "base": self.cfg.base, "out": str(self.cfg.out.resolve()),
+                "separate": cell.id in self.pairs}  # the pair's blocks stop on the pair, not on --precision
         self.units[unit["id"]] = unit
         return unit
 
@@ -448,13 +493,18 @@ class _Driver:
         if kind == "done":
             self.store.append({"kind": "artifacts", "cell": cell.id, "episodes": [unit["start"],
                                unit["start"] + unit["count"]], "paths": message["paths"]})
+            if cell.id in self.pairs:  # --separate: the next lockstep block, once both halves are in
+                for c, start, count in self._pair_units(*self.pairs[cell.id]):
+                    executor.submit(self._unit(c, start, count, 1))
         elif kind == "error" or unit["attempt"] >= self.cfg.max_attempts:
             error = message["error"] if kind == "error" else f"gave up after {unit['attempt']} attempts: " \
                                                               f"{message['error']}"
             self._fail(cell, unit, error)
         else:  # lost: its worker died; run again what it had not reported
             log.warning("%s; retrying the episodes of %s it had not finished", message["error"], cell.id)
-            for c, start, count in plan_units([cell], self.done | self._others(cell, unit), None):
+            retry = plan_units([cell], self.done | self._others(cell, unit), None) if not has_precision(
+                self.cfg.base) else [(cell, 0, cell.num_trajs)]  # a precision cell: again from episode 0 (see _plan)
+            for c, start, count in retry:
                 executor.submit(self._unit(c, start, count, unit["attempt"] + 1))
         self._cell_progress(cell)
 
@@ -481,7 +531,9 @@ class _Driver:
         n = sum(1 for i in range(cell.num_trajs) if (cell.id, i) in self.done)
         if cell.id not in self.failed:
             self.echo(f"cell {cell.id} (step {cell.step}): {n}/{cell.num_trajs} episodes; "
-                      + level_text(aggregate(self.metrics.get(cell.id, []), 0.0, reps=0)))
+                      + level_text(aggregate(self.metrics.get(cell.id, []), 0.0, reps=0))
+                      + (self._separation_text(cell) if cell.id in self.pairs else
+                         _precision_text(self.cfg.base, cell, self.metrics.get(cell.id, []))))
 
         write_derived(self.cfg.out, html=self.cfg.report and time.monotonic() - self.last_report > 10)
         self.last_report = time.monotonic()
@@ -489,7 +541,19 @@ class _Driver:
             self._log_ready()
 
     def _complete(self, cell: Cell) -> bool:
-        return len(self.metrics.get(cell.id, ())) >= cell.num_trajs
+        """All its episodes recorded; with ``--precision``, its half-width (or its cap) reached on them; a cell
+        of ``--separate``'s pair, the pair decided."""
+        if cell.id in self.pairs:
+            return self._pair_state(cell.id)["stopped_on"] is not None
+        return settled(self.cfg.base, cell, self.metrics.get(cell.id, []))
+
+    def _separation_text(self, cell: Cell) -> str:
+        state = self._pair_state(cell.id)
+        lo, hi = state["interval"]
+        where = "decided" if state["stopped_on"] else "running"
+        better = {"A": self.pair["a"], "B": self.pair["b"]}.get(state["better"] or "")
+        return (f"; --separate ({where}): A - B {self.pair['metric']} in [{lo:.3g}, {hi:.3g}] after {state['n_pairs']} "
+                f"pairs, p = {state['p_value']:.3g}" + (f", better: {Path(better).name}" if better else ""))
 
     def _loggable(self) -> list[Cell]:
         """The complete cells the logger lacks, in training-step order."""
@@ -538,9 +602,17 @@ class _Driver:
 
         info = json.loads((self.cfg.out / "eval_info.json").read_text(encoding="utf-8"))
         cells = list(self.cells.values())
-        full = [c for c in cells if all((c.id, i) in self.done for i in range(c.num_trajs))]
+        full = [c for c in cells if self._complete(c)]
         return SweepResult(self.cfg.out, info, len(cells), len(full), len(self.failed), len(self.done),
                            self.run_count, self.report_paths, dict(self.failed))
+
+
+def _precision_text(base: dict[str, Any], cell: Cell, metrics: list[dict[str, Any]]) -> str:
+    """``--precision``: the half-width the cell reached, and on what it stopped."""
+    if not has_precision(base):
+        return ""
+    seq = cell_precision(base, cell.to_dict(), metrics)["sequential"]
+    return f"; half-width {seq['halfwidth']:.3g} (target {seq['target']:g}, stopped on {seq['stopped_on']})"
 
 
 def _step_order(cell: Cell) -> tuple[bool, int]:

@@ -19,6 +19,7 @@ from ..api import render_policy
 from ..config import RenderConfig
 from ..selection import choose, needs_two_passes, parse_selectors, reconcile
 from ..writers import WRITERS
+from .precision import settled
 
 __all__ = ["film_galleries", "galleries", "gallery_html", "selection_of"]
 
@@ -42,7 +43,7 @@ def film_galleries(base: dict[str, Any], out: Path, cells: Iterable[Any], record
             episodes.setdefault(r["cell"], []).append(r["metrics"])
     for cell in cells:
         done = sorted(episodes.get(cell.id, []), key=lambda m: m["episode_ix"])
-        if cell.id in filmed or len(done) < cell.num_trajs:
+        if cell.id in filmed or not settled(base, cell, done):
             continue
         chosen = choose(selectors, done)
         entries = [_film(base, out, cell, done[ix], why) for ix, why in chosen]
@@ -62,6 +63,7 @@ def _film(base: dict[str, Any], out: Path, cell: Any, recorded: dict[str, Any], 
     fields = {**base, "env": cell.spec, "ckpt": cell.ckpt, "format": fmt, "out": str(path), "overwrite": True,
               "progress": False, "num_trajs": 1, "num_envs": 1, "seed": None if cell.seed is None else cell.seed + ix,
               "render_select": [], "max_episodes_rendered": None, "eval_n_timesteps": None,
+              "precision": None, "return_bounds": None,
               "logger": None}  # the sweep logs each whole cell itself (tracking.py)
     result = render_policy(RenderConfig.from_dict(fields), command=["torchrl-render", "sweep", "gallery", cell.id])
     rerun = {**result.metrics["per_episode"][0], "episode_ix": ix}

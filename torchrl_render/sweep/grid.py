@@ -39,6 +39,7 @@ from ..writers import WRITERS
 __all__ = ["BASE_OWNED", "Cell", "SweepConfig", "checkpoint_step", "expand_cells", "load_baselines"]
 
 EXECUTORS = ("local", "ray")
+SEPARATE_METRICS = ("return", "success")
 #: RenderConfig fields a sweep sets itself for each cell (not part of the shared base).
 BASE_OWNED = ("ckpt", "env", "out", "overwrite", "metadata", "frame_dir", "artifact_dir", "dry_run", "validate_only",
               "check_setup", "progress")
@@ -74,6 +75,9 @@ class SweepConfig:
             a new checkpoint (or one still being written).
         watch_settle: With ``watch``: seconds a checkpoint's size and modification time must stay unchanged
             before it is loaded (:data:`WATCH_SETTLE_S` by default).
+        separate: Two checkpoints ``[A, B]`` to tell apart on every task (:mod:`.separate`): sampled on the
+            same seeds until the paired difference's confidence sequence excludes 0, or ``num_trajs``.
+        separate_metric: What ``separate`` compares: ``return`` or ``success``.
         base: RenderConfig fields shared by every cell (``policy``, ``num_trajs``, ``format``...).
 
     Example:
@@ -113,6 +117,14 @@ class SweepConfig:
     watch_settle: float = _f(3.0, help="With --watch: seconds a checkpoint must stay unchanged (size and "
                              "modification time) before it is loaded; raise it for a slow writer or a network "
                              "filesystem.", metavar="S")
+    separate: list[str] = _f([], help="Two of the sweep's checkpoints (paths or file names), A B: on each task run "
+                             "both on the same seeds, in lockstep blocks of --block-size episodes (default 10), until "
+                             "the confidence sequence (level 0.95) of their mean difference excludes 0 or "
+                             "--num-trajs; the report says which is better, with an anytime-valid p-value "
+                             "(docs/sequential.md).",
+                             multiple=True, metavar="CKPT")
+    separate_metric: str = _f("return", help="What --separate compares: the return, or the success (an env that "
+                              "reports it).", choices=("return", "success"))
     base: dict[str, Any] = _f({}, help="RenderConfig fields shared by every cell (the CLI: their own flags).")
 
     def __post_init__(self) -> None:
@@ -127,6 +139,7 @@ class SweepConfig:
         _validate(self)
         self.baselines = load_baselines(self.score_baselines, self.tasks)
         self.base = _base(self.base)
+        _check_precision(self)
         for spec in self.tasks.values():  # every cell's RenderConfig is valid before anything runs
             self.render_config(spec, None)
         _check_gymnasium_ids(self.tasks)
@@ -370,6 +383,30 @@ def _validate(cfg: SweepConfig) -> None:
             raise ConfigError(f"{name} must be a number of seconds >= 0", expected="e.g. 15", got=repr(value),
                               fix=f"pass e.g. --{name.replace('_', '-')} 15")
         setattr(cfg, name, float(value))
+
+
+def _check_precision(cfg: SweepConfig) -> None:
+    """``--precision`` decides on a cell's episodes in seed order, so a cell runs as one unit (no blocks);
+    ``--separate`` takes two checkpoints, and a watched sweep's checkpoints are not known ahead."""
+    cfg.separate = _str_list("separate", cfg.separate)
+    if cfg.separate and len(cfg.separate) != 2:
+        raise ConfigError("--separate takes two checkpoints, A and B", expected="--separate A.pt B.pt",
+                          got=" ".join(cfg.separate) or "nothing", fix="pass exactly two of the sweep's checkpoints")
+    if cfg.separate and cfg.watch:
+        raise ConfigError("--separate compares two checkpoints known at the start, and --watch adds checkpoints as "
+                          "training writes them", got="--separate with --watch",
+                          fix="run --separate on a sweep without --watch (e.g. once training has written both)")
+    if cfg.separate_metric not in SEPARATE_METRICS:
+        raise ConfigError(f"separate_metric must be one of {', '.join(SEPARATE_METRICS)}.",
+                          expected=", ".join(SEPARATE_METRICS), got=cfg.separate_metric,
+                          fix="pass --separate-metric return or --separate-metric success")
+    cap = cfg.base.get("num_trajs")
+    if cfg.base.get("precision") is None or cfg.block_size is None or (cap is not None and cfg.block_size >= cap):
+        return
+    raise ConfigError("--precision stops each cell on its episodes in seed order, so a cell runs as one unit, and "
+                      f"--block-size {cfg.block_size} splits it", expected="no --block-size with --precision",
+                      got=f"--block-size {cfg.block_size}, --num-trajs {cap}",
+                      fix="drop --block-size (the cells still run in parallel, one per worker), or drop --precision")
 
 
 def _base(base: Any) -> dict[str, Any]:

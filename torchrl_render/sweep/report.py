@@ -31,6 +31,8 @@ from ..metrics import aggregate, robust
 from .gallery import galleries
 from .html import write_html
 from .notebook import write_notebook
+from .precision import cell_precision, has_precision, settled
+from .separate import pair_cells, separations, spec_of, trim
 from .store import read_manifest, read_records, write_json_atomic
 
 __all__ = ["curves", "derive", "level_text", "nonfinite_text", "write_derived"]
@@ -177,7 +179,12 @@ def derive(folder: Path) -> dict[str, Any]:
     cells = manifest["cells"]
     for eps in episodes.values():
         eps.sort(key=lambda r: r["episode_ix"])
-    status = {c["id"]: "done" if len(episodes[c["id"]]) >= c["num_trajs"] else
+    base = (manifest.get("config") or {}).get("base") or {}
+    spec = spec_of(manifest.get("config"), cells)
+    decided = trim(spec, cells, episodes)  # --separate: the pair's cells, cut to the pairs the decision used
+    pairs = pair_cells(spec, cells)
+    status = {c["id"]: "done" if (c["id"] in decided if c["id"] in pairs else
+                                  settled(base, c, [r["metrics"] for r in episodes[c["id"]]])) else
               "failed" if c["id"] in errors else "pending" for c in cells}
     by = _grouped(cells, episodes, videos)
     stats = _Stats.of(manifest)
@@ -201,16 +208,31 @@ def derive(folder: Path) -> dict[str, Any]:
                       for group, tasks in groups.items()},
         "overall": {**_agg(*by["all"][None]), "scores": overall_scores},
         "per_checkpoint": (per_checkpoint := _per_checkpoint(cells, episodes, videos, status, errors, draws, stats,
-                                                             groups)),
-        "comparisons": _comparisons(per_checkpoint, cells, draws),
+                                                             groups, base)),
+        "comparisons": (comparisons := _comparisons(per_checkpoint, cells, draws)),
+        "separations": _with_fixed_n(separations(spec, cells, episodes), comparisons),
         "curves": curves(records),
         "progress": {"cells": len(cells), **{s: list(status.values()).count(s) for s in ("done", "failed", "pending")},
                      "episodes": sum(len(v) for v in episodes.values()),
-                     "episodes_total": sum(c["num_trajs"] for c in cells)},
+                     "episodes_total": sum(len(episodes[c["id"]]) if (has_precision(base) or c["id"] in pairs)
+                                           and status[c["id"]] == "done" else c["num_trajs"]
+                                           for c in cells)},  # a cell stopped early needs no more
         "failures": {cid: errors[cid] for cid, s in status.items() if s == "failed"},
         "galleries": galleries(records, lambda p: _relative(p, folder)),  # --render-select worst:N...
     }
     return info
+
+
+def _with_fixed_n(entries: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each separation with the fixed-N comparison of the same two checkpoints beside it (the probability of
+    improvement of B over A, over their shared tasks, from every recorded episode)."""
+    by_pair = {(c["checkpoint_a"], c["checkpoint_b"]): c for c in comparisons}
+    for entry in entries:
+        fixed = by_pair.get((entry["checkpoint_a"], entry["checkpoint_b"]))
+        entry["fixed_n"] = None if fixed is None else {
+            "probability_of_improvement": fixed["probability_of_improvement"],
+            "probability_of_improvement_ci95": fixed["probability_of_improvement_ci95"], "tasks": fixed["tasks"]}
+    return entries
 
 
 def _grouped(cells: list[dict[str, Any]], episodes: dict[str, list[dict[str, Any]]],
@@ -310,7 +332,8 @@ def _comparisons(per_checkpoint: list[dict[str, Any]], cells: list[dict[str, Any
 
 def _per_checkpoint(cells: list[dict[str, Any]], episodes: dict[str, list[dict[str, Any]]],
                     videos: dict[str, list[str]], status: dict[str, str], errors: dict[str, str],
-                    draws: _DrawCache, stats: _Stats, groups: dict[str, list[str]]) -> list[dict]:
+                    draws: _DrawCache, stats: _Stats, groups: dict[str, list[str]],
+                    base: dict[str, Any] | None = None) -> list[dict]:
     by_ckpt: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for cell in cells:
         by_ckpt[cell["ckpt"]].append(cell)
@@ -327,7 +350,8 @@ def _per_checkpoint(cells: list[dict[str, Any]], episodes: dict[str, list[dict[s
                 "status": status[cell["id"]], "n_expected": cell["num_trajs"],
                 "error": errors.get(cell["id"]) if status[cell["id"]] == "failed" else None,
                 "episodes": [r["episode_ix"] for r in episodes[cell["id"]]],
-                "sum_rewards": [m["sum_reward"] for m in metrics]}
+                "sum_rewards": [m["sum_reward"] for m in metrics],
+                **cell_precision(base or {}, cell, [r["metrics"] for r in episodes[cell["id"]]])}
             everything[0].extend(metrics)
             everything[1].extend(videos[cell["id"]])
         pairs = [(cell["task"], draws[cell["id"]]) for cell in mine]

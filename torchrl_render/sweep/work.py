@@ -39,6 +39,8 @@ def block_config(unit: dict[str, Any]) -> Any:
     selectors = parse_selectors(base.get("render_select"))
     limit = only_first(selectors) if selectors else base.get("max_episodes_rendered")
     rendered = count if limit is None else max(0, min(count, limit - start))
+    if unit.get("separate"):  # --separate's pair runs fixed blocks in lockstep: the pair decides when to stop
+        fields["precision"], fields["return_bounds"] = None, None
     fields["max_episodes_rendered"], fields["render_select"] = rendered, []
     if needs_two_passes(selectors):  # chosen from the whole cell's numbers: filmed after it (gallery.py)
         rendered, fmt = 0, "json"

@@ -9,7 +9,9 @@ One JSON object, written when the run ends (atomically, like every artifact)::
                     "iqm_sum_reward", "iqm_sum_reward_ci95", "median_sum_reward", "median_sum_reward_ci95", ...,
                     "ci95_success" (when some episode reports success),
                     "avg_sum_reward_fn", "std_sum_reward_fn" (with a reward function)},
-     "overall": <the same as aggregated, lerobot-eval's top-level name>}
+     "overall": <the same as aggregated, lerobot-eval's top-level name>,
+     "sequential": {"metric", "target", "halfwidth", "interval", "n_episodes", "stopped_on", "method", ...}
+                   (with --precision: :func:`torchrl_render.metrics.precision.sequential_entry`)}
 
 Nothing is rendered and no step is stored: the leanest output, for evaluations of thousands of
 episodes (with ``--no-trajectories``).
@@ -35,6 +37,7 @@ from typing import Any
 
 from ..data import FrameBundle
 from ..metrics import aggregate, json_ready
+from ..metrics.precision import sequential_entry
 from ..metrics.robust import DEFAULT_REPS
 from .base import Writer
 
@@ -52,16 +55,19 @@ class JsonWriter(Writer):
 
     format = "json"
 
-    def __init__(self, path: str | Path, bootstrap_reps: int = DEFAULT_REPS, seed: int | None = None) -> None:
+    def __init__(self, path: str | Path, bootstrap_reps: int = DEFAULT_REPS, seed: int | None = None,
+                 precision: Any = None) -> None:
         super().__init__(path)
         self._episodes: list[dict[str, Any]] = []
         self._t0 = time.perf_counter()
         self.bootstrap_reps, self.seed = bootstrap_reps, seed
+        self.precision = precision  # the run's config when it has --precision: its ``sequential`` entry
 
     @classmethod
     def from_config(cls, path: Path, cfg: Any) -> JsonWriter:
-        """Reads ``bootstrap_reps`` and ``seed``."""
-        return cls(path, bootstrap_reps=getattr(cfg, "bootstrap_reps", DEFAULT_REPS), seed=getattr(cfg, "seed", None))
+        """Reads ``bootstrap_reps``, ``seed`` and ``precision``."""
+        return cls(path, bootstrap_reps=getattr(cfg, "bootstrap_reps", DEFAULT_REPS), seed=getattr(cfg, "seed", None),
+                   precision=cfg if getattr(cfg, "precision", None) is not None else None)
 
     def write(self, bundle: FrameBundle) -> None:
         """A data format: frames are not written."""
@@ -72,6 +78,8 @@ class JsonWriter(Writer):
     def _finish(self) -> dict[str, Any]:
         agg = aggregate(self._episodes, time.perf_counter() - self._t0, reps=self.bootstrap_reps, seed=self.seed)
         data = {"per_episode": self._episodes, "aggregated": agg, "overall": agg}
+        if self.precision is not None:
+            data["sequential"] = sequential_entry(self.precision, self._episodes)
         text = json.dumps(json_ready(data), indent=2, allow_nan=False, default=str)
         with open(self.tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
