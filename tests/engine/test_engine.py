@@ -356,3 +356,74 @@ def test_a_stateful_policy_keeps_one_state_per_slot_on_the_gymnasium_path(tmp_pa
     for a, b in zip(one.trajectories, three.trajectories):
         assert (a["action"] == b["action"]).all()
         assert a["action"][0].item() == pytest.approx(math.tanh(0.05))        # reset at every episode
+
+
+# -- the next step's input on the torchrl path ---------------------------------------------------------
+
+def _same_entries(a, b):
+    keys = set(a.keys(True, True))
+    return keys == set(b.keys(True, True)) and all(a.get(k) is b.get(k) for k in keys)
+
+
+def test_the_next_steps_input_is_torchrls_step_mdp_on_a_real_env_and_on_nested_and_changing_keys():
+    """Our step-to-step move (its keys sorted once) against torchrl's ``step_mdp(td, keep_other=True)``: the
+    same entries, the same tensors, on a GymEnv step with a step counter, on nested TensorDicts (which take
+    torchrl's function) and when the keys change between steps."""
+    from tensordict import TensorDict
+    from torchrl.envs import GymEnv
+    from torchrl.envs.utils import step_mdp
+
+    from torchrl_render.engine.single import _Advance
+
+    env = GymEnv("Pendulum-v1")
+    advance = _Advance()
+    td = env.reset()
+    for step in range(3):
+        td["action"] = env.action_spec.zero()
+        td["step_count"] = torch.tensor([step])
+        td = env.step(td)
+        td["next", "step_count"] = torch.tensor([step + 1])
+        ours, ref = advance(td), step_mdp(td, keep_other=True)
+        assert _same_entries(ours, ref) and "reward" not in ours and "action" not in ours
+        td = ours
+    assert advance.flat
+    env.close()
+
+    def step_td(extra):
+        nxt = TensorDict({"observation": torch.ones(2), "reward": torch.ones(1), "done": torch.zeros(1, dtype=bool),
+                          **extra})
+        return TensorDict({"observation": torch.zeros(2), "action": torch.zeros(1), "memory": torch.zeros(3),
+                           "next": nxt})
+
+    nested = step_td({"agents": TensorDict({"obs": torch.ones(2), "reward": torch.ones(1)})})
+    ours = advance(nested)
+    assert not advance.flat and _same_entries(ours, step_mdp(nested, keep_other=True))
+    for extra in ({}, {"final": torch.ones(1)}, {}):  # a key that comes and goes: planned again each time
+        changed = step_td(extra)
+        ours = advance(changed)
+        assert advance.flat and _same_entries(ours, step_mdp(changed, keep_other=True))
+        assert ("final" in ours) == ("final" in extra) and ours["memory"] is changed["memory"]
+
+
+def test_a_metrics_only_run_on_the_torchrl_path_builds_no_transition_and_reports_the_same_episodes(
+        tmp_path, monkeypatch):
+    """Without trajectories or a data format, the torchrl path keeps no per-step transition (no exclude,
+    no stack at the episode's end); its episodes are those of a run that keeps them."""
+    from torchrl.envs import GymEnv
+
+    import torchrl_render.engine.torchrl_loop as loop
+
+    built = []
+    strip = loop._strip
+    monkeypatch.setattr(loop, "_strip", lambda cfg, transition: built.append(1) or strip(cfg, transition))
+    runs = {}
+    for keep in (False, True):
+        built.clear()
+        out = tmp_path / ("run.jsonl" if keep else "eval_info.json")
+        result = render_policy(RenderConfig(policy=lambda: (lambda obs: torch.tanh(obs[..., :1]) * 2),
+                                            env=lambda: GymEnv("Pendulum-v1"), num_trajs=2, max_steps=15, seed=4,
+                                            out=out, trajectories=keep, progress=False))
+        assert result.metadata["engine"]["path"] == "torchrl"
+        runs[keep] = ([(e["sum_reward"], e["length"]) for e in result.metrics["per_episode"]], len(built))
+    assert runs[False][0] == runs[True][0]
+    assert runs[False][1] == 0 and runs[True][1] == 30

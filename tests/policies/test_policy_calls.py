@@ -477,3 +477,60 @@ def test_the_user_guides_probabilistic_actor_equals_a_deterministic_plain_loop(t
 
     assert ours == gym_loop("Pendulum-v1", act)
     assert result.metadata["engine"]["path"] == "gymnasium"
+
+
+# -- a float32 module on a float64 torchrl env ----------------------------------------------------------
+
+def float32_module():
+    """A TensorDictModule of float32 weights that does not cast what it reads (a float64 input would raise)."""
+    from tensordict.nn import TensorDictModule
+
+    torch.manual_seed(3)
+    return TensorDictModule(torch.nn.Linear(4, 1), in_keys=["observation"], out_keys=["action"])
+
+
+def torchrl_inverted_pendulum():
+    from torchrl.envs import GymEnv
+
+    return GymEnv("InvertedPendulum-v5")  # float64 observations
+
+
+@pytest.mark.parametrize("num_envs", [1, 2])
+@pytest.mark.slow
+def test_a_float32_module_on_a_float64_torchrl_env_reads_cast_observations_and_the_rollout_keeps_the_envs(
+        tmp_path, num_envs):
+    module = float32_module()
+    ours, result = evaluate(tmp_path, module, env=torchrl_inverted_pendulum, num_envs=num_envs,
+                            env_batch_mode="serial", max_steps=30)
+    assert result.metadata["engine"]["path"] == "torchrl"
+    with torch.no_grad():
+        ref = plain_returns(lambda: gymnasium.make("InvertedPendulum-v5"),
+                            lambda obs: module.module(torch.as_tensor(obs, dtype=torch.float32)).numpy().astype(
+                                np.float32), SEEDS, 30)
+    assert ours == ref
+    traj = result.trajectories[0]
+    assert traj["observation"].dtype == traj["next", "observation"].dtype == torch.float64  # the env's own
+    assert [w for w in result.warnings if "observations cast" in w] == \
+        ["observations cast from torch.float64 to the policy's torch.float32"]
+
+
+def test_a_module_that_raises_leaves_the_step_tensordict_with_the_envs_observation():
+    """The cast observation is swapped in for the call only: after the module raises, the step TensorDict
+    holds the env's own float64 entry again."""
+    from tensordict.nn import TensorDictModule
+
+    from torchrl_render.errors import UserPolicyError
+    from torchrl_render.policies.runner import PolicyRunner
+
+    def boom(obs):
+        assert obs.dtype == torch.float32
+        raise ValueError("no")
+
+    module = TensorDictModule(boom, in_keys=["observation"], out_keys=["action"])
+    runner = PolicyRunner(torch.nn.Sequential(), RenderConfig(policy="p:m", env="e:m"), None, [])
+    runner.policy, runner.dtype, runner.kind = module, torch.float32, "tensordict"
+    obs = torch.zeros(4, dtype=torch.float64)
+    td = TensorDict({"observation": obs})
+    with pytest.raises(UserPolicyError, match="ValueError: no"):
+        runner._call_td(td)
+    assert td["observation"] is obs

@@ -63,6 +63,7 @@ class _Gathered:
 def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[StepRecord | Episode]:
     current: dict[int, _Gathered] = {}
     qpos = None
+    keep_steps = bool(engine.keep or engine.cfg.trajectories)  # the episode's stacked transitions are read
     if getattr(engine.cfg, "mujoco_qpos_key", None) is not None:  # qpos with every step
         qpos = LiveStates(engine.cfg, False)
     for record in records:
@@ -77,12 +78,16 @@ def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[S
         g.rewards.append(record.reward)
         g.flags.append((record.done, record.terminated, record.truncated))
         g.success = step_success(engine.cfg.success_rule, g.success, read_success(record.td))
-        step = _strip(engine.cfg, record.transition)
+        # the transition as handed out, for what reads it: a metrics-only run never builds it (its exclude
+        # and the episode's stack were a fifth of a MuJoCo step's time)
+        step = _strip(engine.cfg, record.transition) if keep_steps or qpos is not None or \
+            engine.reward_fn is not None else None
         if qpos is not None:
             qpos.step(record, step, 0.0, False)
         if engine.reward_fn is not None:
             g.fn_total += _reward_fn(engine.reward_fn, step)
-        g.steps.append(step)
+        if keep_steps:
+            g.steps.append(step)
         if record.done:
             del current[record.trajectory]
             plan.finished(g.index, len(g.rewards), g.total, g.success)

@@ -82,6 +82,8 @@ class PolicyRunner:
     _copies: dict[int, PolicyRunner] = field(default_factory=dict)
     _rng_state: Any = None
     _fast_for: dict[tuple[int, ...], Any] = field(default_factory=dict, repr=False)  # batch -> fast(obs)
+    _declared: tuple[Any] | None = field(default=None, repr=False)  # (the policy's in_keys or None,)
+    _cast_keys: list[Any] | None = field(default=None, repr=False)  # (in_key, dtype) cast at each call
 
     def __post_init__(self) -> None:
         import torch
@@ -210,9 +212,22 @@ class PolicyRunner:
         """Acts on a step TensorDict (unbatched, or batched over ``td.batch_size``); writes the action."""
         import torch
 
-        with torch.no_grad(), _exploration_context(self.mode), self._own_rng():
-            action = self._dispatch(td.get(self.cfg.obs_key, None), lambda: td, lambda: visible_keys(td))
-        td.set(self.cfg.action_key, self._check(action, tuple(td.batch_size)))
+        # what torch.no_grad() does, without building its context object at every step
+        grad = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+        try:
+            with _exploration_context(self.mode):
+                if self._rng_state is None:
+                    action = self._dispatch(td.get(self.cfg.obs_key, None), lambda: td, lambda: visible_keys(td))
+                else:
+                    with self._own_rng():
+                        action = self._dispatch(td.get(self.cfg.obs_key, None), lambda: td,
+                                                lambda: visible_keys(td))
+        finally:
+            torch._C._set_grad_enabled(grad)
+        checked = self._check(action, tuple(td.batch_size))
+        if td.get(self.cfg.action_key, None) is not checked:  # a module wrote it, and it needed nothing
+            td.set(self.cfg.action_key, checked)
         return td
 
     def act(self, obs: dict[Any, Any], batch: tuple[int, ...] = ()) -> Any:
@@ -395,8 +410,13 @@ class PolicyRunner:
         return out  # a tensor, a numpy array, a number or a list: the action checker converts it
 
     def _call_td(self, td: Any) -> Any:
-        inp = td.apply(self._to_policy) if self._needs_cast(td) else td
-        out = self._user(inp)
+        keys = self._in_keys
+        if keys is not None:  # a module that declares what it reads: cast just that, in place, for the call
+            out = self._call_cast_in_place(td, keys)
+            inp = td
+        else:  # any other policy may read every entry: each is checked and cast, into a copy
+            inp = td.apply(self._to_policy) if self._needs_cast(td) else td
+            out = self._user(inp)
         out = inp if out is None else out
         from tensordict import is_tensor_collection
 
@@ -415,6 +435,39 @@ class PolicyRunner:
                     td.set(key, out.get(key).to(td.device) if td.device is not None else out.get(key))
         return action
 
+    def _call_cast_in_place(self, td: Any, keys: list[Any]) -> Any:
+        """Calls a module that reads only ``keys`` with those that need it cast to its dtype and device,
+        swapped into ``td`` for the call and swapped back after: what it writes lands in ``td`` directly,
+        and ``td`` keeps the env's own observations. Which keys need a cast is decided at the first call
+        (the env's specs fix the dtypes; a key the module also writes is left to it), so a step pays for
+        the swaps only."""
+        if self._cast_keys is None:  # (key, dtype): noted once, here
+            written = set(getattr(self.policy, "out_keys", ()) or ())
+            self._cast_keys = [(k, self._to_policy(v).dtype) for k in keys if k not in written
+                               and (v := td.get(k, None)) is not None and self._needs(v)]
+        device, originals = self.device, []
+        for key, dtype in self._cast_keys:
+            value = td.get(key, None)
+            if value is not None:
+                originals.append((key, value))
+                td.set(key, value.to(device, dtype))
+        try:
+            return self._user(td)
+        finally:
+            for key, value in originals:
+                td.set(key, value)
+
+    @property
+    def _in_keys(self) -> list[Any] | None:
+        """The policy's declared ``in_keys`` when it is a TensorDict module (which reads only those)."""
+        if self._declared is None:
+            nn = sys.modules.get("tensordict.nn")
+            base = getattr(nn, "TensorDictModuleBase", None)
+            keys = getattr(self.policy, "in_keys", None) if base is not None and isinstance(self.policy, base) \
+                else None
+            self._declared = (list(keys),) if keys is not None else (None,)
+        return self._declared[0]
+
     def _user(self, arg: Any) -> Any:
         """Calls the user's policy; only its own exceptions become :class:`UserPolicyError`."""
         try:
@@ -425,8 +478,10 @@ class PolicyRunner:
             raise UserPolicyError(f"{type(exc).__name__}: {exc}") from exc
 
     def _needs_cast(self, td: Any) -> bool:
-        return any(self._cast_dtype(v) is not None or (v.device != self.device)
-                   for v in td.values(True, True))
+        return any(self._needs(v) for v in td.values(True, True))
+
+    def _needs(self, tensor: Any) -> bool:
+        return self._cast_dtype(tensor) is not None or tensor.device != self.device
 
     def _cast_dtype(self, tensor: Any) -> Any:
         if self.dtype is not None and tensor.is_floating_point() and tensor.dtype != self.dtype:
