@@ -13,7 +13,7 @@ from torchrl_render import (
     load_checkpoint,
     save_render_checkpoint,
 )
-from torchrl_render.checkpoint import infer_state_dict, load_into_policy, read_checkpoint
+from torchrl_render.checkpoint import find_state_dict, load_into_policy, read_checkpoint
 
 from helpers.paths import ROOT
 
@@ -34,7 +34,7 @@ def test_round_trip_and_sha256(tmp_path):
                                   format="pt")
     payload, digest = read_checkpoint(path)
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
-    sd, where = infer_state_dict(payload)
+    sd, where = find_state_dict(payload)
     assert where == "model_state_dict" and torch.equal(sd["weight"], net.weight)
     assert payload["env_name"] == "X" and payload["metrics"] == {"r": 1.0}
 
@@ -139,17 +139,17 @@ def test_remote_url_refused():
 ])
 def test_infer_layouts(layout, where):
     sd = torch.nn.Linear(2, 2).state_dict()
-    found, at = infer_state_dict(layout(sd))
+    found, at = find_state_dict(layout(sd))
     assert at == where and found.keys() == sd.keys()
 
 
 def test_explicit_keys():
     sd = torch.nn.Linear(2, 2).state_dict()
     payload = {"agent": {"actor_weights": sd, "critic_weights": {}}}
-    found, at = infer_state_dict(payload, checkpoint_key="agent", state_dict_key="actor_weights")
+    found, at = find_state_dict(payload, checkpoint_key="agent", state_dict_key="actor_weights")
     assert at == "agent.actor_weights" and found.keys() == sd.keys()
     with pytest.raises(CheckpointError, match="has no entry 'actr'.*actor_weights"):
-        infer_state_dict(payload, checkpoint_key="agent", state_dict_key="actr")
+        find_state_dict(payload, checkpoint_key="agent", state_dict_key="actr")
 
 
 def test_state_dict_that_does_not_fit_names_keys():
@@ -179,7 +179,7 @@ def test_safetensors(tmp_path):
     sd = torch.nn.Linear(2, 2).state_dict()
     save_file(sd, str(tmp_path / "w.safetensors"))
     payload = load_checkpoint(tmp_path / "w.safetensors")
-    assert infer_state_dict(payload)[1] == "<root>"
+    assert find_state_dict(payload)[1] == "<root>"
 
 
 # -- TorchRL's own checkpoint format (torchrl.checkpoint.Checkpoint), written by torchrl's savers --------------
@@ -205,7 +205,7 @@ def test_torchrl_render_checkpoint_read_without_torchrl(tmp_path, fmt):
     assert digest == checkpoint_hash(path)
     if fmt == "directory":  # its manifest stands for the folder
         assert read_checkpoint(path / "manifest.json")[1] == digest
-    sd, where = infer_state_dict(payload)
+    sd, where = find_state_dict(payload)
     assert where == "model_state_dict" and sd.keys() == net.state_dict().keys()
     assert all(torch.equal(sd[k], v) for k, v in net.state_dict().items())
     assert (payload["env_name"], payload["frames"], payload["metrics"], payload["config"], payload["note"]) == \
@@ -238,12 +238,12 @@ def test_torchrl_trainer_checkpoint_reads_only_the_policy(tmp_path, fmt):
                 if f.is_file():
                     f.write_bytes(b"garbage")
     payload = load_checkpoint(path)
-    sd, _ = infer_state_dict(payload)
+    sd, _ = find_state_dict(payload)
     assert all(torch.equal(sd[k], v) for k, v in net.state_dict().items())
     assert payload.loaded == ["policy", "trainer_state"] and payload["frames"] == 7 and isinstance(payload, dict)
     assert not any("optimizer" in r or "replay_buffer" in r for r in payload.source.reads)
     with pytest.raises(CheckpointError, match="'torchrl.dump_load' adapter.*--checkpoint-key"):
-        infer_state_dict(payload, checkpoint_key="replay_buffer")
+        find_state_dict(payload, checkpoint_key="replay_buffer")
 
 
 @pytest.mark.parametrize("payload_format", ["archive", "consolidated", "torch"])
@@ -253,7 +253,7 @@ def test_torchrl_state_dict_payload_formats(tmp_path, payload_format):
     ck = Checkpoint()
     ck.register("policy", net, adapter=StateDictCheckpointAdapter(payload_format=payload_format))
     payload = load_checkpoint(ck.save(tmp_path / "ck"))
-    sd, _ = infer_state_dict(payload)
+    sd, _ = find_state_dict(payload)
     assert all(torch.equal(sd[k], v) for k, v in net.state_dict().items())
 
 
@@ -294,7 +294,7 @@ def test_damaged_torchrl_checkpoints(tmp_path, damage, fragment):
     damage(path)
     with pytest.raises(CheckpointError) as exc:
         payload = load_checkpoint(path)
-        infer_state_dict(payload)
+        find_state_dict(payload)
     assert fragment in str(exc.value)
 
 

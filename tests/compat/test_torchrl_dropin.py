@@ -385,12 +385,52 @@ def test_build_and_write_render_notebook(tmp_path):
     assert json.loads(path.read_text())["cells"] == built["cells"] and sorted(tmp_path.iterdir()) == [path]
 
 
+def _their_modules():
+    """Every module of torchrl.render (as installed), by its dotted name under the package."""
+    import pkgutil
+
+    return sorted(name for _, name, _ in pkgutil.walk_packages(theirs.__path__, "torchrl.render.")
+                  if not name.endswith("__main__"))
+
+
+def test_every_torchrl_render_module_path_imports_under_ours_with_its_names():
+    """torchrl.render's modules, walked as installed (not a list of ours): each imports as ``torchrl_render.<path>``
+    and holds every name of the module's ``__all__``; a function or class takes its parameters, in its order."""
+    import dataclasses
+    import inspect
+
+    def parameters(obj):
+        try:
+            return [n for n, p in inspect.signature(obj).parameters.items()
+                    if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]  # a Protocol's (*args, **kwargs): any
+        except (TypeError, ValueError):  # a builtin or a constant: nothing to compare
+            return None
+
+    walked = _their_modules()
+    assert {"torchrl.render.env", "torchrl.render.policy", "torchrl.render.rollout",
+            "torchrl.render.import_utils", "torchrl.render.backends.mujoco"} <= set(walked)
+    missing = []
+    for name in walked:
+        yours = importlib.import_module(name)
+        mine = importlib.import_module(name.replace("torchrl.render", "torchrl_render", 1))
+        for attr in getattr(yours, "__all__", ()):
+            if not hasattr(mine, attr):
+                missing.append(f"{name}.{attr}")
+            elif callable(getattr(yours, attr)) and parameters(getattr(yours, attr)) is not None:
+                theirs_takes, ours_takes = parameters(getattr(yours, attr)), parameters(getattr(mine, attr))
+                assert set(theirs_takes) <= set(ours_takes), (f"{name}.{attr}", theirs_takes, ours_takes)
+                if not dataclasses.is_dataclass(getattr(yours, attr)):  # a config's order: docs/migrating.md
+                    assert ours_takes[:len(theirs_takes)] == theirs_takes, (f"{name}.{attr}", theirs_takes, ours_takes)
+    assert not missing, missing
+
+
 def test_backend_names_are_our_backends():
     from torchrl_render import backends
     from torchrl_render.backends.null import NullBackend
     from torchrl_render.backends.pixels import PixelsBackend
 
     assert backends.NullRenderBackend is NullBackend and backends.TensorDictPixelsBackend is PixelsBackend
+    assert backends.null.NullRenderBackend is NullBackend and backends.pixels.TensorDictPixelsBackend is PixelsBackend
     assert backends.MujocoStateReader is ours.MujocoStateReader
     with pytest.raises(AttributeError):
         backends.NoSuchBackend  # noqa: B018

@@ -31,13 +31,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..envs.gl import ensure_headless_gl, gl_notes
+from ..envs.mujoco_state import MujocoStateReader  # torchrl.render's torchrl.render.backends.mujoco name
 from ..envs.unwrap import SIMULATION_PLACES, describe_env, find_simulation, underlying_env
 from ..errors import BackendUnavailable, ConfigError
 from .base import RenderBackend, log
 from .mjgl import Canvas, make_drawer
 
-__all__ = ["QUALITY", "MujocoBackend", "camera_names", "free_gymnasium_gl", "grow_offscreen_buffer",
-           "resolve_camera_id"]
+__all__ = ["QUALITY", "MujocoBackend", "MujocoStateReader", "camera_names", "free_gymnasium_gl",
+           "grow_offscreen_buffer", "resolve_camera_id"]
 
 #: Per ``render_quality``: scene flags (``mjtRndFlag`` names) turned off, and ``model.vis.quality``
 #: values for the renderer's GL context (it copies them at creation; the model is given back unchanged).

@@ -6,7 +6,7 @@ from typing import Any
 
 from .base import RenderBackend
 
-__all__ = ["NullBackend"]
+__all__ = ["NullBackend", "NullRenderBackend"]
 
 
 class NullBackend(RenderBackend):
@@ -20,3 +20,7 @@ class NullBackend(RenderBackend):
 
     def capture(self, td: Any) -> None:
         return None
+
+
+#: torchrl.render's name for it (``torchrl.render.backends.null.NullRenderBackend``), with our contract.
+NullRenderBackend = NullBackend

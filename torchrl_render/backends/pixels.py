@@ -26,7 +26,7 @@ from ..envs.unwrap import plain_gymnasium, space_keys
 from ..errors import BackendUnavailable
 from .base import RenderBackend
 
-__all__ = ["PixelsBackend"]
+__all__ = ["PixelsBackend", "TensorDictPixelsBackend"]
 
 log = logging.getLogger("torchrl_render")
 
@@ -118,3 +118,7 @@ class PixelsBackend(RenderBackend):
 
 def _show(key: Any) -> str:
     return ".".join(key) if isinstance(key, tuple) else str(key)
+
+
+#: torchrl.render's name for it (``torchrl.render.backends.pixels.TensorDictPixelsBackend``), with our contract.
+TensorDictPixelsBackend = PixelsBackend

@@ -26,8 +26,8 @@ Example:
     >>> payload = load_checkpoint(path)
     >>> sorted(payload), len(sha256_file(path))
     (['env_name', 'model_state_dict'], 64)
-    >>> sorted(infer_state_dict(payload)[0])
-    ['bias', 'weight']
+    >>> sorted(find_state_dict(payload)[0]), sorted(infer_state_dict(payload))
+    (['bias', 'weight'], ['bias', 'weight'])
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ __all__ = [
     "TorchRLCheckpoint",
     "check_payload",
     "checkpoint_hash",
+    "find_state_dict",
     "infer_state_dict",
     "load_checkpoint",
     "load_into_policy",
@@ -224,8 +225,8 @@ def _is_state_dict(obj: Any) -> bool:
             and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items()))
 
 
-def infer_state_dict(payload: Any, checkpoint_key: str | None = None,
-                     state_dict_key: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
+def find_state_dict(payload: Any, checkpoint_key: str | None = None,
+                    state_dict_key: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """Finds the policy's state dict in a checkpoint; returns ``(state_dict, where)``.
 
     ``checkpoint_key`` first selects a sub-entry (for a TorchRL checkpoint, a
@@ -255,6 +256,26 @@ def infer_state_dict(payload: Any, checkpoint_key: str | None = None,
         if not isinstance(payload, TorchRLCheckpoint) and _is_state_dict(payload):
             return dict(payload), where.rstrip(".") or "<root>"
     return None, None
+
+
+
+def infer_state_dict(payload: Any, key: str | None = None) -> Mapping[str, Any]:
+    """torchrl.render's ``infer_state_dict``: the policy's state dict in a checkpoint payload (``key`` names it
+    exactly), as :func:`find_state_dict` finds it; a payload without one raises :class:`CheckpointError`.
+
+    Example:
+        >>> import torch
+        >>> sorted(infer_state_dict({"policy": torch.nn.Linear(1, 1).state_dict(), "frames": 3}))
+        ['bias', 'weight']
+    """
+    state_dict, _ = find_state_dict(payload, state_dict_key=key)
+    if state_dict is None:
+        keys = sorted(map(str, payload)) if isinstance(payload, Mapping) else type(payload).__name__
+        raise CheckpointError("no state dict found in the checkpoint payload",
+                              expected="an entry model_state_dict, policy_state_dict, state_dict, policy, model or "
+                                       "actor holding tensors, or a mapping of tensors", got=keys,
+                              fix="pass key= (--state-dict-key) naming the entry that holds the weights")
+    return state_dict
 
 
 def _pick(payload: Any, key: str, flag: str) -> Any:

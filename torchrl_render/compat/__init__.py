@@ -23,11 +23,10 @@ from typing import Any
 
 from .. import config as _config
 from ..api import Run
-from ..checkpoint import check_payload, checkpoint_hash, load_checkpoint
-from ..checkpoint import infer_state_dict as _infer_state_dict
+from ..checkpoint import check_payload, checkpoint_hash, infer_state_dict, load_checkpoint
 from ..envs import build_env, to_torchrl_env
 from ..envs.gl import ensure_headless_gl
-from ..errors import CheckpointError, ConfigError, ResolveError, did_you_mean
+from ..errors import ConfigError, ResolveError, did_you_mean
 from ..policies import build_policy
 from ..resolve import factory_name, import_file, import_module, is_path
 
@@ -103,27 +102,6 @@ def call_with_supported_kwargs(factory: Callable[..., Any], preferred_arg: Any, 
 
 
 # -- checkpoints -----------------------------------------------------------------------------------
-
-
-def infer_state_dict(payload: Any, key: str | None = None) -> Mapping[str, Any]:
-    """The policy's state dict in a checkpoint payload (``key`` names it exactly).
-
-    Tries ``model_state_dict``, ``policy_state_dict``, ``state_dict``, ``policy``, ``model``, ``actor``,
-    then the payload itself (see :func:`.checkpoint.infer_state_dict`).
-
-    Example:
-        >>> import torch
-        >>> sorted(infer_state_dict({"policy": torch.nn.Linear(1, 1).state_dict(), "frames": 3}))
-        ['bias', 'weight']
-    """
-    state_dict, _ = _infer_state_dict(payload, state_dict_key=key)
-    if state_dict is None:
-        keys = sorted(map(str, payload)) if isinstance(payload, Mapping) else type(payload).__name__
-        raise CheckpointError("no state dict found in the checkpoint payload",
-                              expected="an entry model_state_dict, policy_state_dict, state_dict, policy, model or "
-                                       "actor holding tensors, or a mapping of tensors", got=keys,
-                              fix="pass key= (--state-dict-key) naming the entry that holds the weights")
-    return state_dict
 
 
 # -- envs ------------------------------------------------------------------------------------------

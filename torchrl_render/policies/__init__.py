@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..checkpoint import infer_state_dict, load_into_policy
+from ..checkpoint import find_state_dict, load_into_policy
 from ..config import Deferred, RenderConfig, RenderPolicySpec
 from ..envs.handle import loaded_class
 from ..errors import PolicyError, UserPolicyError
@@ -82,7 +82,7 @@ def _load_weights(cfg: RenderConfig, policy: Any, payload: Any, notes: list[str]
                      "(random ones, unless the factory loads trained weights itself)")
     if payload is None or not cfg.auto_load_policy or not hasattr(policy, "load_state_dict"):
         return
-    state_dict, where = infer_state_dict(payload, cfg.checkpoint_key, cfg.state_dict_key)
+    state_dict, where = find_state_dict(payload, cfg.checkpoint_key, cfg.state_dict_key)
     if state_dict is None:
         notes.append("no state dict found in the checkpoint; the policy keeps the weights its factory gave it "
                      "(pass --state-dict-key to name one)")
