@@ -233,6 +233,9 @@ def test_sweep_separate_tells_two_checkpoints_apart_on_the_same_seeds(tmp_path, 
         assert cell["fixed_n_halfwidth"]["n"] == n and cell["fixed_n_halfwidth"]["success"]["n"] == n
     assert sep["fixed_n"]["probability_of_improvement"] > 0.5  # the fixed-N comparison beside it agrees
     assert "push1.pt is better" in err and f"after {n} pairs" in err
+    from torchrl_render.sweep.html import reached, separations_html
+
+    assert "push1.pt is better" in separations_html(info) and "half-width reached" in reached(cell)
 
 
 def test_compare_says_what_half_width_a_fixed_n_reached(tmp_path, capsys):

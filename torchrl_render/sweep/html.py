@@ -14,6 +14,7 @@ probability of improvement of each checkpoint over each other (``improvement.png
 from __future__ import annotations
 
 import html
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -195,7 +196,7 @@ def write_html(folder: Path, info: dict[str, Any]) -> Path:
             f"{_num(info['overall']['avg_sum_reward'])}, {success_text(info['overall']['pc_success'])}"
             + (f" ({html.escape(info['overall']['note'])})" if info["overall"].get("note") else "") + ".</p>",
             "<h2>Return against training step</h2>", "".join(figures) or "<p>No episode yet.</p>",
-            "<h2>Success rate and mean return</h2>", success_table(info)]
+            "<h2>Success rate and mean return</h2>", success_table(info), separations_html(info)]
     if _scored(info):
         robust = [plot_aggregates(info, files / "aggregates.png"), plot_profiles(info, files / "profiles.png")]
         if info.get("comparisons"):
@@ -244,11 +245,41 @@ def success_table(info: dict[str, Any]) -> str:
             success = "no success signal" if c.get("n_episodes") and c.get("pc_success") is None \
                 else _num(c.get("pc_success")) + _band(c.get("ci95_success"))
             bad = f"<br><span class=note>{html.escape(c['note'])}</span>" if c.get("note") else ""
-            cells.append(f"<td class={c.get('status', 'pending')}>{success} / "
-                         f"{_num(c.get('avg_sum_reward'))}{band} (n={c.get('n_episodes', 0)}){iqm}{bad}</td>")
+            cells.append(f"<td class={c.get('status', 'pending')}>{success} / {_num(c.get('avg_sum_reward'))}{band} "
+                         f"(n={c.get('n_episodes', 0)}){iqm}{reached(c)}{bad}</td>")
         rows.append(f"<tr><td>{html.escape(str(entry['run']))}</td><td>{html.escape(Path(entry['checkpoint']).name)}"
                     f"</td><td>{_num(entry['step'])}</td>{''.join(cells)}</tr>")
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def reached(cell: dict[str, Any]) -> str:
+    """The half-width the cell's confidence sequence reached: against ``--precision``'s target, or a fixed N's."""
+    seq = cell.get("sequential")
+    if seq is not None and seq.get("halfwidth") is not None:
+        return (f"<br>{seq['metric']} half-width {seq['halfwidth']:.3g} (target {seq['target']:g}, "
+                f"{html.escape(str(seq['stopped_on']))})")
+    fixed = (cell.get("fixed_n_halfwidth") or {}).get("return") or {}
+    if fixed.get("halfwidth") is not None and math.isfinite(fixed["halfwidth"]):
+        return f"<br>return half-width reached {fixed['halfwidth']:.3g}"
+    return ""
+
+
+def separations_html(info: dict[str, Any]) -> str:
+    """``--separate``'s verdict per task, beside the fixed-N probability of improvement."""
+    rows = []
+    for s in info.get("separations") or []:
+        verdict = html.escape(Path(s["better_checkpoint"]).name) + " is better" if s["better_checkpoint"] else \
+            "not separated" + (" within the cap" if s["stopped_on"] == "cap" else " yet")
+        fixed = (s.get("fixed_n") or {}).get("probability_of_improvement")
+        rows.append(f"<tr><td>{html.escape(s['task'])}</td><td>{html.escape(Path(s['checkpoint_a']).name)}</td>"
+                    f"<td>{html.escape(Path(s['checkpoint_b']).name)}</td><td>{verdict}</td><td>{s['n_pairs']}</td>"
+                    f"<td>{_num(s['interval'][0])}, {_num(s['interval'][1])}</td><td>{s['p_value']:.3g}</td>"
+                    f"<td>{_num(fixed)}</td></tr>")
+    if not rows:
+        return ""
+    head = ("<tr><th>task</th><th>A</th><th>B</th><th>verdict</th><th>pairs</th><th>A - B (95% confidence "
+            "sequence)</th><th>anytime-valid p</th><th>fixed-N P(B &gt; A)</th></tr>")
+    return f"<h2>Telling two checkpoints apart (--separate)</h2><table>{head}{''.join(rows)}</table>"
 
 
 def episode_videos(info: dict[str, Any]) -> str:

@@ -70,10 +70,12 @@ def find_pair(separate: list[str], cells: list[dict[str, Any]]) -> tuple[str, st
         named = exact or [c for c in ckpts if Path(c).name == name or Path(c).stem == name]
         if len(named) != 1:
             listed = ", ".join(Path(c).name for c in ckpts[:6]) + (" ..." if len(ckpts) > 6 else "")
+            fix = (f"pass two of the sweep's checkpoints, e.g. --separate {Path(ckpts[0]).name} "
+                   f"{Path(ckpts[-1]).name}" if len(ckpts) > 1 else "give the sweep both checkpoints (--ckpt A.pt "
+                   "--ckpt B.pt), then --separate A.pt B.pt")
             raise ConfigError(f"--separate names {name!r}, which is {'none' if not named else 'more than one'} of "
                               "the sweep's checkpoints", expected=f"a path or file name of one of: {listed}",
-                              got=name, fix="pass two of the sweep's checkpoints, e.g. --separate "
-                              f"{Path(ckpts[0]).name} {Path(ckpts[-1]).name}")
+                              got=name, fix=fix)
         found.append(named[0])
     if found[0] == found[1]:
         raise ConfigError("--separate names the same checkpoint twice", got=" ".join(separate),
