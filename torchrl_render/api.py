@@ -282,11 +282,11 @@ class Run:
         if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # batched already
             engine.batched = env
         elif engine.frames_in_workers:
-            from .engine.workers import make_batched_env
+            from .engine.workers import close_batched, make_batched_env
 
             frames = partial(make_backend, cfg) if self.needs_frames and self.selectors is None else None  # in workers
             batched = make_batched_env(cfg, payload, self._render_mode(), frames, self.notes, engine.info)
-            stack.callback(_close_quietly, batched)
+            stack.callback(_close_quietly, batched, close_batched)
             engine.batched = policy.adapt_env(batched)
         return engine
 
@@ -493,10 +493,11 @@ def _checkpoint_digest(path: Any) -> str:
     return artifacts.checkpoint_hash(path)
 
 
-def _close_quietly(env: Any) -> None:
+def _close_quietly(env: Any, close: Any = None) -> None:
+    """Closes ``env`` (with ``close(env)`` when given) and logs what closing raised."""
     try:
         free_gymnasium_gl(env)  # gymnasium leaves its GL objects to the collector otherwise
-        env.close()
+        close(env) if close is not None else env.close()
     except Exception as exc:  # closing must not hide the run's own error
         log.warning("closing the env raised %s: %s", type(exc).__name__, exc)
 

@@ -349,6 +349,24 @@ def test_a_torchrl_env_raising_in_serial_envs_names_the_episode_that_raised(tmp_
     assert "the env raised at step 3 of episode 2: RuntimeError: TinyEnv exploded at t=3" in err, err
 
 
+@pytest.mark.parametrize("mode", ["serial", "parallel"])
+@pytest.mark.slow
+def test_a_torchrl_env_raising_in_batched_envs_names_the_episode_its_env_and_seed(tmp_path, capsys, mode):
+    """In a ParallelEnv worker process as in a SerialEnv: one line naming the step, the episode, the env that
+    ran it and its seed, no traceback on the terminal (the worker's last lines are in the fix), no artifact
+    (the finished episodes' metrics only, in the partial file)."""
+    out = tmp_path / "run.jsonl"
+    code = exit_code(["--policy", "helpers.tinyenv:make_policy", "--env", "helpers.badfactories:failing_env",
+                      "--env-kwargs", '{"fail_at": 3, "episode": 2}', "--num-trajs", "4", "--num-envs", "2",
+                      "--env-batch-mode", mode, "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "the env raised at step 3 of episode 2: RuntimeError: TinyEnv exploded at t=3" in err, err
+    assert "(episode 2 ran in env 0, seeded 2)" in err, err  # episodes 0, 1 in envs 0, 1; 2 takes env 0
+    assert ("the worker's traceback:" in err) == (mode == "parallel")
+    assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl.partial.json"]
+
+
 # -- the CLI's summary of many episodes ------------------------------------------------------------------------------
 
 

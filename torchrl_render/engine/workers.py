@@ -42,12 +42,12 @@ from .procs import freeze_inherited_heap, pickling_start_method, worker_factory
 from .records import StepRecord
 from .single import act, flag
 
-__all__ = ["EpisodeOrderer", "vector_rollout"]
+__all__ = ["EpisodeOrderer", "close_batched", "vector_rollout"]
 
 
 
 def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, make_backend: Callable[[Any], Any] | None,
-                     slot: int | None = None) -> Any:
+                     slot: int | None = None, reports: str | None = None) -> Any:
     """Runs in each worker: the user's env plus the episode-control transform."""
     if make_backend is not None:
         ensure_headless_gl()
@@ -59,22 +59,80 @@ def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, make_backe
         freeze_inherited_heap()  # torchrl's worker runs gc.collect() as it closes
     env = build_env(cfg, payload, render_mode=render_mode)
     if slot is not None:
-        _name_the_slot(env, slot)
+        _name_the_slot(env, slot, reports)
     return TransformedEnv(env, EpisodeControl(make_backend))
 
 
-def _name_the_slot(env: Any, slot: int) -> None:
-    """An exception from this env's step carries ``env_slot``, so the run names the episode it was in."""
-    step = env._step
+def _name_the_slot(env: Any, slot: int, reports: str | None = None) -> None:
+    """An exception from this env's step carries ``env_slot``, so the run names the episode it was in.
 
-    def named_step(tensordict: Any) -> Any:
-        try:
-            return step(tensordict)
-        except Exception as exc:
-            exc.env_slot = slot
+    In a ``ParallelEnv`` worker process (``reports``: the run's report folder) the exception cannot travel:
+    torchrl's parent only sees the worker die. The worker writes what raised to ``reports/<slot>.json`` and
+    exits at once (no traceback on the terminal), and the parent reads it to name the episode, as it does for
+    an env in its own process."""
+    def named(call: Callable[..., Any], what: str) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return call(*args, **kwargs)
+            except Exception as exc:
+                if reports is not None and multiprocessing.parent_process() is not None:
+                    _report_and_exit(reports, slot, what, exc)
+                exc.env_slot = slot
+                raise
+        return run
+
+    env._step = named(env._step, "step")
+    if reports is not None:
+        env._reset = named(env._reset, "reset")
+
+
+def _report_and_exit(reports: str, slot: int, what: str, exc: Exception) -> None:
+    """Writes the worker's error for the parent (see :func:`_name_the_slot`), then ends the worker process."""
+    import json
+    import traceback
+
+    lines = traceback.format_exc().strip().splitlines()
+    report = {"slot": slot, "what": what, "error": f"{type(exc).__name__}: {exc}", "trace": " | ".join(lines[-3:])}
+    path = os.path.join(reports, f"{slot}.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(report, f)
+    os.replace(path + ".tmp", path)
+    os._exit(1)
+
+
+def _worker_report(env: Any) -> dict[str, Any] | None:
+    """The error a ``ParallelEnv`` worker of ``env`` reported before it ended (the first, by slot), or None."""
+    import json
+
+    while isinstance(env, TransformedEnv):
+        env = env.base_env
+    reports = getattr(env, "_torchrl_render_reports", None)
+    if reports is None:
+        return None
+    for _ in range(50):  # the worker writes, then exits: torchrl may see it gone a moment before the file lands
+        names = sorted((n for n in os.listdir(reports) if n.endswith(".json")), key=lambda n: int(n[:-5]))
+        if names:
+            env._torchrl_render_worker_failed = True
+            with open(os.path.join(reports, names[0])) as f:
+                return json.load(f)
+        time.sleep(0.01)
+    return None
+
+
+def close_batched(env: Any) -> None:
+    """Closes a batched env of :func:`make_batched_env` and removes its workers' report folder. A worker that
+    reported its error ended on purpose, and torchrl's close then raises about it: the run has said so."""
+    import shutil
+
+    reports = getattr(env, "_torchrl_render_reports", None)
+    try:
+        env.close()
+    except Exception:
+        if not getattr(env, "_torchrl_render_worker_failed", False):
             raise
-
-    env._step = named_step
+    finally:
+        if reports is not None:
+            shutil.rmtree(reports, ignore_errors=True)
 
 
 def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, make_backend: Callable[[Any], Any] | None,
@@ -96,7 +154,17 @@ def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, make_backe
         notes.append("env or policy factory is not picklable: env workers are forked instead of spawned")
     if info is not None:
         info["start_method"] = method
-    return ParallelEnv(cfg.num_envs, worker_factory(make, method), mp_start_method=method)
+    reports = tempfile.mkdtemp(prefix="torchrl_render_workers_")  # where a worker's error lands (_name_the_slot)
+    try:
+        env = ParallelEnv(cfg.num_envs, [worker_factory(partial(make, slot=i, reports=reports), method)
+                                         for i in range(cfg.num_envs)], mp_start_method=method)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(reports, ignore_errors=True)
+        raise
+    env._torchrl_render_reports = reports
+    return env
 
 
 def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps: int | None, seed: int | None,
@@ -123,13 +191,8 @@ def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps:
         td.set("_step", torch.tensor([e >= 0 for e in episode]))  # a slot without an episode is not stepped
         try:
             td = env.step(td)
-        except RenderError:
-            raise
         except Exception as exc:
-            slot = getattr(exc, "env_slot", None)  # an in-process env names itself; a worker process does not
-            where = (f"the env raised at step {steps[slot] + 1} of episode {episode[slot]}" if slot is not None
-                     else f"an env worker raised while stepping episodes {[e for e in episode if e >= 0]}")
-            raise RolloutError(f"{where}: {type(exc).__name__}: {exc}", fix="check the env's step()") from exc
+            raise _env_error(env, exc, episode, steps, seed) from exc
         ended = torch.zeros(k, dtype=torch.bool)
         for i in range(k):
             if episode[i] < 0:
@@ -141,13 +204,42 @@ def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps:
         nxt = _step_mdp(td)
         if ended.any():
             steps = [0 if ended[i] else s for i, s in enumerate(steps)]
-            reset_td = env.reset(_control(env, ended, episode, queue, seed, rendered))
+            control = _control(env, ended, episode, queue, seed, rendered)
+            try:
+                reset_td = env.reset(control)
+            except Exception as exc:
+                raise _env_error(env, exc, episode, None, seed) from exc
             _begin(policy, ended, episode, seed)
             for key in reset_td.keys(True, True):
                 if key in nxt.keys(True, True):
                     nxt.get(key)[ended] = reset_td.get(key)[ended]
             yield from _records(reset_td, episode, seed, ended)
         td = nxt
+
+
+def _env_error(env: Any, exc: Exception, episode: list[int], steps: list[int] | None,
+               seed: int | None) -> Exception:
+    """What the run says when the batched env raised (``steps`` None: while resetting): the episode, its step,
+    the env and its seed, from the exception (an env in this process names its slot) or from the report a
+    worker process left; our own errors pass through."""
+    slot, error, trace = getattr(exc, "env_slot", None), f"{type(exc).__name__}: {exc}", None
+    if slot is None and not isinstance(exc, RenderError):
+        report = _worker_report(env)
+        if report is not None:
+            slot, error, trace = report["slot"], report["error"], report["trace"]
+    if isinstance(exc, RenderError) and trace is None:
+        return exc
+    fix = "check the env's step(), or the action the policy produced" if steps is not None else \
+        "check the env factory and its reset()"
+    if slot is None or episode[slot] < 0:
+        running = [e for e in episode if e >= 0]
+        return RolloutError(f"an env worker raised while {'stepping' if steps is not None else 'resetting'} "
+                            f"episodes {running}: {error}", fix=fix)
+    ep = episode[slot]
+    where = f"at step {steps[slot] + 1} of episode {ep}" if steps is not None else f"while resetting episode {ep}"
+    fix += f" (episode {ep} ran in env {slot}, seeded {_seed(seed, ep)})"
+    return RolloutError(f"the env raised {where}: {error}",
+                        fix=fix + (f"; the worker's traceback: {trace}" if trace else ""))
 
 
 def _merge_row(td: Any, i: int, row: Any) -> None:
