@@ -6,11 +6,13 @@ With ``--render-select worst:3`` (anything but ``first:N``) a run makes two pass
 2. the chosen episodes (:func:`torchrl_render.selection.choose`), each re-run on the run's own env by its
    seed (``seed + index``), one after another, with the render backend, into the writers.
 
-The first pass's numbers are the run's metrics. A gymnasium env's re-run calls a batched policy on the
-same ``[K]`` batch as the first pass and reads the row its episode ran in, so its actions are the same to
-the bit. Each re-run's return and length are compared with the first pass's to the bit; where they differ
-(a stochastic policy that draws without its episode's seed, an env whose state survives reset, torchrl
-envs batched with a batched policy) both are kept and the run says which episodes differ.
+The first pass's numbers are the run's metrics. A re-run of episodes that ran K at a time with one policy
+call per batch step (gymnasium envs, or torchrl envs in a SerialEnv / ParallelEnv) calls the policy on a
+``[K]`` batch of copies of its step and reads the row its episode ran in, so its actions are the same to
+the bit (the other rows held other episodes then: a policy whose rows mix would differ, and is caught).
+Each re-run's return and length are compared with the first pass's to the bit; where they differ (a
+stochastic policy that draws without its episode's seed, an env whose state survives reset) both are kept
+and the run says which episodes differ.
 ``first:N`` alone never comes here: it stays the single pass of a plain run.
 """
 
@@ -21,6 +23,7 @@ import time
 from typing import Any
 
 from .engine import Engine
+from .engine.records import Episode
 from .errors import ConfigError
 from .selection import choose, differ_note, missing_seeds, reconcile, summary
 from .sink import Progress, RunContext, Sink
@@ -93,7 +96,7 @@ def _measure(run: Any, engine: Any) -> tuple[Sink, dict[int, int]]:
     rows: dict[int, int] = {}
     with Progress(run.cfg) as bar:
         for item in engine.episodes():
-            if getattr(item, "slot", None) is not None:
+            if isinstance(item, Episode) and item.slot is not None:
                 rows[item.index] = item.slot
             if sink.consume(item):
                 bar.episode_done(sink.episodes)

@@ -241,6 +241,34 @@ def test_a_batched_policy_over_k_envs_is_reproduced_by_the_re_run(tmp_path, mode
     assert result.metadata["render_select"]["differ"] == []
 
 
+def row_dependent_policy(obs):
+    """Acts on a batch, and each row's action depends on the row it sits in (a bias per row): a re-run called
+    on one observation alone, or in another row, acts otherwise."""
+    import torch
+
+    base = torch.tanh(obs.sum(-1, keepdim=True))
+    if obs.ndim == 1:
+        return base
+    return (base + 0.05 * torch.arange(obs.shape[0], dtype=obs.dtype).unsqueeze(-1)).clamp(-1, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["serial", "parallel"])
+def test_a_batched_policy_over_k_torchrl_envs_is_reproduced_by_the_re_run_in_its_row(tmp_path, mode):
+    """TorchRL envs four at a time (SerialEnv / ParallelEnv), one policy call per batch step: each re-run calls
+    the policy on a [4] batch and reads the row its episode ran in, so a policy whose rows act differently
+    films the measured episodes, to the bit."""
+    common = dict(policy=lambda: row_dependent_policy, env="helpers.tinyenv:make_env", from_pixels=True,
+                  num_trajs=8, max_steps=6, num_envs=4, env_batch_mode=mode, seed=0, progress=False)
+    plain = render_policy(**common, format="json", out=str(tmp_path / "plain.json"))
+    result = render_policy(**common, render_select=["worst:2", "best:2"], out=str(tmp_path / "k.mp4"))
+    assert result.metadata["engine"]["path"] == "torchrl"
+    per = result.metrics["per_episode"]
+    assert [e["sum_reward"] for e in per] == [e["sum_reward"] for e in plain.metrics["per_episode"]]
+    assert len(_filmed(result)) == 4 and all(e["reproduced"] for e in per if "render_reason" in e)
+    assert result.metadata["render_select"]["differ"] == []
+
+
 @pytest.mark.slow
 @needs_browser
 def test_the_page_in_a_browser_names_why_each_episode_is_shown(tmp_path):

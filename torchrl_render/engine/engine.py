@@ -66,9 +66,12 @@ class Engine:
 
     @property
     def batched_policy(self) -> int | None:
-        """K when the gymnasium path calls the policy once per batch step of K envs (else None)."""
+        """K when the run calls the policy once per batch step of K envs (else None): a re-run of its episodes
+        calls it on a batch of K too."""
         cfg = self.cfg
-        if self.path != "gymnasium" or cfg.num_envs < 2 or cfg.policy_batch != "batched" or self.policy.stateful:
+        if cfg.num_envs < 2 or cfg.policy_batch != "batched" or self.policy.stateful:
+            return None
+        if self.path == "torchrl" and self.policy.samples:  # the torchrl path calls it env by env then
             return None
         return cfg.num_envs
 

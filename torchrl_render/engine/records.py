@@ -31,6 +31,7 @@ class StepRecord:
         wall: ``time.perf_counter()`` when the record was made.
         frames: Frames already captured (by an env worker), else ``None``.
         env: The env (of the slot) that produced the step, for readers of its live state.
+        slot: The row of the batched env it ran in (the torchrl path's K envs), for a re-run in that row.
     """
 
     trajectory: int
@@ -45,6 +46,7 @@ class StepRecord:
     wall: float = 0.0
     frames: dict[str, Any] | None = None
     env: Any = None
+    slot: int | None = None
 
 
 @dataclass

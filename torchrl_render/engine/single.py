@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from functools import partial
 from typing import Any
 
 from ..envs.unwrap import underlying_env
@@ -35,12 +36,19 @@ def flag(td: Any, key: Any) -> bool:
 
 def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: int | None,
             seed: int | None, done_key: Any = "done", reward_key: Any = "reward",
-            seed_mode: str = "per-episode") -> Iterator[StepRecord]:
-    """Rolls ``policy`` out in ``env`` for each trajectory index, one step at a time."""
+            seed_mode: str = "per-episode", batch_like: int | None = None,
+            batch_rows: dict[int, int] | None = None) -> Iterator[StepRecord]:
+    """Rolls ``policy`` out in ``env`` for each trajectory index, one step at a time.
+
+    ``batch_like``: the re-run of episodes that ran in a batch of that many envs with one policy call a batch
+    step; each step calls the policy on that many copies of the step and takes the row its episode ran in
+    (``batch_rows[index]``), as the first pass's call did.
+    """
     raw = underlying_env(env)
     seed_once(env, seed_mode, seed)
     marks = _StepCounterMarks(env, max_steps, done_key)
     advance = _Advance()
+    call = act if not batch_like else partial(_act_in_row, batch_like, batch_rows or {})
     for traj in trajectories:
         traj_seed = episode_seed(seed_mode, seed, traj)
         td = marks.reset(_reset(env, raw, traj, traj_seed))
@@ -51,7 +59,7 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
         step = 0
         while max_steps is None or step < max_steps:
             step += 1
-            td = _step(env, act(policy, td, traj, step), traj, step)
+            td = _step(env, call(policy, td, traj, step), traj, step)
             nxt = td.get("next")
             reward = nxt.get(reward_key, None)
             done, cut = flag(nxt, done_key), step == max_steps
@@ -165,6 +173,14 @@ class _StepCounterMarks:
         shape = like.shape if like is not None else torch.Size([*td.batch_size, 1])
         dtype = torch.bool if isinstance(value, bool) else torch.int64
         td.set(key, torch.full(shape, value, dtype=dtype, device=td.device))
+
+
+def _act_in_row(k: int, rows: dict[int, int], policy: Any, td: Any, traj: int, step: int) -> Any:
+    """:func:`act` on a ``[k]`` batch of copies of ``td`` (contiguous, as a batch of K envs is); what the policy
+    wrote in the row of episode ``traj`` goes into ``td``."""
+    batch = act(policy, td.expand(k).clone(), traj, step)
+    td.update(batch[rows.get(traj, 0)])
+    return td
 
 
 def act(policy: Any, td: Any, traj: int, step: int) -> Any:

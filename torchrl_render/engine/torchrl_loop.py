@@ -32,7 +32,8 @@ def run_torchrl(engine: Any) -> Iterator[StepRecord | Episode]:
     episodes = iter(plan.next, None)
     if cfg.num_envs == 1:
         records = rollout(engine.env, engine.policy, trajectories=episodes, max_steps=cfg.max_steps, seed=cfg.seed,
-                          done_key=cfg.done_key, reward_key=cfg.reward_key, seed_mode=cfg.seed_mode)
+                          done_key=cfg.done_key, reward_key=cfg.reward_key, seed_mode=cfg.seed_mode,
+                          batch_like=engine.batch_like, batch_rows=engine.batch_rows)
         yield from _gather(engine, plan, records)
         return
     orderer = EpisodeOrderer(cfg.max_steps)
@@ -50,7 +51,7 @@ class _Gathered:
     """The steps of one episode so far."""
 
     def __init__(self, record: StepRecord) -> None:
-        self.index, self.seed, self.t0 = record.trajectory, record.seed, record.wall
+        self.index, self.seed, self.t0, self.slot = record.trajectory, record.seed, record.wall, record.slot
         self.first = record.td
         self.steps: list[Any] = []
         self.rewards: list[float] = []
@@ -102,7 +103,7 @@ def _episode(engine: Any, g: _Gathered, wall: float) -> Episode:
     flags = np.asarray(g.flags, dtype=bool).reshape(-1, 3)
     traj = _without_internal(torch.stack(g.steps)) if g.steps else None
     ep = Episode(g.index, g.seed, np.asarray(g.rewards, np.float64), flags[:, 0], flags[:, 1], flags[:, 2],
-                 sum_reward=g.total, success=g.success, wall_s=wall - g.t0)
+                 sum_reward=g.total, success=g.success, wall_s=wall - g.t0, slot=g.slot)
     if engine.reward_fn is not None:
         ep.extra["sum_reward_fn"] = g.fn_total
     if traj is not None and engine.keep:

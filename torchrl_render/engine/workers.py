@@ -279,7 +279,7 @@ def _records(td: Any, episode: list[int], seed: int | None, mask: Any) -> Iterat
         if mask[i] and episode[i] >= 0:
             row = td[i]
             yield StepRecord(episode[i], 0, _clean(row), None, _seed(seed, episode[i]), wall=time.perf_counter(),
-                             frames=_frames_of(row))
+                             frames=_frames_of(row), slot=i)
 
 
 def _record(td: Any, i: int, ep: int, step: int, seed: int | None, reward_key: Any, done_key: Any,
