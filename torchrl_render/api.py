@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import os
 import shlex
+import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -22,7 +23,7 @@ from .backends import BACKENDS
 from .backends.factory import make_backend
 from .backends.mujoco import free_gymnasium_gl
 from .backends.null import NullBackend
-from .checkpoint import load_checkpoint
+from .checkpoint import checkpoint_hash, load_checkpoint
 from .config import RenderConfig
 from .data import Artifact, RenderResult, frame_paths
 from .engine import Engine
@@ -486,11 +487,13 @@ def _check_devices(cfg: RenderConfig) -> None:
 
 
 def _checkpoint_digest(path: Any) -> str:
-    """The checkpoint's SHA-256, through ``torchrl_render.artifacts.checkpoint_hash`` (looked up at call
-    time, as torchrl.render's pipeline does, so a script that replaces it there sees it used)."""
-    from . import artifacts  # above api: torchrl.render's module path, which imports api itself
-
-    return artifacts.checkpoint_hash(path)
+    """The checkpoint's SHA-256, through ``torchrl_render.artifacts.checkpoint_hash`` when that module is
+    loaded (looked up at call time, as torchrl.render's pipeline does, so a script that imported it and
+    replaced the function there sees it used), else :func:`~torchrl_render.checkpoint.checkpoint_hash`, the
+    same function. The module is found in ``sys.modules``, not imported: it sits above api (torchrl.render's
+    module path, a face over compat, which imports api)."""
+    artifacts = sys.modules.get(f"{__package__}.artifacts")
+    return (artifacts.checkpoint_hash if artifacts is not None else checkpoint_hash)(path)
 
 
 def _close_quietly(env: Any, close: Any = None) -> None:

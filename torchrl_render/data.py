@@ -9,11 +9,41 @@ Example:
 
 from __future__ import annotations
 
+import html
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Artifact", "FrameBundle", "RenderResult", "frame_paths"]
+__all__ = ["Artifact", "FrameBundle", "RenderResult", "frame_paths", "register_display"]
+
+
+def _plain_html(obj: Any, *args: Any) -> Any:
+    """A result's HTML before :mod:`torchrl_render.notebook` is there: its repr (never the case once the
+    package is imported, which imports the notebook display)."""
+    text = f"<pre>{html.escape(repr(obj))}</pre>"
+    return {"text/html": text, "text/plain": repr(obj)} if args else text
+
+
+#: How artifacts and results show themselves in Jupyter, by name: :mod:`torchrl_render.notebook` registers
+#: its functions when it is imported (:func:`register_display`), so this module needs nothing above it.
+_DISPLAY: dict[str, Callable[..., Any]] = dict.fromkeys(
+    ("artifact_html", "artifact_mimebundle", "result_html", "result_mimebundle"), _plain_html)
+
+
+def register_display(**functions: Callable[..., Any]) -> None:
+    """Sets the Jupyter display of artifacts and results (``artifact_html``, ``artifact_mimebundle``,
+    ``result_html``, ``result_mimebundle``); the notebook package calls it as it is imported.
+
+    Example:
+        >>> import torchrl_render.notebook as notebook
+        >>> _DISPLAY["result_html"] is notebook.result_html
+        True
+    """
+    unknown = set(functions) - set(_DISPLAY)
+    if unknown:
+        raise TypeError(f"register_display() takes {sorted(_DISPLAY)}, not {sorted(unknown)}")
+    _DISPLAY.update(functions)
 
 
 @dataclass
@@ -66,15 +96,11 @@ class Artifact:
 
     def _repr_html_(self) -> str:
         """Jupyter: plays a video/GIF artifact inline (see :mod:`torchrl_render.notebook`)."""
-        from .notebook import artifact_html
-
-        return artifact_html(self)
+        return _DISPLAY["artifact_html"](self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Jupyter: HTML plus a plain-text summary."""
-        from .notebook import artifact_mimebundle
-
-        return artifact_mimebundle(self, include, exclude)
+        return _DISPLAY["artifact_mimebundle"](self, include, exclude)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -139,15 +165,11 @@ class RenderResult:
 
     def _repr_html_(self) -> str:
         """Jupyter: the video(s) and the metrics table (see :mod:`torchrl_render.notebook`)."""
-        from .notebook import result_html
-
-        return result_html(self)
+        return _DISPLAY["result_html"](self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Jupyter: HTML plus a plain-text summary."""
-        from .notebook import result_mimebundle
-
-        return result_mimebundle(self, include, exclude)
+        return _DISPLAY["result_mimebundle"](self, include, exclude)
 
 
 def frame_paths(artifacts: list[Artifact]) -> list[Path]:

@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..data import register_display
 from ..storage import atomic_path
 from .display import (
     EMBED_LIMIT_BYTES,
@@ -44,6 +45,10 @@ from .display import (
 )
 from .paths import asset_folder, portable_config, relative
 from .report import ReportVideo, build_report, equivalent_command
+
+# the Jupyter display of RenderResult and Artifact (data.py sits below this package in the layers)
+register_display(artifact_html=artifact_html, artifact_mimebundle=artifact_mimebundle, result_html=result_html,
+                 result_mimebundle=result_mimebundle)
 
 __all__ = ["EMBED_LIMIT_BYTES", "Media", "artifact_html", "artifact_mimebundle", "build_notebook", "display_width",
            "metrics_html", "metrics_markdown", "result_html", "result_mimebundle", "result_text", "show", "video_html",

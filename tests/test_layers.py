@@ -1,0 +1,35 @@
+"""The package's import graph, read from the code (tools/import_graph.py, which counts function-level imports
+too): no cycle between capabilities, no import up the layers, and no exception to the layers contract."""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+
+from helpers.paths import ROOT
+
+
+def _graph_tool():
+    spec = importlib.util.spec_from_file_location("_import_graph", ROOT / "tools" / "import_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_capability_imports_one_above_it_or_closes_a_circle():
+    tool = _graph_tool()
+    figures = tool.figures(ROOT, tool.read_layers(ROOT / "pyproject.toml"), {})
+    assert figures["capability cycles"] == [] and figures["arrows up"] == [], figures
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    assert "ignore_imports" not in contract  # lint-imports holds without an exception
+
+
+def test_a_result_shows_itself_in_jupyter_through_the_notebook_display():
+    """data.py sits below the notebook package: the display reaches it by registration, not by an import."""
+    from torchrl_render import notebook
+    from torchrl_render.data import _DISPLAY, RenderResult
+
+    assert {name: _DISPLAY[name] for name in ("result_html", "artifact_mimebundle")} == {
+        "result_html": notebook.result_html, "artifact_mimebundle": notebook.artifact_mimebundle}
+    result = RenderResult(artifact_path=None, trajectories=[], frame_paths=[], metadata={}, warnings=[])
+    assert result._repr_html_() == notebook.result_html(result)
