@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -186,6 +187,26 @@ def without_ray(ctx: Ctx) -> None:
 
 
 # -- the catalogue ----------------------------------------------------------------------------------------------
+
+def minari_dataset(name: str, env: str | None, seed: int | None) -> Callable[[Ctx], None]:
+    """A one-episode Minari dataset under inputs/datasets (MINARI_DATASETS_PATH), made with Minari's own
+    create_dataset_from_buffers: CartPole's spaces, with CartPole's env spec (``env``) or none, seeded or not."""
+    def setup(ctx: Ctx) -> None:
+        minari = pytest.importorskip("minari")
+        import warnings
+
+        import gymnasium as gym
+        from minari.data_collector.episode_buffer import EpisodeBuffer
+        ctx.monkeypatch.setenv("MINARI_DATASETS_PATH", str(ctx.inp / "datasets"))
+        spaces = {"observation_space": gym.spaces.Box(-np.inf, np.inf, shape=(4,), dtype=np.float32),
+                  "action_space": gym.spaces.Discrete(2)}
+        episode = EpisodeBuffer(seed=seed, observations=np.zeros((3, 4), np.float32), actions=np.zeros(2, np.int64),
+                                rewards=[1.0, 1.0], terminations=[False, True], truncations=[False, False], infos={})
+        with warnings.catch_warnings():  # Minari's reminders of the optional author fields
+            warnings.simplefilter("ignore")
+            minari.create_dataset_from_buffers(f"lab/{name}-v0", [episode], env=env, algorithm_name="test", **spaces)
+    return setup
+
 
 CASES = [
     # checkpoints
@@ -564,6 +585,25 @@ CASES = [
     Case("policy-returns-tuple", ["--policy", "helpers.engine_toys:sac_like_policy", "--env", "InvertedPendulum-v5",
                                   "--max-steps", "2", "--out", "{out}/run.jsonl"],
          ("the policy returned a tuple (Tensor, Tensor), not an action", "lambda obs: actor(obs)[0]"), slow=True),
+    # Minari datasets: --out NAME.minari, and the dataset subcommand (nothing is downloaded)
+    Case("minari-not-installed", [*TINY_DATA, "--out", "{out}/run.minari"],
+         ("Minari datasets need the package 'minari', which is not installed",
+          "pip install torchrl_render[datasets]"),
+         setup=lambda ctx: ctx.monkeypatch.setitem(sys.modules, "minari", None)),
+    Case("minari-dataset-id-malformed", [*TINY_DATA, "--out", "{out}/run.minari", "--minari-dataset-id", "my run"],
+         ("'my run' is not a Minari dataset id", "pass another --minari-dataset-id")),
+    Case("dataset-missing", ["dataset", "{inp}/nope.minari", "--out", "{out}/eval_info.json"],
+         ("nope.minari' is not a Minari dataset (nothing is there)", "--out NAME.minari")),
+    Case("dataset-id-not-local", ["dataset", "someone/expert-v0", "--out", "{out}/eval_info.json"],
+         ("the Minari dataset 'someone/expert-v0' is not on this machine", "nothing is downloaded here",
+          "point MINARI_DATASETS_PATH at the folder that holds a local copy"),
+         setup=lambda ctx: ctx.monkeypatch.setenv("MINARI_DATASETS_PATH", str(ctx.inp / "datasets"))),
+    Case("dataset-env-not-recoverable", ["dataset", "{inp}/datasets/lab/nospec-v0", "--out", "{out}/replay.mp4"],
+         ("the dataset 'lab/nospec-v0' records no env spec, so its env cannot be recovered",
+          "--out eval_info.json/.jsonl (no env needed)"), setup=minari_dataset("nospec", None, 0)),
+    Case("dataset-without-seeds", ["dataset", "{inp}/datasets/lab/unseeded-v0", "--out", "{out}/replay.mp4"],
+         ("records no seed for episode(s) 0", "write --out eval_info.json / .jsonl"),
+         setup=minari_dataset("unseeded", "CartPole-v1", None)),
     Case("html-several-envs", ["--policy", "helpers.policies:linear_policy", "--env",
                                "helpers.torchrl_toys:torchrl_pendulum",
                                "--max-steps", "2", "--out", "{out}/run.html", "--num-trajs", "2", "--num-envs", "2",

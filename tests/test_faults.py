@@ -8,6 +8,7 @@ episodes that finished are kept in ``<out>.partial.json``.
 from __future__ import annotations
 
 import errno
+import importlib.util
 import json
 import logging
 import os
@@ -26,7 +27,10 @@ from helpers.paths import TESTS
 
 # the tiny env has no MuJoCo model, so formats that take MuJoCo states (html) get these checks in
 # tests/writers/test_writer_html.py, on a MuJoCo env
-FORMATS = [name for name in WRITERS.names() if not WRITERS.entry(name).needs_state]
+# minari needs its extra (pip install 'torchrl_render[datasets]'), which the lower-bound venv has not
+FORMATS = [pytest.param(name, marks=pytest.mark.skipif(name == "minari" and importlib.util.find_spec("minari") is None,
+                                                       reason="minari is not installed"))
+           for name in WRITERS.names() if not WRITERS.entry(name).needs_state]
 ENOSPC = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
@@ -208,6 +212,16 @@ def fill_disk(fmt: str, monkeypatch) -> None:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             return real_save(self, *a, **k)
         monkeypatch.setattr(Image.Image, "save", save)
+    elif fmt == "minari":  # Minari writes each episode into its HDF5 file: the third one finds the disk full
+        from minari.dataset._storages import hdf5_storage
+        real_add, calls = hdf5_storage._add_episode_to_group, []
+
+        def add(*a, **k):
+            calls.append(1)
+            if len(calls) > 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real_add(*a, **k)
+        monkeypatch.setattr(hdf5_storage, "_add_episode_to_group", add)
     else:
         pytest.skip(f"no disk-full injector for format {fmt!r}")
 

@@ -38,3 +38,8 @@ fi
 # torchcodec, which loads Debian's FFmpeg: the benchmark set-up installs both (idempotent), so the mp4 test runs
 # instead of skipping.
 bash "$(dirname "$0")/../benchmarks/setup.sh" "$PY"
+
+# the Minari dataset tests (tests/datasets) make datasets with Minari's DataCollector (its `create` extra: jax) in both
+# storage backends (`arrow`: pyarrow), and read ours back (the `datasets` extra of pyproject.toml).
+"$PY" -c 'import minari, h5py, pyarrow, jax, sys; sys.exit(minari.__version__ != "0.5.4")' 2>/dev/null \
+    || "$PY" -m pip install -q -c "$(dirname "$0")/../constraints.txt" 'minari[hdf5,arrow,create]==0.5.4'

@@ -140,6 +140,8 @@ class Run:
             policy = self._policy(env, payload, digest)
             env = policy.adapt_env(env)
             policy.env = env
+            for group in self.groups:  # writers that describe the env (minari) read its spaces and spec
+                group.bind_env(env)
             engine = self._engine(env, policy, payload, stack)
             stack.callback(engine.close)
             backend = stack.enter_context(self._backend(env, engine))

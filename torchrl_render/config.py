@@ -45,7 +45,7 @@ __all__ = ["CameraLayout", "EnvBackendName", "ExplorationMode", "FrameBundle", "
 # torchrl.render's Literal types, with our choices (a superset of theirs): a type checker accepts code
 # written against torchrl.render and ours. The choice tuples below are read from them (one list each).
 #: Artifact formats (``torchrl_render.writers.WRITERS``): torchrl.render's six plus ``json`` and ``html``.
-RenderFormat = Literal["ipynb", "mp4", "gif", "frames", "npz", "jsonl", "json", "html"]
+RenderFormat = Literal["ipynb", "mp4", "gif", "frames", "npz", "jsonl", "json", "html", "minari"]
 #: How several cameras are combined.
 CameraLayout = Literal["single", "grid", "horizontal", "vertical", "separate"]
 #: Where frames come from (``torchrl_render.backends.BACKENDS``): torchrl.render's four plus ``mujoco``.
@@ -75,6 +75,7 @@ NOTEBOOK_RENDER_BACKENDS = get_args(NotebookRenderBackendName)
 #: How each episode is seeded (``torchrl_render.engine.seeding`` implements them).
 SEED_MODES = ("per-episode", "torchrl")
 VIEWER_KINDS = ("auto", "mujoco", "window")  # --viewer
+MINARI_BACKENDS = ("hdf5", "arrow")  # minari format: Minari's storage backends
 LOGGER_KINDS = ("tensorboard", "wandb", "mlflow", "csv")  # --logger: TorchRL's loggers (torchrl_render.loggers)
 _DEVICE_RE = re.compile(r"^(cpu|meta|mps|cuda|xpu)(:\d+)?$")
 _KEY_FIELDS = ("obs_key", "action_key", "done_key", "reward_key", "pixel_key")
@@ -259,6 +260,10 @@ class RenderConfig:
     metadata: str | Path | None = _f(None, help="Metadata sidecar path (default <out>.metadata.json).")
     notebook_rollout_mode: str = _f("saved", help="ipynb only: saved, live or both.", choices=NOTEBOOK_ROLLOUT_MODES)
     npz_frames: bool = _f(False, help="npz only: also store the rendered frames.")
+    minari_backend: str = _f("hdf5", help="minari only: Minari's storage backend, hdf5 (what TorchRL's "
+                             "MinariExperienceReplay reads) or arrow (needs pyarrow).", choices=MINARI_BACKENDS)
+    minari_dataset_id: str | None = _f(None, help="minari only: the dataset id (default ENV/POLICY-v0, from the "
+                                       "env's id and the policy's name).")
     execute_notebook: bool = _f(True, help="ipynb only: execute the report so it opens with outputs.",
                                 negative="no-execute")
     notebook_embed_limit_mb: float = _f(20.0, help="ipynb only: embed videos up to this many MB, link the rest.",

@@ -133,6 +133,9 @@ WRITERS = Registry("format", {
     "html": Entry("torchrl_render.writers.html:HtmlWriter", suffixes=(".html", ".htm"), needs_frames=False,
                   needs_state=True, extra="mujoco==3.17.0",
                   description="offline 3-D replay page (three.js): MuJoCo body poses, timeline, follow camera, charts"),
+    "minari": Entry("torchrl_render.writers.minari:MinariWriter", suffixes=(".minari",), needs_frames=False,
+                    directory=True, extra="torchrl_render[datasets]",
+                    description="Minari dataset (offline RL): observations, actions, rewards, flags, seeds, env spec"),
 }, group="torchrl_render.writers")
 
 

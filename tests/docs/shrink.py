@@ -24,7 +24,7 @@ import sys
 ENV_VAR = "TORCHRL_RENDER_DOCS_SHRINK"
 CAPS = {"trajs": 2, "steps": 40, "size": 96, "eval_trajs": 5, "eval_steps": 1000, "iters": 2, "watch_s": 5}
 DATA_SUFFIXES = (".json", ".jsonl", ".npz")
-SUBCOMMANDS = ("sweep", "sweep-status", "compare", "replay")
+SUBCOMMANDS = ("sweep", "sweep-status", "compare", "replay", "dataset")
 
 
 def caps(spec: str | None) -> dict[str, int] | None:
@@ -81,7 +81,7 @@ def shrink_render(args: list[str], cap: dict[str, int]) -> list[str]:
         if args[0] == "sweep":
             args = _cap(_cap(args, "--num-trajs", cap["trajs"]), "--max-steps", cap["steps"])
             return _cap(args, "--watch-timeout", cap["watch_s"]) if _value(args, "--watch-timeout") else args
-        if args[0] == "replay":
+        if args[0] in ("replay", "dataset"):  # films from saved states or a dataset's replay: small and fast
             return _default(_default(_default(args, "--width", str(cap["size"])), "--height", str(cap["size"])),
                             "--render-quality", "fast")
         return args

@@ -38,6 +38,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sweep-status": "torchrl_render.sweep.cli:status_main",
     "replay": "torchrl_render.cli.replay:main",  # saved rollouts -> html/mp4/gif/frames
     "compare": "torchrl_render.cli.compare:main",  # two eval_info.json: P(B > A), the IQM difference
+    "dataset": "torchrl_render.cli.dataset:main",  # a Minari dataset: its numbers, or replayed episodes filmed
 }
 #: What each subcommand does, for ``--help`` and docs/cli.md (one line each; a test keeps the keys equal).
 SUBCOMMAND_HELP: dict[str, str] = {
@@ -45,6 +46,7 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "sweep-status": "the progress of a sweep, read from its --out folder (running or not)",
     "replay": "saved rollouts (--save-rollout) -> html, mp4, gif or frames, from the MuJoCo model alone",
     "compare": "two eval_info.json: the probability that B beats A, the IQM difference, with intervals",
+    "dataset": "a Minari dataset -> eval_info.json or jsonl (its numbers), or replayed episodes as mp4, gif, html",
 }
 #: The exit code when stdout is a pipe its reader closed (128 + SIGPIPE, as a shell reports ``cat`` killed by it).
 PIPE_CLOSED = 141

@@ -63,10 +63,12 @@ class Episode:
         success: True/False when the env reported success at some step, else None.
         observations: ``(T+1, ...)`` the ``obs_key`` entry at steps 0..T, when kept.
         actions: ``(T, ...)`` the actions, when kept.
+        step_success: ``(T+1,)`` int8, the env's success report at the reset and after each step (1/0; -1: it
+            reported none), when kept (gymnasium path).
         trajectory: The episode's transitions as one TensorDict ``[T]``, when kept.
         wall_s: Seconds from its reset to its last step.
         extra: Further per-episode metrics (e.g. ``sum_reward_fn``).
-        slot: The env slot it ran in (gymnasium path), not a metric: a re-run in the same batch row.
+        slot: The env slot it ran in (K envs), not a metric: a re-run in the same batch row.
 
     Example:
         >>> ep = Episode(0, 7, np.array([1.0, 2.0]), np.array([False, True]), np.array([False, True]),
@@ -89,6 +91,7 @@ class Episode:
     wall_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     slot: int | None = None
+    step_success: np.ndarray | None = None
 
     @property
     def length(self) -> int:

@@ -66,6 +66,8 @@ class SlotLoop:
         self.obs = {key: np.zeros((k, cap, *buf.shape[1:]), buf.dtype) for key, buf in slots.obs.items()} \
             if self.keep else {}
         self.actions = np.zeros((k, cap, *action_shape), action_dtype) if self.keep else None
+        # the env's success report at the reset and after each step (-1: none), for data writers' step infos
+        self.step_succ = np.full((k, cap), -1, np.int8) if self.keep else None
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -157,6 +159,7 @@ class SlotLoop:
             for key, store in self.obs.items():
                 store[rows, t] = s.obs[key][rows]
             self.actions[rows, t - 1] = actions[rows]
+            self.step_succ[rows, t] = s.success[rows]
         self.succ[rows] = s.success[rows] if self.final_success else np.maximum(self.succ[rows], s.success[rows])
         if self.reward_fn is not None:
             self.fn_ret[rows] += self._reward_fn(rows, actions, before)
@@ -181,6 +184,7 @@ class SlotLoop:
             for key, store in self.obs.items():
                 store[i, t] = s.obs[key][i]
             self.actions[i, t - 1] = actions[i]
+            self.step_succ[i, t] = s.success[i]
         if self.final_success or s.success[i] > self.succ[i]:  # -1: not reported at this step
             self.succ[i] = s.success[i]
         ended = term or trunc or (self.max_steps is not None and t >= self.max_steps)
@@ -208,6 +212,7 @@ class SlotLoop:
         self.obs = {k: grow(v) for k, v in self.obs.items()}
         if self.actions is not None:
             self.actions = grow(self.actions)
+            self.step_succ = np.concatenate([self.step_succ, np.full_like(self.step_succ, -1)], axis=1)
 
     def _assign(self, slots: Any, below: int | None) -> list[int]:
         started = []
@@ -230,6 +235,8 @@ class SlotLoop:
         self.t[idx], self.ret[idx], self.fn_ret[idx], self.succ[idx], self.t0[idx] = 0, 0.0, 0.0, -1, now
         for key, store in self.obs.items():
             store[idx, 0] = self.slots.obs[key][idx]
+        if self.keep:
+            self.step_succ[idx, 0] = self.slots.success[idx]
         if rendered:
             yield from self._records(idx, rendered)
 
@@ -255,6 +262,7 @@ class SlotLoop:
             obs = {k: v[i, :n + 1].copy() for k, v in self.obs.items()}
             ep.observations = obs.get(self.obs_key)
             ep.actions = self.actions[i, :n].copy()
+            ep.step_success = self.step_succ[i, :n + 1].copy()
             if self.trajectories:
                 ep.trajectory = _trajectory(obs, ep.actions, ep)
         return ep, discard

@@ -136,6 +136,10 @@ class Writer(ABC):
             raise frame_size_error(self.format, self.frame_shape, frame.shape, bundle)
         return frame
 
+    def bind_env(self, env: Any) -> None:
+        """Called once with the run's env, before any episode: a writer that describes the env (minari: its
+        spaces and spec) reads it here; the others ignore it."""
+
     def on_trajectory(self, episode: Any) -> None:
         """Data writers: called once per finished episode (after its frames), with its step arrays."""
 

@@ -88,6 +88,7 @@ class WriterGroup:
         self.needs_state = bool(self.cls.wants_state(cfg, WRITERS.entry(cfg.format).needs_state))
         self.takes_frames = WRITERS.entry(cfg.format).needs_frames or not self.needs_state  # html: states only
         self._writers: dict[tuple[int | None, str | None], Writer] = {}
+        self.env: Any = None  # the run's env, handed to each writer as it opens (bind_env)
 
     def path_for(self, traj: int | None, camera: str | None) -> Path:
         """``run.mp4`` -> ``run_traj3.mp4`` (split), ``run_front.mp4`` (cameras), ``run_traj_003_front.mp4``
@@ -116,8 +117,16 @@ class WriterGroup:
     def _writer(self, traj: int, camera: str | None) -> Writer:
         key = (traj if self.split else None, camera)
         if key not in self._writers:
-            self._writers[key] = self.cls.from_config(self.path_for(*key), self.cfg)
+            writer = self._writers[key] = self.cls.from_config(self.path_for(*key), self.cfg)
+            if self.env is not None:
+                writer.bind_env(self.env)
         return self._writers[key]
+
+    def bind_env(self, env: Any) -> None:
+        """Hands the run's env to the writers open now and to every one opened later."""
+        self.env = env
+        for writer in self._writers.values():
+            writer.bind_env(env)
 
     def write(self, bundle: FrameBundle) -> None:
         """Sends each frame of ``bundle`` to its writer (a simulator state to the formats that take one)."""

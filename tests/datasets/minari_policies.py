@@ -1,0 +1,66 @@
+"""Small deterministic policies of the observation for the dataset tests (plain functions a user would write), and
+the same functions for the tests' own gymnasium loops (each reads the observation as plain floats: a run hands it
+over as a tensor, a plain loop as an array)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+
+def cartpole_act(obs):
+    """Pushes toward the pole's lean: episodes of a few dozen steps whose lengths differ by seed."""
+    return int(obs[2] > 0)
+
+
+def pendulum_act(obs):
+    """A torque that damps the swing, clipped to Pendulum's bounds."""
+    return np.array([min(2.0, max(-2.0, -1.5 * float(obs[2])))], np.float32)
+
+
+def cheetah_act(obs):
+    """A bounded torque pattern of the observation (HalfCheetah's 6 actuators)."""
+    return np.tanh(np.asarray(obs[:6], np.float32))
+
+
+def cartpole():
+    return cartpole_act
+
+
+def pendulum():
+    return pendulum_act
+
+
+def cheetah():
+    return cheetah_act
+
+
+class SuccessToy(gym.Env):
+    """A point pushed by a 1-D action that reports ``is_success`` at every step (true once it is past 0.5), as
+    goal-reaching envs do; ``length`` steps an episode. Built by a factory, so it has no registered spec."""
+
+    def __init__(self, length: int = 6) -> None:
+        self.length = length
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float64)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        self.x, self.t = np.zeros(2), 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x, self.t = self.np_random.uniform(-0.5, 0.5, size=2), 0
+        return self.x.copy(), {"is_success": False}
+
+    def step(self, action):
+        self.t += 1
+        self.x = self.x + np.array([0.2 * float(np.asarray(action).reshape(-1)[0]), 0.01])
+        success = bool(self.x[0] > 0.5)
+        return self.x.copy(), float(-abs(0.5 - self.x[0])), False, self.t >= self.length, {"is_success": success}
+
+
+def success_toy(length: int = 6):
+    return SuccessToy(length)
+
+
+def push():
+    """Pushes right with a force that grows with the lag behind the goal."""
+    return lambda obs: np.array([min(1.0, max(-1.0, 2 * (0.6 - float(obs[0]))))], np.float32)
