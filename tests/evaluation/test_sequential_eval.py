@@ -122,6 +122,20 @@ def test_progress_bar_shows_the_halfwidth(tmp_path, capsys):
     assert "halfwidth=" in err and "/0.3" in err
 
 
+@pytest.mark.parametrize("stop", [{"precision": "success:0.3", "num_trajs": 100}, {"eval_n_timesteps": 40}],
+                         ids=["precision", "eval-n-timesteps"])
+def test_a_run_of_unknown_length_films_exactly_its_reported_episodes(tmp_path, stop):
+    """Frames of the episodes the cut discards never reach the video (and the rendered range is not walked)."""
+    import imageio.v3 as iio
+
+    result = _run(tmp_path, "v.gif", policy="helpers.select_toys:zero_policy", env="helpers.select_toys:make",
+                  num_envs=4, env_batch_mode="serial", **stop)
+    episodes = result.metrics["per_episode"]
+    assert [e["episode_ix"] for e in episodes] == list(range(len(episodes)))
+    frames = sum(e["length"] + 1 for e in episodes)
+    assert sum(e["num_frames"] for e in episodes) == frames == iio.imread(tmp_path / "v.gif").shape[0]
+
+
 def test_without_precision_there_is_no_sequential_entry(tmp_path):
     result = _run(tmp_path, "plain.json", policy="helpers.select_toys:zero_policy", env="helpers.select_toys:make",
                   num_trajs=3)

@@ -57,7 +57,9 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
         slots = InProcessSlots([raw], extras)
         act, begin = padded_actor(engine.policy, slots, engine.batch_like, engine.batch_rows, cfg.seed) \
             if engine.batch_like else actor(engine.policy, slots, per_env=True)
-        yield from SlotLoop(slots, act, begin, plan, **common).run(rendered, below=max(rendered) + 1)
+        # the last rendered index: a range's own (max() would walk range(sys.maxsize), a run of unknown length's)
+        last = rendered[-1] if isinstance(rendered, range) else max(rendered)
+        yield from SlotLoop(slots, act, begin, plan, **common).run(rendered, below=last + 1)
     if not plan.more():
         return
     slots, owned = engine.__dict__.pop("_batch", None) or _slots(engine, extras)
