@@ -188,6 +188,11 @@ def without_ray(ctx: Ctx) -> None:
 
 # -- the catalogue ----------------------------------------------------------------------------------------------
 
+def needs_minari(ctx: Ctx) -> None:
+    """Rows that read or write a Minari dataset: skipped where the datasets extra is not installed."""
+    pytest.importorskip("minari")
+
+
 def minari_dataset(name: str, env: str | None, seed: int | None) -> Callable[[Ctx], None]:
     """A one-episode Minari dataset under inputs/datasets (MINARI_DATASETS_PATH), made with Minari's own
     create_dataset_from_buffers: CartPole's spaces, with CartPole's env spec (``env``) or none, seeded or not."""
@@ -591,13 +596,14 @@ CASES = [
           "pip install torchrl_render[datasets]"),
          setup=lambda ctx: ctx.monkeypatch.setitem(sys.modules, "minari", None)),
     Case("minari-dataset-id-malformed", [*TINY_DATA, "--out", "{out}/run.minari", "--minari-dataset-id", "my run"],
-         ("'my run' is not a Minari dataset id", "pass another --minari-dataset-id")),
+         ("'my run' is not a Minari dataset id", "pass another --minari-dataset-id"), setup=needs_minari),
     Case("dataset-missing", ["dataset", "{inp}/nope.minari", "--out", "{out}/eval_info.json"],
-         ("nope.minari' is not a Minari dataset (nothing is there)", "--out NAME.minari")),
+         ("nope.minari' is not a Minari dataset (nothing is there)", "--out NAME.minari"), setup=needs_minari),
     Case("dataset-id-not-local", ["dataset", "someone/expert-v0", "--out", "{out}/eval_info.json"],
          ("the Minari dataset 'someone/expert-v0' is not on this machine", "nothing is downloaded here",
           "point MINARI_DATASETS_PATH at the folder that holds a local copy"),
-         setup=lambda ctx: ctx.monkeypatch.setenv("MINARI_DATASETS_PATH", str(ctx.inp / "datasets"))),
+         setup=lambda ctx: (needs_minari(ctx),
+                            ctx.monkeypatch.setenv("MINARI_DATASETS_PATH", str(ctx.inp / "datasets")))),
     Case("dataset-env-not-recoverable", ["dataset", "{inp}/datasets/lab/nospec-v0", "--out", "{out}/replay.mp4"],
          ("the dataset 'lab/nospec-v0' records no env spec, so its env cannot be recovered",
           "--out eval_info.json/.jsonl (no env needed)"), setup=minari_dataset("nospec", None, 0)),

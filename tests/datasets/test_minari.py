@@ -162,8 +162,9 @@ def test_torchrl_reads_the_hdf5_dataset(written, monkeypatch, tmp_path):
 
 
 @pytest.mark.xfail(strict=True, reason="TorchRL 0.14.1's MinariExperienceReplay fills a TensorDict from the file, "
-                   "then keeps memmap_like() of it, an empty copy: every value reads 0, for a DataCollector dataset "
-                   "as for ours (the structure and the sizes are right)")
+                   "then keeps memmap_like() of it, an empty copy (its earlier versions made the memmap first and "
+                   "filled it): every value reads 0, for a DataCollector dataset as for ours; the structure and the "
+                   "sizes are right")
 @pytest.mark.parametrize("which", ["ours", "datacollector"])
 def test_torchrl_reads_the_values_back(written, collected, monkeypatch, tmp_path, which):
     if which == "ours":

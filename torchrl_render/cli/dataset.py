@@ -212,10 +212,12 @@ def _film(group: WriterGroup, backend: Any, sim: Any, env: Any, data: DatasetEpi
     def emit(step: int) -> None:
         total[0] += rewards[step]
         metrics = {"step": step, "reward": rewards[step], "return": total[0]}
-        if sim is not None:
+        if sim is not None:  # the html page: the replayed MuJoCo state (mocap bodies' poses too), drawn by the page
             model, state = sim
-            group.write(FrameBundle({}, step, index, metrics=metrics, state={"model": model,
-                                                                               "qpos": state.qpos.copy()}))
+            pose = {"model": model, "qpos": state.qpos.copy()}
+            if model.nmocap:
+                pose.update(mocap_pos=state.mocap_pos.copy(), mocap_quat=state.mocap_quat.copy())
+            group.write(FrameBundle({}, step, index, metrics=metrics, state=pose))
             return
         if step == 0:
             backend.begin_episode()

@@ -196,6 +196,7 @@ def recover_env(data: DatasetEpisodes, render_mode: str | None) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if data.dataset.env_spec is not None:
+                _quiet_pygame(data.dataset.env_spec, render_mode)
                 return data.dataset.recover_environment(**kwargs)
             if recipe.get("env"):
                 return _recipe_env(recipe, render_mode)
@@ -211,6 +212,14 @@ def recover_env(data: DatasetEpisodes, render_mode: str | None) -> Any:
                       "env, or --out NAME.minari)", got="env_spec: None",
                       fix="film it with the env itself: make the dataset again from a registered env "
                           "(gymnasium.make), or write --out eval_info.json/.jsonl (no env needed)")
+
+
+def _quiet_pygame(spec: Any, render_mode: str | None) -> None:
+    """A pygame-drawn env (classic control) renders off screen, as a run's does: no display warnings, no banner."""
+    from ..envs import _PYGAME_ENVS, _check_pygame  # the run's own set-up of pygame, shared
+
+    if render_mode is not None and str(spec.entry_point).startswith(_PYGAME_ENVS):
+        _check_pygame(spec.id)
 
 
 def _recipe_env(recipe: dict[str, Any], render_mode: str | None) -> Any:
