@@ -271,3 +271,11 @@ def test_compare_says_what_half_width_a_fixed_n_reached(tmp_path, capsys):
         assert entry["n"] == n and entry["halfwidth"] == pytest.approx(want["halfwidth"])
     assert main(["compare", str(paths[0]), str(paths[1]), "--bootstrap-reps", "0"]) == 0
     assert "half-width of the mean return reached" in capsys.readouterr().out
+
+
+def test_a_notebook_of_unknown_length_is_written(tmp_path):
+    """--eval-n-timesteps with an ipynb: how many episodes get files beside it is not known before the run."""
+    result = _run(tmp_path, "n.ipynb", policy="helpers.select_toys:zero_policy", env="helpers.select_toys:make",
+                  eval_n_timesteps=10, execute_notebook=False)
+    assert result.artifact_path == tmp_path / "n.ipynb" and result.artifact_path.is_file()
+    assert sum(e["length"] for e in result.metrics["per_episode"]) >= 10

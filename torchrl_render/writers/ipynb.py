@@ -144,7 +144,10 @@ class IpynbWriter(Writer):
         if cfg.overwrite:
             return
         limit = cfg.max_episodes_rendered
-        rendered = range(cfg.num_trajs if limit is None else min(limit, cfg.num_trajs))
+        total = cfg.num_trajs if cfg.num_trajs is not None else limit  # --eval-n-timesteps: not known ahead
+        if total is None:
+            return  # which episodes get files beside the notebook is not known ahead: none is checked here
+        rendered = range(total if limit is None else min(limit, total))
         for side in cls(path, mode=cfg.notebook_rollout_mode, execute=False).side_paths(rendered):
             if side.exists():
                 raise OutputExistsError(f"{str(side)!r} already exists (the report may write it beside the "
