@@ -64,3 +64,29 @@ def success_toy(length: int = 6):
 def push():
     """Pushes right with a force that grows with the lag behind the goal."""
     return lambda obs: np.array([min(1.0, max(-1.0, 2 * (0.6 - float(obs[0]))))], np.float32)
+
+
+class DictToy(gym.Env):
+    """Goal-reaching observations as a Dict space (``position``, ``goal``), as Minari's maze datasets have them."""
+
+    def __init__(self) -> None:
+        box = gym.spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float64)
+        self.observation_space = gym.spaces.Dict({"position": box, "goal": box})
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+
+    def _obs(self):
+        return {"position": self.pos.copy(), "goal": self.goal.copy()}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos, self.goal, self.t = self.np_random.normal(size=2), self.np_random.normal(size=2), 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        self.pos = self.pos + 0.1 * np.asarray(action, np.float64)
+        return self._obs(), float(-np.linalg.norm(self.goal - self.pos)), False, self.t >= 8, {}
+
+
+def toward_goal(obs):
+    return np.clip(obs["goal"] - obs["position"], -1, 1).astype(np.float32)

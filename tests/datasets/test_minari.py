@@ -345,6 +345,22 @@ def test_a_dataset_without_seeds_is_refused_for_a_replay_but_measured(collected,
     assert [e["seed"] for e in data["per_episode"]] == [None, None]
 
 
+def test_a_dict_observation_episode_is_checked_entry_by_entry(tmp_path, monkeypatch):
+    """A Dict observation space (Minari's maze datasets): each entry of each observation is compared."""
+    from minari_policies import DictToy, toward_goal
+
+    from torchrl_render.cli.dataset_replay import replay_check
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
+    path = collect(tmp_path, "test/dict-v0", DictToy(), toward_goal, [4], "hdf5", record_infos=False)
+    ep = minari.MinariDataset(path / "data")[0]
+    check = replay_check(DictToy(), ep, 4, 1e-6)
+    assert (check.ok, check.steps, check.max_deviation) == (True, 8, 0.0)
+    ep.observations["goal"][3] += 0.5  # the recording says another goal at step 3
+    check = replay_check(DictToy(), ep, 4, 1e-6)
+    assert (check.ok, check.diverged_at, check.max_deviation) == (False, 3, pytest.approx(0.5))
+
+
 def test_our_written_dataset_replays_through_the_dataset_command(written, tmp_path, capsys):
     target, sidecar = written["pendulum", "hdf5"]
     out = tmp_path / "pend.gif"

@@ -16,6 +16,8 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -27,10 +29,10 @@ from ..data import Artifact, FrameBundle
 from ..envs.gl import ensure_headless_gl
 from ..envs.mjlog import captured_mujoco_warnings
 from ..envs.unwrap import find_simulation
-from ..errors import ConfigError, RenderError
+from ..errors import ConfigError, RenderError, WriterError
 from ..frames import apply_layout, to_uint8_hwc
 from ..metrics import json_ready
-from ..storage import check_replaceable, write_json_atomic
+from ..storage import check_os_name, check_replaceable, remove, write_json_atomic
 from ..writers import WRITERS
 from ..writers.group import WriterGroup
 from .dataset_replay import (
@@ -137,6 +139,12 @@ def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, 
     sidecar = Path(f"{cfg.out}.metadata.json")
     group = WriterGroup(cfg, cfg.out)
     for path in [*group.planned_paths(), sidecar]:
+        check_os_name(path)
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise WriterError(f"the output folder {str(folder)!r} " + ("is not writable" if folder.is_dir() else
+                              "does not exist"), got=str(path),
+                              fix=f"create it first (mkdir -p {shlex.quote(str(folder))}) or choose another --out")
         check_replaceable(path, cfg.overwrite)
     started = time.perf_counter()
     try:
@@ -159,8 +167,6 @@ def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, 
         write_json_atomic(sidecar, json_ready(meta), default=str)
     except BaseException:
         for written in artifacts:
-            from ..storage import remove
-
             remove(Path(written.path))
         raise
     return artifact

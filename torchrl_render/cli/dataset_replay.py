@@ -238,25 +238,53 @@ def _recipe_env(recipe: dict[str, Any], render_mode: str | None) -> Any:
 
 
 def replay_check(env: Any, ep: Any, seed: int | None, tolerance: float, on_step: Any = None) -> ReplayCheck:
-    """Resets ``env`` with ``seed``, steps the recorded actions, compares every observation; ``on_step(step)`` is
-    called after the reset (0) and each step, while the replay still matches."""
-    recorded = ep.observations
-    steps = len(ep.actions)
+    """Resets ``env`` with ``seed``, steps the recorded actions, compares every observation (each entry of a Dict
+    or Tuple one) and every reward with the recorded ones; ``on_step(step)`` is called after the reset (0) and each
+    step, while the replay still matches."""
+    steps = len(ep.rewards)
     if seed is None:
         return ReplayCheck(int(ep.id), steps, float("nan"), reason="the episode has no recorded seed")
-    if not isinstance(recorded, np.ndarray):
-        return ReplayCheck(int(ep.id), steps, float("nan"), reason="its observations are not one array "
-                           "(a Dict or Tuple space): the replay compares arrays")
     obs, _ = env.reset(seed=int(seed))
     worst = 0.0
     for t in range(steps + 1):
+        deviation = 0.0
         if t:
-            obs = env.step(ep.actions[t - 1])[0]
-        deviation = float(np.max(np.abs(np.asarray(obs, np.float64) - np.asarray(recorded[t], np.float64)),
-                                 initial=0.0))
-        worst = max(worst, deviation) if np.isfinite(deviation) else float("inf")
+            obs, reward = env.step(_at(ep.actions, t - 1))[:2]
+            deviation = _deviation(reward, ep.rewards[t - 1])
+        deviation = max(deviation, _deviation(obs, _at(ep.observations, t)))
+        worst = max(worst, deviation)
         if not deviation <= tolerance:
             return ReplayCheck(int(ep.id), steps, worst, diverged_at=t)
         if on_step is not None:
             on_step(t)
     return ReplayCheck(int(ep.id), steps, worst)
+
+
+def _at(value: Any, t: int) -> Any:
+    """Step ``t`` of a recorded entry: an array, or a Dict / Tuple space's dict / tuple of them."""
+    if isinstance(value, dict):
+        return {k: _at(v, t) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_at(v, t) for v in value)
+    return value[t]
+
+
+def _deviation(got: Any, want: Any) -> float:
+    """The largest ``|got - want|`` entry (a NaN where both are NaN matches; another shape, or values that are not
+    numbers and differ: infinite)."""
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or set(got) != set(want):
+            return float("inf")
+        return max((_deviation(got[k], w) for k, w in want.items()), default=0.0)
+    if isinstance(want, tuple):
+        if not isinstance(got, tuple) or len(got) != len(want):
+            return float("inf")
+        return max((_deviation(g, w) for g, w in zip(got, want, strict=True)), default=0.0)
+    try:
+        a, b = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    except (TypeError, ValueError):  # text and the like: equal or not
+        return 0.0 if np.array_equal(np.asarray(got), np.asarray(want)) else float("inf")
+    if a.shape != b.shape:
+        return float("inf")
+    diff = np.where(np.isnan(a) & np.isnan(b), 0.0, np.abs(a - b))
+    return float(np.max(diff, initial=0.0)) if not np.isnan(diff).any() else float("inf")
