@@ -90,3 +90,17 @@ class DictToy(gym.Env):
 
 def toward_goal(obs):
     return np.clip(obs["goal"] - obs["position"], -1, 1).astype(np.float32)
+
+
+def torchrl_cartpole():
+    """CartPole through TorchRL's GymEnv: the torchrl path, whose Discrete actions are one-hot."""
+    from torchrl.envs import GymEnv
+
+    return GymEnv("CartPole-v1")
+
+
+def one_hot_cartpole():
+    """``cartpole_act`` as a one-hot action (what a TorchRL policy writes for a Discrete space)."""
+    import torch
+
+    return lambda obs: torch.nn.functional.one_hot(torch.tensor(cartpole_act(obs)), 2)

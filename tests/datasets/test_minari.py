@@ -180,6 +180,20 @@ def test_torchrl_reads_the_values_back(written, collected, monkeypatch, tmp_path
         assert float(np.cumsum(rewards[episode == ep.id])[-1]) == float(np.cumsum(ep.rewards)[-1])
 
 
+def test_a_torchrl_envs_one_hot_actions_are_stored_as_the_gymnasium_space_holds_them(tmp_path, monkeypatch):
+    out = tmp_path / "torchrl.minari"
+    assert run_cli(["--env", f"{POLICIES}:torchrl_cartpole", "--policy", f"{POLICIES}:one_hot_cartpole",
+                    "--num-trajs", "2", "--out", out, "--quiet"]) == 0
+    sidecar = json.loads(Path(f"{out}.metadata.json").read_text())
+    dataset = load(out, sidecar["artifacts"][0]["dataset_id"], monkeypatch)
+    assert dataset.action_space == gym.spaces.Discrete(2)
+    for ep, ours in zip(dataset.iterate_episodes(), sidecar["metrics"]["per_episode"]):
+        plain = plain_episode("CartPole-v1", cartpole_act, ours["seed"])
+        assert ep.actions.shape == (plain["length"],) and set(ep.actions.tolist()) <= {0, 1}
+        assert float(np.cumsum(ep.rewards)[-1]) == ours["sum_reward"] == plain["return"]
+        np.testing.assert_array_equal(ep.observations, plain["observations"])
+
+
 def test_a_success_reported_by_the_env_is_in_the_step_infos_and_the_episode_metadata(tmp_path, monkeypatch):
     out = tmp_path / "succ.minari"
     assert run_cli(["--env", f"{POLICIES}:success_toy", "--policy", f"{POLICIES}:push", "--num-trajs", "3",

@@ -175,9 +175,7 @@ class MinariWriter(Writer):
         storage = self._open(obs_space, act_space)
         observations = np.asarray(episode.observations).astype(obs_space.dtype, copy=False) \
             if getattr(obs_space, "dtype", None) is not None else episode.observations
-        actions = np.asarray(episode.actions)
-        if getattr(act_space, "shape", None) is not None and getattr(act_space, "dtype", None) is not None:
-            actions = actions.reshape((len(actions), *act_space.shape)).astype(act_space.dtype, copy=False)
+        actions = _fit_actions(np.asarray(episode.actions), act_space)
         seed = None if episode.seed is None or getattr(self.config, "seed_mode", "per-episode") != "per-episode" \
             else int(episode.seed)
         storage.update_episodes([EpisodeBuffer(
@@ -256,6 +254,22 @@ class MinariWriter(Writer):
 
     def _release(self) -> None:
         self._storage = None
+
+
+def _fit_actions(actions: np.ndarray, space: Any) -> np.ndarray:
+    """The actions as the env's action space holds them: a torchrl one-hot of a Discrete space as its index."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Discrete) and actions.ndim == 2 and actions.shape[1] == space.n > 1:
+        return (actions.argmax(-1) + space.start).astype(space.dtype)
+    if getattr(space, "shape", None) is None or getattr(space, "dtype", None) is None:
+        return actions
+    try:
+        return actions.reshape((len(actions), *space.shape)).astype(space.dtype, copy=False)
+    except ValueError as exc:
+        raise WriterError("the actions do not fit the env's action space, so Minari cannot store them",
+                          expected=f"{space} (one action per step)", got=f"actions of shape {actions.shape[1:]}",
+                          fix="keep --action-key at the action the env is stepped with") from exc
 
 
 def _infos(episode: Any) -> dict[str, Any]:
