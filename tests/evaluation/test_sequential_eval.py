@@ -158,16 +158,20 @@ def test_a_return_outside_the_bounds_mid_run_names_the_episode_and_writes_no_art
     assert not out.exists() and not (tmp_path / "run.json.metadata.json").exists()
 
 
-def test_torchrl_path_stops_at_the_same_n(tmp_path):
-    """The torchrl path (a torchrl env here) feeds the plan the same way as the gymnasium path."""
+@pytest.mark.parametrize("num_envs", [1, 3])
+def test_torchrl_path_stops_at_the_same_n(tmp_path, num_envs):
+    """The torchrl path (a torchrl env here; three of them in a SerialEnv, whose episodes finish out of seed
+    order) feeds the plan the same way as the gymnasium path."""
     pytest.importorskip("torchrl")
     common = dict(policy=pendulum_policy, max_steps=10, num_trajs=60, precision="return:15")
     gymnasium_run = _run(tmp_path, "g.json", env="Pendulum-v1", **common)
-    torchrl_run = _run(tmp_path, "t.json", env=torchrl_pendulum, **common)
+    torchrl_run = _run(tmp_path, "t.json", env=torchrl_pendulum, num_envs=num_envs, env_batch_mode="serial",
+                       **common)
     assert torchrl_run.metadata["engine"]["path"] == "torchrl"
     a, b = gymnasium_run.metrics["sequential"], torchrl_run.metrics["sequential"]
     assert a["n_episodes"] == b["n_episodes"] and a["stopped_on"] == b["stopped_on"] == "precision"
     assert math.isclose(a["halfwidth"], b["halfwidth"], rel_tol=1e-5)
+    assert [e["episode_ix"] for e in torchrl_run.metrics["per_episode"]] == list(range(a["n_episodes"]))
 
 
 
