@@ -33,9 +33,29 @@ from ..data import Artifact, FrameBundle
 from ..errors import NoFramesError, WriterError
 from ..storage import commit, remove, temp_path
 
-__all__ = ["Writer", "close_quietly", "commit", "frame_size_error", "no_frames_error", "remove", "temp_path"]
+__all__ = [
+    "Writer",
+    "close_quietly",
+    "commit",
+    "frame_size_error",
+    "fresh_folder",
+    "no_frames_error",
+    "remove",
+    "temp_path",
+]
 
 log = logging.getLogger("torchrl_render")
+
+
+def fresh_folder(tmp: Path, shown: Path, what: str) -> None:
+    """Makes the temporary folder ``tmp`` of a writer whose artifact is a folder (``shown``), after removing a
+    stale one of an earlier run with the same pid; a folder that cannot be made is a :class:`WriterError`."""
+    remove(tmp)
+    try:
+        tmp.mkdir()
+    except OSError as exc:
+        raise WriterError(f"cannot create the {what} {str(shown)!r}", got=str(exc),
+                          fix="check that its parent folder exists and is writable") from exc
 
 
 def frame_size_error(fmt: str, first: tuple[int, int] | None, shape: tuple[int, ...],

@@ -51,7 +51,7 @@ from .._version import __version__
 from ..data import FrameBundle
 from ..envs.unwrap import is_gymnasium, underlying_env
 from ..errors import ConfigError, WriterError
-from .base import Writer, remove
+from .base import Writer, fresh_folder
 
 __all__ = ["BACKEND_PACKAGES", "MinariWriter", "default_dataset_id", "require_minari"]
 
@@ -226,12 +226,7 @@ class MinariWriter(Writer):
     def _make_root(self) -> None:
         if self._made:
             return
-        remove(self.tmp)  # a stale root of an earlier run with the same pid
-        try:
-            self.tmp.mkdir()
-        except OSError as exc:
-            raise WriterError(f"cannot create the dataset folder {str(self.path)!r}", got=str(exc),
-                              fix="check that its parent folder exists and is writable") from exc
+        fresh_folder(self.tmp, self.path, "dataset folder")
         self._made = True
 
     def _finish(self) -> dict[str, Any]:

@@ -25,8 +25,7 @@ from typing import Any
 from PIL import Image
 
 from ..data import FrameBundle
-from ..errors import WriterError
-from .base import Writer, frame_size_error, no_frames_error, remove
+from .base import Writer, frame_size_error, fresh_folder, no_frames_error
 
 __all__ = ["PngWriter", "frame_size_error", "no_frames_error"]
 
@@ -56,12 +55,7 @@ class PngWriter(Writer):
         self.num_frames += 1
 
     def _make_folder(self) -> None:
-        remove(self.tmp)  # a stale folder of an earlier run with the same pid
-        try:
-            self.tmp.mkdir()
-        except OSError as exc:
-            raise WriterError(f"cannot create the frame folder {str(self.path)!r}", got=str(exc),
-                              fix="check that its parent folder exists and is writable") from exc
+        fresh_folder(self.tmp, self.path, "frame folder")
         self._made = True
 
     def _finish(self) -> dict[str, Any]:
