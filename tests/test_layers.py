@@ -33,3 +33,10 @@ def test_a_result_shows_itself_in_jupyter_through_the_notebook_display():
         "result_html": notebook.result_html, "artifact_mimebundle": notebook.artifact_mimebundle}
     result = RenderResult(artifact_path=None, trajectories=[], frame_paths=[], metadata={}, warnings=[])
     assert result._repr_html_() == notebook.result_html(result)
+
+
+def test_no_module_imports_itself_back_through_another():
+    """Inside a capability too: a module's imports never lead back to it (the CLI's subcommands take the parser
+    class from cli/parser.py, not from the package that imports them)."""
+    tool = _graph_tool()
+    assert tool.figures(ROOT, tool.read_layers(ROOT / "pyproject.toml"), {})["module cycles"] == []

@@ -25,12 +25,12 @@ from .._version import __version__
 from ..api import render_policy
 from ..backends import BACKENDS
 from ..config import RenderConfig, load_mapping
-from ..errors import RenderError, did_you_mean
+from ..errors import RenderError
 from ..writers import WRITERS
+from .parser import PROG, Parser
 
 __all__ = ["add_config_fields", "build_parser", "config_from_args", "fields_from_args", "main"]
 
-PROG = "torchrl-render"
 #: Subcommands, as lazy "module:function" strings; each function takes the remaining argv and returns
 #: the exit code. A first argument that is not one of these is the plain render/evaluate command.
 SUBCOMMANDS: dict[str, str] = {
@@ -66,29 +66,6 @@ def _registry_choices(name: str) -> list[str]:
 def _arg_type(type_text: str) -> Any:
     head = str(type_text).split("|")[0].strip()
     return {"int": int, "float": float}.get(head, str)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one paragraph (not the whole usage) and exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        command = self.prog.replace(PROG, "python -m torchrl_render", 1)
-        print(f"{PROG}: error: {message}.{_suggestion(message, list(self._option_string_actions))} Fix: correct "
-              f"the flag; {command} --help lists them all.", file=sys.stderr)
-        sys.exit(2)
-
-
-def _suggestion(message: str, flags: tuple[str, ...] | list[str] = ()) -> str:
-    """A did-you-mean for argparse's "invalid choice: 'x' (choose from 'a', 'b')" and "unrecognized arguments"."""
-    import re
-
-
-    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-    if found:
-        return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
-    unknown = re.search(r"unrecognized arguments: (.*)", message)
-    first = next((a for a in unknown.group(1).split() if a.startswith("--")), None) if unknown else None
-    return did_you_mean(first.split("=")[0], flags) if first else ""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,7 +37,7 @@ from ..metrics.robust import (
     pair_estimates,
 )
 from ..metrics.sequential import halfwidth_at_fixed_n
-from . import PROG, Parser
+from .parser import PROG, Parser
 
 __all__ = ["compare", "main", "read_evaluation"]
 

@@ -1,0 +1,35 @@
+"""The CLI's argparse parser class and program name, shared by the main command and the subcommands (which
+the main command imports lazily, so they import these from here, not from the package)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import did_you_mean
+
+__all__ = ["PROG", "Parser"]
+
+PROG = "torchrl-render"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one paragraph (not the whole usage) and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog.replace(PROG, "python -m torchrl_render", 1)
+        print(f"{PROG}: error: {message}.{_suggestion(message, list(self._option_string_actions))} Fix: correct "
+              f"the flag; {command} --help lists them all.", file=sys.stderr)
+        sys.exit(2)
+
+
+def _suggestion(message: str, flags: tuple[str, ...] | list[str] = ()) -> str:
+    """A did-you-mean for argparse's "invalid choice: 'x' (choose from 'a', 'b')" and "unrecognized arguments"."""
+    import re
+
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if found:
+        return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
+    unknown = re.search(r"unrecognized arguments: (.*)", message)
+    first = next((a for a in unknown.group(1).split() if a.startswith("--")), None) if unknown else None
+    return did_you_mean(first.split("=")[0], flags) if first else ""
