@@ -54,7 +54,7 @@ def fresh_folder(tmp: Path, shown: Path, what: str) -> None:
     try:
         tmp.mkdir()
     except OSError as exc:
-        raise WriterError(f"cannot create the {what} {str(shown)!r}", got=str(exc),
+        raise WriterError(f"cannot create {what} {str(shown)!r}", got=str(exc),
                           fix="check that its parent folder exists and is writable") from exc
 
 

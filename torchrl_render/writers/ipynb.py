@@ -47,7 +47,7 @@ from ..notebook.kernel import execute_notebook
 from ..notebook.paths import MUJOCO_VIEWER_DIR, asset_folder, portable_config, relative, search_path
 from ..notebook.report import ReportVideo, build_report, equivalent_command
 from ..storage import atomic_path
-from .base import Writer, commit, no_frames_error, remove
+from .base import Writer, commit, fresh_folder, no_frames_error, remove
 from .html import HtmlWriter
 from .mp4 import PRESET, Mp4Writer
 from .preview import Preview
@@ -246,12 +246,7 @@ class IpynbWriter(Writer):
     def _workdir(self) -> Path:
         if self._work is None:
             work = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}.d")
-            remove(work)
-            try:
-                work.mkdir()
-            except OSError as exc:
-                raise WriterError(f"cannot create a work folder beside {str(self.path)!r}", got=str(exc),
-                                  fix="check that the folder exists and is writable") from exc
+            fresh_folder(work, self.path, "a work folder beside")
             self._work = work
         return self._work
 

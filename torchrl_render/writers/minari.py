@@ -226,7 +226,7 @@ class MinariWriter(Writer):
     def _make_root(self) -> None:
         if self._made:
             return
-        fresh_folder(self.tmp, self.path, "dataset folder")
+        fresh_folder(self.tmp, self.path, "the dataset folder")
         self._made = True
 
     def _finish(self) -> dict[str, Any]:

@@ -55,7 +55,7 @@ class PngWriter(Writer):
         self.num_frames += 1
 
     def _make_folder(self) -> None:
-        fresh_folder(self.tmp, self.path, "frame folder")
+        fresh_folder(self.tmp, self.path, "the frame folder")
         self._made = True
 
     def _finish(self) -> dict[str, Any]:
