@@ -38,17 +38,23 @@ def test_importing_the_module_does_not_import_mujoco():
     assert out.stdout.strip() == "False"
 
 
-def test_default_view_equals_gymnasium_render(pendulum):
-    """Same model, data, camera set-up, scene option and MSAA as gymnasium's OffScreenViewer: identical pixels."""
+def test_default_view_equals_gymnasium_render():
+    """Same model, data, camera set-up, scene option and MSAA as gymnasium's OffScreenViewer: identical pixels.
+    An env of its own: the first frame is drawn before gymnasium ever rendered this env (the module's shared env
+    may have rendered in another test already, with its camera set up at another state)."""
+    pendulum = R.gym_env(render_mode="rgb_array")
     raw = pendulum._env
-    with MujocoBackend.from_config(pendulum, R.cfg()) as backend:
-        td = pendulum.reset()
-        ours = backend.capture(td)["default"]  # rendered before gymnasium ever rendered: camera built the same way
-        np.testing.assert_array_equal(ours, raw.render())
-        td = R.steps(pendulum, td, 5)
-        ours = backend.capture(td)["default"]
-        assert ours.shape == (R.SIZE, R.SIZE, 3) and ours.dtype == np.uint8
-        np.testing.assert_array_equal(ours, raw.render())
+    try:
+        with MujocoBackend.from_config(pendulum, R.cfg()) as backend:
+            td = pendulum.reset()
+            ours = backend.capture(td)["default"]  # before gymnasium's first render: its camera is built the same way
+            np.testing.assert_array_equal(ours, raw.render())
+            td = R.steps(pendulum, td, 5)
+            ours = backend.capture(td)["default"]
+            assert ours.shape == (R.SIZE, R.SIZE, 3) and ours.dtype == np.uint8
+            np.testing.assert_array_equal(ours, raw.render())
+    finally:
+        R.close_env(pendulum)
 
 
 def test_default_view_copies_a_camera_gymnasium_already_built(pendulum):
