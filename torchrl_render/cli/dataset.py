@@ -44,6 +44,7 @@ from .dataset_replay import (
     recover_env,
     replay_check,
 )
+from .parser import report_artifacts
 
 __all__ = ["NUMBER_FORMATS", "REPLAY_FORMATS", "build_parser", "main", "render_dataset"]
 
@@ -99,20 +100,9 @@ def main(argv: list[str]) -> int:
     fields = {k: v for k, v in vars(args).items()
               if k in ("fps", "width", "height", "camera", "render_backend", "render_quality", "bootstrap_reps")
               and v is not None}
-    try:
-        artifact = render_dataset(args.dataset, args.out, format=args.format, episodes=args.episodes,
-                                  tolerance=args.tolerance, success_rule=args.success_rule,
-                                  overwrite=args.overwrite, **fields)
-    except RenderError as exc:
-        print(f"{ERROR} {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; nothing was written at the output path", file=sys.stderr)
-        return 130
-    for note in artifact.info.get("notes") or ():
-        print(f"{PROG}: note: {note}", file=sys.stderr)
-    print(artifact.path)
-    return 0
+    return report_artifacts(lambda: [render_dataset(args.dataset, args.out, format=args.format, episodes=args.episodes,
+                                                    tolerance=args.tolerance, success_rule=args.success_rule,
+                                                    overwrite=args.overwrite, **fields)], error=ERROR, prog=PROG)
 
 
 def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, episodes: list[str] = (),

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from ..errors import did_you_mean
+from ..errors import RenderError, did_you_mean
 
-__all__ = ["PROG", "Parser"]
+__all__ = ["PROG", "Parser", "report_artifacts"]
 
 PROG = "torchrl-render"
 
@@ -33,3 +35,21 @@ def _suggestion(message: str, flags: tuple[str, ...] | list[str] = ()) -> str:
     unknown = re.search(r"unrecognized arguments: (.*)", message)
     first = next((a for a in unknown.group(1).split() if a.startswith("--")), None) if unknown else None
     return did_you_mean(first.split("=")[0], flags) if first else ""
+
+
+def report_artifacts(work: Callable[[], Iterable[Any]], *, error: str, prog: str) -> int:
+    """Runs a subcommand's ``work`` and says how it went: our error as one paragraph after ``error`` (exit 2), an
+    interruption (130), else each artifact's notes and then its path (0)."""
+    try:
+        artifacts = list(work())
+    except RenderError as exc:
+        print(f"{error} {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; nothing was written at the output path", file=sys.stderr)
+        return 130
+    for artifact in artifacts:
+        for note in artifact.info.get("notes") or ():
+            print(f"{prog}: note: {note}", file=sys.stderr)
+        print(artifact.path)
+    return 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import RenderError
+from .parser import report_artifacts
 from .rebuild import replay_rollouts
 
 __all__ = ["build_parser", "main"]
@@ -61,20 +61,10 @@ def main(argv: list[str]) -> int:
 
     # several values, or one comma list as earlier versions took them
     assets = [a.strip() for value in args.mujoco_asset_paths for a in value.split(",") if a.strip()]
-    try:
-        artifacts = replay_rollouts(args.rollouts, args.mujoco_model_path, args.out, asset_paths=assets,
-                                    qpos_key=args.mujoco_qpos_key, format=args.format, fps=args.fps,
-                                    width=args.width, height=args.height, camera=args.camera,
-                                    render_quality=args.render_quality, overwrite=args.overwrite or None,
-                                    trust_rollouts=args.trust_rollouts)
-    except RenderError as exc:
-        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; nothing was written at the output path", file=sys.stderr)
-        return 130
-    for artifact in artifacts:
-        for note in artifact.info.get("notes") or ():
-            print(f"{PROG}: note: {note}", file=sys.stderr)
-        print(artifact.path)
-    return 0
+    return report_artifacts(
+        lambda: replay_rollouts(args.rollouts, args.mujoco_model_path, args.out, asset_paths=assets,
+                                qpos_key=args.mujoco_qpos_key, format=args.format, fps=args.fps,
+                                width=args.width, height=args.height, camera=args.camera,
+                                render_quality=args.render_quality, overwrite=args.overwrite or None,
+                                trust_rollouts=args.trust_rollouts),
+        error=f"{PROG}: error:", prog=PROG)
