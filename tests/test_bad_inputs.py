@@ -590,6 +590,10 @@ CASES = [
     Case("policy-returns-tuple", ["--policy", "helpers.engine_toys:sac_like_policy", "--env", "InvertedPendulum-v5",
                                   "--max-steps", "2", "--out", "{out}/run.jsonl"],
          ("the policy returned a tuple (Tensor, Tensor), not an action", "lambda obs: actor(obs)[0]"), slow=True),
+    Case("policy-lerobot-not-installed", ["--policy", "lerobot", *CARTPOLE],
+         ("--policy lerobot needs the lerobot package, which is not installed",
+          "'lerobot[pusht]==0.4.4'", "lerobot 0.4.4 needs torch >= 2.2.1 and < 2.11"),
+         setup=lambda ctx: ctx.monkeypatch.setitem(sys.modules, "lerobot", None)),  # as where it is not installed
     # Minari datasets: --out NAME.minari, and the dataset subcommand (nothing is downloaded)
     Case("minari-not-installed", [*TINY_DATA, "--out", "{out}/run.minari"],
          ("Minari datasets need the package 'minari', which is not installed",

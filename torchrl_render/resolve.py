@@ -39,13 +39,19 @@ from typing import Any
 
 from .errors import RenderError, ResolveError, did_you_mean
 
-__all__ = ["call_factory", "import_file", "import_module", "is_path", "receives", "resolve"]
+__all__ = ["SHORTHANDS", "call_factory", "import_file", "import_module", "is_path", "receives", "resolve"]
+
+
+#: Names that stand for one of our factories (``--policy lerobot``): ``{kind: {name: "module:object"}}``.
+SHORTHANDS: dict[str, dict[str, str]] = {"policy": {"lerobot": "torchrl_render.policies.lerobot:make_policy"}}
 
 
 def resolve(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
     """Returns the callable named by ``spec`` (``kind`` is "env" or "policy", for messages)."""
     if callable(spec) and not isinstance(spec, str):
         return spec
+    if isinstance(spec, str) and spec in SHORTHANDS.get(kind, {}):
+        spec = SHORTHANDS[kind][spec]
     if not isinstance(spec, str) or ":" not in spec:
         raise ResolveError(f"the {kind} spec {spec!r} has no colon",
                            expected="'module:object' or 'path/file.py:object'",
