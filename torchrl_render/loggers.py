@@ -27,7 +27,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +97,34 @@ class EvalLogger:
             self.notes.append("MLflow: the videos are not logged: TorchRL's MLFlowLogger writes them with "
                               "torchcodec, which is not installed (pip install torchcodec)")
 
-    def log_eval(self, aggregated: Mapping[str, Any], step: int | None, task: str | None = None) -> None:
+    def log_eval(self, aggregated: Mapping[str, Any], step: int | None, task: str | None = None,
+                 have: Collection[str] = ()) -> None:
+        """The aggregates' scalars at ``step``, but those named in ``have`` (the logger holds them already)."""
         for name, value in scalars(aggregated, task).items():
-            self.logger.log_scalar(name, value, step=step)
+            if name not in have:
+                self.logger.log_scalar(name, value, step=step)
+
+    def on_disk(self, step: int | None) -> set[str] | None:
+        """The scalar names this logger's files hold at ``step`` already, read back from the folder it writes to:
+        CSV's ``scalars/*.csv`` and TensorBoard's events files, which a resumed session appends to (or writes beside,
+        for the same run). None where they cannot be read (W&B, MLflow: a resumed session logs into a run of its
+        own) or the step is unknown."""
+        if step is None or self.kind not in ("csv", "tensorboard"):
+            return None
+        folder = Path(self.logger.experiment.log_dir)
+        if self.kind == "csv":  # one file a scalar, one "step,value" line a point
+            return {path.relative_to(folder / "scalars").with_suffix("").as_posix()
+                    for path in (folder / "scalars").rglob("*.csv")
+                    if any(line.split(",", 1)[0] == str(step) for line in path.read_text().splitlines())}
+        self.logger.experiment.flush()  # this session's own file too
+        from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+        names: set[str] = set()
+        for path in sorted(folder.glob("events.out.tfevents.*")):
+            for event in EventFileLoader(str(path)).Load():
+                if event.step == step and event.HasField("summary"):
+                    names.update(value.tag for value in event.summary.value)
+        return names
 
     def log_videos(self, paths: list[str | Path], step: int | None, task: str | None = None) -> None:
         """Each rendered mp4/gif through the logger's ``log_video``, as a ``(1, T, 3, H, W)`` uint8 tensor."""

@@ -8,6 +8,7 @@ The driver-process tests (Ctrl-C, ``--resume``, the loggers read back, Ray) are 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import threading
@@ -136,8 +137,6 @@ def test_sigterm_stops_a_watching_sweep_as_ctrl_c_does(tmp_path, capsys):
 
 
 def test_resume_after_a_checkpoint_given_up_half_written_evaluates_the_whole_file_once(tmp_path):
-    import json
-
     from torchrl_render.sweep import SweepFailedError
 
     folder = tmp_path / "ckpts"
@@ -178,6 +177,35 @@ def test_a_resumed_watch_logs_what_the_logger_lacks_once_in_training_step_order(
     assert [step for step, _ in scalars["eval/avg_sum_reward"]] == [10, 20]
     sweep(logged)  # once more: the ledger has both, nothing is logged twice
     assert [step for step, _ in csv_scalars(tmp_path / "sw" / "logs" / "sw")["eval/avg_sum_reward"]] == [10, 20]
+    ledger = [r["cell"] for r in read_records(tmp_path / "sw") if r["kind"] == "logged"]
+    assert len(ledger) == 2 == len(set(ledger))
+
+
+@pytest.mark.parametrize("logger", ["csv", "tensorboard"])
+def test_a_cell_the_logger_holds_but_the_ledger_lacks_is_not_logged_twice(tmp_path, logger):
+    # kill -9 after the logger wrote a cell, before the ledger's line: the resume reads the logger's own files
+    # and logs only what they lack (here: all of step 20's numbers there, and for CSV one scalar's point lost)
+    from helpers.trackers import tensorboard_scalars
+
+    folder = tmp_path / "ckpts"
+    folder.mkdir()
+    sweepenv.write_checkpoints(folder, steps=(10, 20))
+    config = watched(tmp_path, watch_timeout=0.5, base={**TINY, "logger": logger})
+    sweep(config)
+    records = tmp_path / "sw" / "episodes.jsonl"
+    last = read_records(tmp_path / "sw")[-1]
+    assert last["kind"] == "logged"   # step 20's cell, logged last
+    records.write_text("".join(line for line in records.read_text().splitlines(keepends=True)
+                               if json.loads(line) != {**last, "time": json.loads(line).get("time")}))
+    logs = tmp_path / "sw" / "logs" / "sw"
+    if logger == "csv":
+        lost = logs / "scalars" / "eval" / "avg_length.csv"
+        lost.write_text("".join(line for line in lost.read_text().splitlines(keepends=True)
+                                if not line.startswith("20,")))
+    sweep(watched(tmp_path, watch_timeout=0.5, resume=True, base={**TINY, "logger": logger}))
+    scalars = csv_scalars(logs) if logger == "csv" else tensorboard_scalars(logs)[0]
+    for name, points in scalars.items():
+        assert [step for step, _ in points] == [10, 20], name   # each point once, the lost one written again
     ledger = [r["cell"] for r in read_records(tmp_path / "sw") if r["kind"] == "logged"]
     assert len(ledger) == 2 == len(set(ledger))
 

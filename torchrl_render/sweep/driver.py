@@ -268,6 +268,9 @@ class _Driver:
         # and those given to a logger that confirms only when it closes (W&B)
         self.ledger = f"{cfg.base.get('logger')}:{cfg.base.get('exp_name') or cfg.out.resolve().name}"
         self.logged = {r["cell"] for r in records if r.get("kind") == "logged" and r.get("logger") == self.ledger}
+        # cells an earlier session began to give the logger ("logging" lines) and did not see on disk: killed
+        # between the two, the logger may hold some or all of their numbers
+        self.begun = {r["cell"] for r in records if r.get("kind") == "logging" and r.get("logger") == self.ledger}
         self.unconfirmed: list[str] = []
         self.last_new = time.monotonic()
         self.interrupted: type[KeyboardInterrupt] | None = None  # Ctrl-C or SIGTERM came (see _stop_signals)
@@ -565,13 +568,16 @@ class _Driver:
         """Logs the complete cells whose every earlier-step cell is settled (complete or failed), in step order:
         W&B takes a run's steps in increasing order only, and a curve reads left to right in every logger. A cell
         that finished before an earlier step's waits for it; an interrupted sweep's waiting cells are logged by
-        its ``--resume``. Each logged cell is recorded in the ledger once the logger has it on disk."""
+        its ``--resume``. Each logged cell is recorded in the ledger once the logger has it on disk, and a
+        "logging" line before it is given to the logger: a session killed between the two leaves its resume a
+        cell the logger may hold already, of which it logs only what the logger's files lack."""
         pending = [c for c in self.cells.values() if not self._complete(c) and c.id not in self.failed]
         first_pending = min((_step_order(c) for c in pending), default=None)
         for cell in self._loggable():
             if first_pending is not None and _step_order(cell) > first_pending:
                 break
-            log_cell(self.tracker, self.cfg, cell)
+            self.store.append({"kind": "logging", "cell": cell.id, "logger": self.ledger})
+            log_cell(self.tracker, self.cfg, cell, resumed=cell.id in self.begun)
             if self.tracker.confirm():
                 self._ledger([cell.id])
             else:

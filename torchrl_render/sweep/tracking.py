@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from ..loggers import EvalLogger
+from ..loggers import EvalLogger, scalars
 from .grid import Cell, SweepConfig
 
 __all__ = ["log_cell", "open_tracker"]
@@ -31,12 +31,19 @@ def open_tracker(cfg: SweepConfig, echo: Callable[[str], None]) -> EvalLogger | 
     return tracker
 
 
-def log_cell(tracker: EvalLogger, cfg: SweepConfig, cell: Cell) -> None:
-    """A finished cell's aggregates (as ``eval_info.json`` has them) and its videos."""
+def log_cell(tracker: EvalLogger, cfg: SweepConfig, cell: Cell, resumed: bool = False) -> None:
+    """A finished cell's videos and aggregates (as ``eval_info.json`` has them).
+
+    ``resumed``: an earlier session began logging the cell and may have been killed after the logger wrote some
+    or all of it (before the ledger said so). What the logger's files hold at the cell's step is not logged
+    again (:meth:`EvalLogger.on_disk`); the videos go first, so a cell with a scalar on disk has its videos there.
+    """
     info = json.loads((cfg.out / "eval_info.json").read_text(encoding="utf-8"))
     entry = next(e for e in info["per_checkpoint"] if e["checkpoint"] == cell.ckpt and e["run"] == cell.run)
     agg = entry["per_task"][cell.task]
     parts = ([cell.run] if len(cfg.run) > 1 else []) + ([cell.task] if len(cfg.tasks) > 1 else [])
     tag = "/".join(parts) or None
-    tracker.log_eval(agg, cell.step, tag)
-    tracker.log_videos([cfg.out / v for v in agg.get("video_paths", [])], cell.step, tag)
+    have = (tracker.on_disk(cell.step) or set()) & set(scalars(agg, tag)) if resumed else set()
+    if not have:
+        tracker.log_videos([cfg.out / v for v in agg.get("video_paths", [])], cell.step, tag)
+    tracker.log_eval(agg, cell.step, tag, have=have)
