@@ -29,6 +29,7 @@ class Engine:
         render_mode: The render_mode the env was built with.
         rendered: Episode indices that get step records (frames): a range, or a set of chosen episodes.
         keep: Store observations and actions (data writers, trajectories).
+        infos: Also keep each step's env infos (``Episode.step_infos``), for a data writer that stores them.
         reward_fn: Optional reward override (``reward_fn(transition) -> reward``).
         notes: The run's warnings.
         only: Run exactly these episode indices (each reset with ``seed + index``), not ``0..num_trajs-1``.
@@ -45,6 +46,7 @@ class Engine:
     render_mode: str | None = None
     rendered: range | frozenset[int] = range(0)
     keep: bool = True
+    infos: bool = False
     reward_fn: Any = None
     notes: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)

@@ -3,7 +3,9 @@
 Both kinds share one shape: ``obs[key]`` is a ``[K, ...]`` array, ``reward`` ``[K]`` float64,
 ``terminated`` / ``truncated`` ``[K]`` bool and ``success`` ``[K]`` int8 (-1: not reported);
 ``reset(rows, seeds)`` and ``step(rows, actions)`` fill the given rows only, so a slot without an
-episode is never stepped. Episode seeds go to ``env.reset(seed=...)`` itself.
+episode is never stepped. Episode seeds go to ``env.reset(seed=...)`` itself. With ``record_infos``, each
+slot also keeps the info dicts of its episode so far (the reset's, then each step's), which
+``take_infos(i)`` hands over once (from a worker process, in one message an episode).
 
 Example:
     >>> import gymnasium, numpy as np
@@ -69,8 +71,11 @@ class _Buffers:
     """The per-slot arrays the engine reads after each call."""
 
     def __init__(self, num: int, layout: dict[str, tuple[tuple[int, ...], np.dtype]],
-                 extras: dict[Any, tuple[tuple[int, ...], Callable[[Any], np.ndarray]]] | None = None) -> None:
+                 extras: dict[Any, tuple[tuple[int, ...], Callable[[Any], np.ndarray]]] | None = None,
+                 record_infos: bool = False) -> None:
         self.num, self.layout = num, layout
+        #: Each slot's info dicts since its reset (the reset's first), kept only when a data writer stores them.
+        self.infos: dict[int, list[dict[str, Any]]] | None = {} if record_infos else None
         self.obs = {k: np.zeros((num, *shape), dtype) for k, (shape, dtype) in layout.items()}
         #: Further per-step entries read from each env after reset and step (e.g. MuJoCo's qpos).
         self.extras = {key: fn for key, (_, fn) in (extras or {}).items()}
@@ -91,6 +96,19 @@ class _Buffers:
         for key, value in (extra or {}).items():
             self.obs[key][i] = value
 
+    def _log(self, i: int, info: dict[str, Any], reset: bool) -> None:
+        """Keeps slot ``i``'s info dict (the first of its episode at a reset)."""
+        if reset:
+            self.infos[i] = [info]
+        else:
+            self.infos[i].append(info)
+
+    def take_infos(self, i: int) -> list[dict[str, Any]]:
+        """Slot ``i``'s info dicts since its last reset (``n + 1`` after ``n`` steps), handed over once."""
+        if self.infos is None:
+            raise ValueError("the slots were made without record_infos")
+        return self.infos.pop(i, [])
+
 
 class InProcessSlots(_Buffers):
     """K gymnasium envs stepped one after another in this process (like ``SyncVectorEnv``).
@@ -101,11 +119,11 @@ class InProcessSlots(_Buffers):
 
     kind = "serial"
 
-    def __init__(self, envs: Sequence[Any], extras: dict[Any, Any] | None = None) -> None:
+    def __init__(self, envs: Sequence[Any], extras: dict[Any, Any] | None = None, record_infos: bool = False) -> None:
         layout = obs_layout(envs[0].observation_space)
         if layout is None:
             raise ValueError("InProcessSlots needs a Box or flat Dict observation space")
-        super().__init__(len(envs), layout, extras)
+        super().__init__(len(envs), layout, extras, record_infos)
         self.envs = list(envs)
 
     def _extra(self, i: int) -> dict[Any, Any] | None:
@@ -121,12 +139,15 @@ class InProcessSlots(_Buffers):
                 raise SlotError(i, f"{type(exc).__name__}: {exc}") from exc
             self._put(i, obs, self._extra(i))
             self.success[i] = _success(info)
+            if self.infos is not None:
+                self._log(i, info, True)
             self.terminated[i] = self.truncated[i] = False
             self.reward[i] = 0.0
 
     def step(self, rows: Sequence[int], actions: np.ndarray) -> None:
         envs, reward, terminated, truncated, success = self.envs, self.reward, self.terminated, self.truncated, \
             self.success
+        log = self._log if self.infos is not None else None
         for i in rows:
             try:
                 obs, r, term, trunc, info = envs[i].step(actions[i])
@@ -139,6 +160,8 @@ class InProcessSlots(_Buffers):
             terminated[i] = term
             truncated[i] = trunc
             success[i] = _success(info) if info else -1
+            if log is not None:
+                log(i, info, False)
 
     def env(self, i: int) -> Any:
         return self.envs[i]
@@ -178,7 +201,7 @@ class _Shared:
 
 
 def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Shared, layout: list[str],
-            extras: dict[Any, Callable[[Any], Any]], w: int = 0) -> None:
+            extras: dict[Any, Callable[[Any], Any]], w: int = 0, record_infos: bool = False) -> None:
     """Worker process ``w``: one env per slot in ``slots``, built here and stepped on the parent's orders.
 
     Observations, rewards, flags, success reports and extras go into the shared arrays; actions, the
@@ -202,7 +225,7 @@ def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Share
             return
         conn.send_bytes(_OK)
         views = shared.views()
-        _serve(conn, envs, _Arrays(views, layout), extras, _Handoff(views, w, conn, "worker"))
+        _serve(conn, envs, _Arrays(views, layout), extras, _Handoff(views, w, conn, "worker"), record_infos)
     except (EOFError, OSError):  # the parent went away: nobody to answer
         _close_all(list(envs.values()))
 
@@ -238,9 +261,10 @@ class _Arrays:
 
 
 #: The orders (parent -> worker, in the shared ``cmd``), the start-up answer and a wake-up (one byte on the
-#: pipe); an error is ``_ERROR`` followed by the pickled ``(text, slot)``, on the pipe.
-_STEP, _RESET, _CLOSE, _OK, _ERROR = b"s", b"r", b"c", b"k", b"e"
-_CODES = {_STEP: 1, _RESET: 2, _CLOSE: 3}
+#: pipe); an error is ``_ERROR`` followed by the pickled ``(text, slot)``, on the pipe, and the answer to
+#: ``_INFOS`` (the info dicts of the slots to do) is ``_DATA`` followed by the pickled ``{slot: [info, ...]}``.
+_STEP, _RESET, _CLOSE, _INFOS, _OK, _ERROR, _DATA = b"s", b"r", b"c", b"i", b"k", b"e", b"d"
+_CODES = {_STEP: 1, _RESET: 2, _CLOSE: 3, _INFOS: 4}
 _COMMANDS = {code: cmd for cmd, code in _CODES.items()}
 
 #: How long a side polls the shared flags for the other before it blocks on the pipe. Longer than a batch step
@@ -269,7 +293,7 @@ class _Handoff:
         mine, theirs = (views["worker_asleep"], views["parent_asleep"]) if side == "worker" else \
             (views["parent_asleep"], views["worker_asleep"])
         self.mine, self.theirs, self.w, self.conn = mine, theirs, w, conn
-        self.errors: list[bytes] = []  # error texts read off the pipe while waiting
+        self.errors: list[bytes] = []  # error texts (and data answers) read off the pipe while waiting
         self.fence = threading.Lock()
 
     def _wake(self) -> None:
@@ -295,7 +319,7 @@ class _Handoff:
                 return
             if conn.poll(_BLOCK_S):
                 data = conn.recv_bytes()  # EOFError: the other side is gone
-                if data[:1] == _ERROR:
+                if data[:1] in (_ERROR, _DATA):
                     self.errors.append(data)
             mine[w] = 0
             if flag[w] == value:
@@ -315,11 +339,21 @@ class _Handoff:
         if not self.failed[self.w]:
             return None
         self.failed[self.w] = 0
-        while not self.errors:
+        return self._message(_ERROR)
+
+    def _message(self, kind: bytes) -> bytes:
+        """The first message of ``kind`` read off the pipe (kept while waiting, or read now)."""
+        while True:
+            for n, data in enumerate(self.errors):
+                if data[:1] == kind:
+                    return self.errors.pop(n)
             data = self.conn.recv_bytes()
-            if data[:1] == _ERROR:
+            if data[:1] in (_ERROR, _DATA):
                 self.errors.append(data)
-        return self.errors.pop(0)
+
+    def data(self) -> Any:
+        """The data the worker sent with its answer to the last order (sent before the answer, so it is there)."""
+        return pickle.loads(self._message(_DATA)[1:])
 
     # -- the worker's side --
     def next_order(self, last: int) -> tuple[int, bytes]:
@@ -339,11 +373,12 @@ def _send_error(conn: Any, exc: BaseException, slot: int | None) -> None:
 
 
 def _serve(conn: Any, envs: dict[int, Any], arrays: _Arrays, extras: dict[Any, Callable[[Any], Any]],
-           handoff: _Handoff) -> None:
-    """Answers ``reset`` / ``step`` orders until ``close``; an env's error names its slot."""
+           handoff: _Handoff, record_infos: bool = False) -> None:
+    """Answers ``reset`` / ``step`` / ``infos`` orders until ``close``; an env's error names its slot."""
     put, reward, terminated, truncated, success, actions, todo = arrays.put, arrays.reward, arrays.terminated, \
         arrays.truncated, arrays.success, arrays.actions, arrays.todo
     mine = sorted(envs)
+    infos: dict[int, list[dict[str, Any]]] = {}  # each slot's info dicts since its reset, with record_infos
     number = 0
     while True:
         number, cmd = handoff.next_order(number)
@@ -359,6 +394,11 @@ def _serve(conn: Any, envs: dict[int, Any], arrays: _Arrays, extras: dict[Any, C
                         obs, info = envs[i].reset(seed=int(arrays.seed[i]) if arrays.seeded[i] else None)
                         put(i, obs, envs[i], extras)
                         success[i] = _success(info)
+                        if record_infos:
+                            infos[i] = [info]
+            elif cmd == _INFOS:
+                i = None
+                conn.send_bytes(_DATA + _pickled_infos({j: infos.pop(j, []) for j in mine if todo[j]}))
             else:
                 for i in mine:
                     if todo[i]:
@@ -366,10 +406,34 @@ def _serve(conn: Any, envs: dict[int, Any], arrays: _Arrays, extras: dict[Any, C
                         put(i, obs, envs[i], extras)
                         reward[i], terminated[i], truncated[i] = r, term, trunc
                         success[i] = _success(info) if info else -1
+                        if record_infos:
+                            infos[i].append(info)
         except BaseException as exc:  # SIGINT is ignored here: this is the env's own error, for the parent
             handoff.failed[handoff.w] = 1
             _send_error(conn, exc, i)
         handoff.done(number)
+
+
+def _pickled_infos(infos: dict[int, list[dict[str, Any]]]) -> bytes:
+    """The info dicts for the pipe; an entry that does not pickle (an env handle, a lambda) is left out of them
+    (a data writer stores arrays and numbers only)."""
+    try:
+        return pickle.dumps(infos)
+    except Exception:
+        def plain(info: dict[str, Any]) -> dict[str, Any]:
+            out = {}
+            for key, value in info.items():
+                if isinstance(value, dict):
+                    out[key] = plain(value)
+                    continue
+                try:
+                    pickle.dumps(value)
+                except Exception:
+                    continue
+                out[key] = value
+            return out
+
+        return pickle.dumps({slot: [plain(info) for info in log] for slot, log in infos.items()})
 
 
 class ProcessSlots(_Buffers):
@@ -391,6 +455,7 @@ class ProcessSlots(_Buffers):
         method: The multiprocessing start method.
         extras: Further per-step entries (see :class:`_Buffers`).
         action_shape, action_dtype: One env's action, as the env takes it.
+        record_infos: Keep each slot's info dicts (see :meth:`take_infos`).
     """
 
     kind = "parallel"
@@ -398,8 +463,8 @@ class ProcessSlots(_Buffers):
     def __init__(self, make: Callable[[], Any], num: int, workers: int,
                  layout: dict[str, tuple[tuple[int, ...], np.dtype]], method: str = "spawn",
                  extras: dict[Any, Any] | None = None, action_shape: tuple[int, ...] = (),
-                 action_dtype: Any = np.float32) -> None:
-        super().__init__(num, layout, extras)
+                 action_dtype: Any = np.float32, record_infos: bool = False) -> None:
+        super().__init__(num, layout, extras, record_infos)
         ctx = mp.get_context(method)
         entries: list[tuple[Any, tuple[int, ...], Any]] = [(("obs", key), buf.shape, buf.dtype)
                                                            for key, buf in self.obs.items()]
@@ -428,7 +493,7 @@ class ProcessSlots(_Buffers):
         for w in range(1, self.parts):
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=_worker, args=(child, make, list(range(w, num, self.parts)), shared,
-                                                     list(layout), self.extras, w - 1), daemon=True,
+                                                     list(layout), self.extras, w - 1, record_infos), daemon=True,
                                name=f"torchrl_render-env-{w}")
             proc.start()
             child.close()
@@ -522,6 +587,8 @@ class ProcessSlots(_Buffers):
                     obs, r, term, trunc, info = env.step(self.actions[i].copy())
                     self.reward[i], self.terminated[i], self.truncated[i] = r, term, trunc
                     self.success[i] = _success(info) if info else -1
+                if self.infos is not None:
+                    self._log(i, info, cmd == _RESET)
             except RenderError:
                 raise
             except Exception as exc:  # the engine names the episode of this slot
@@ -541,6 +608,21 @@ class ProcessSlots(_Buffers):
         if actions is not self.actions:
             self.actions[rows] = actions[rows]
         self._order(_STEP, rows, "stepping")
+
+    def take_infos(self, i: int) -> list[dict[str, Any]]:
+        """Slot ``i``'s info dicts since its last reset; from a worker process, one order and one message."""
+        if self.infos is None or i % self.parts == 0:
+            return super().take_infos(i)
+        w = i % self.parts - 1
+        self._wait_ready()
+        self.todo[:] = False
+        self.todo[i] = True
+        try:
+            self.handoffs[w].send(_INFOS)
+            self._answer(w, "sending its infos")
+            return self.handoffs[w].data().get(i, [])
+        except (EOFError, OSError) as exc:
+            raise self._died(w, "sending its infos") from exc
 
     def env(self, i: int) -> Any:
         return self.local.get(i)  # None: it lives in another process

@@ -54,7 +54,7 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
     rendered = engine.rendered
     extras = _extras(cfg, raw)
     if rendered:
-        slots = InProcessSlots([raw], extras)
+        slots = InProcessSlots([raw], extras, record_infos=engine.infos)
         act, begin = padded_actor(engine.policy, slots, engine.batch_like, engine.batch_rows, cfg.seed) \
             if engine.batch_like else actor(engine.policy, slots, per_env=True)
         # the last rendered index: a range's own (max() would walk range(sys.maxsize), a run of unknown length's)
@@ -165,13 +165,14 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     engine.info["batch_mode"] = mode if k > 1 else "serial"
     if mode == "serial" or k == 1:
         owned = [make_raw_env(cfg, engine.payload, render_mode=engine.render_mode) for _ in range(k - 1)]
-        return InProcessSlots([raw, *owned], extras), owned
+        return InProcessSlots([raw, *owned], extras, record_infos=engine.infos), owned
     make = partial(make_raw_env, cfg, engine.payload, engine.render_mode)
     method = _start_method(make, engine.notes)
     engine.info["workers"], engine.info["start_method"] = workers - 1, method  # besides this process
     space = raw.action_space
     return ProcessSlots(worker_factory(make, method), k, workers, obs_layout(raw.observation_space), method=method,
-                        extras=extras, action_shape=tuple(space.shape), action_dtype=np.dtype(space.dtype)), []
+                        extras=extras, action_shape=tuple(space.shape), action_dtype=np.dtype(space.dtype),
+                        record_infos=engine.infos), []
 
 
 def free_cores(loadavg: str = "/proc/loadavg", samples: int = 8, interval: float = 0.002) -> float:

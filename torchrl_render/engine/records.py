@@ -65,6 +65,8 @@ class Episode:
         actions: ``(T, ...)`` the actions, when kept.
         step_success: ``(T+1,)`` int8, the env's success report at the reset and after each step (1/0; -1: it
             reported none), when kept (gymnasium path).
+        step_infos: ``T+1`` info dicts, the reset's and each step's as the env returned them (gymnasium path),
+            or the extra entries of each step's TensorDict (torchrl path), when a data writer stores them.
         trajectory: The episode's transitions as one TensorDict ``[T]``, when kept.
         wall_s: Seconds from its reset to its last step.
         extra: Further per-episode metrics (e.g. ``sum_reward_fn``).
@@ -92,6 +94,7 @@ class Episode:
     extra: dict[str, Any] = field(default_factory=dict)
     slot: int | None = None
     step_success: np.ndarray | None = None
+    step_infos: list[dict[str, Any]] | None = None
 
     @property
     def length(self) -> int:

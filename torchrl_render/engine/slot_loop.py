@@ -263,6 +263,8 @@ class SlotLoop:
             ep.observations = obs.get(self.obs_key)
             ep.actions = self.actions[i, :n].copy()
             ep.step_success = self.step_succ[i, :n + 1].copy()
+            if self.slots.infos is not None:
+                ep.step_infos = self.slots.take_infos(i)
             if self.trajectories:
                 ep.trajectory = _trajectory(obs, ep.actions, ep)
         return ep, discard

@@ -113,9 +113,57 @@ def _episode(engine: Any, g: _Gathered, wall: float) -> Episode:
             ep.observations = torch.cat([obs, last]).detach().cpu().numpy()
         action = traj.get(cfg.action_key, None)
         ep.actions = action.detach().cpu().numpy() if action is not None else None
+        if engine.infos:
+            ep.step_infos = _step_infos(cfg, g.first, traj, _own_keys(engine))
     if cfg.trajectories:
         ep.trajectory = traj
     return ep
+
+
+def _own_keys(engine: Any) -> tuple[str, ...]:
+    """Entries this path writes into the env's TensorDicts itself: ``step_count`` with ``max_steps``, unless the
+    env counts its steps (see ``single.py``)."""
+    env = getattr(engine, "batched", None) or engine.env
+    try:
+        counted = "step_count" in env.full_observation_spec.keys()
+    except Exception:  # an env without specs: nothing of ours to tell apart
+        return ()
+    return () if counted else ("step_count",)
+
+
+def _step_infos(cfg: Any, first: Any, traj: Any, own: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """A torchrl env's step infos: the tensor entries of each step's ``next`` beyond the recorded observation,
+    the reward and the flags (what an env's info reader, or the env itself, adds), as ``T + 1`` dicts of arrays
+    (the reset's first: the reset TensorDict's entries of those keys, where it has them). ``own``: entries this
+    path wrote itself, left out."""
+    nxt = traj.get("next")
+    skip = {_tuple(k) for k in (cfg.obs_key, cfg.reward_key, cfg.done_key, cfg.pixel_key, "terminated", "truncated",
+                                "done", *INTERNAL_KEYS, *own)}
+    if getattr(cfg, "mujoco_qpos_key", None) is not None:
+        skip.add(_tuple(cfg.mujoco_qpos_key))
+    keys = [k for k in nxt.keys(True, True) if _tuple(k) not in skip and _tuple(k)[0] != "next"
+            and hasattr(nxt.get(k), "numpy")]
+    values = {k: nxt.get(k).detach().cpu().numpy() for k in keys}
+    reset = first if hasattr(first, "get") else {}
+    out = [_nested({k: _array(reset.get(k, None)) for k in keys if _array(reset.get(k, None)) is not None})]
+    out += [_nested({k: v[t] for k, v in values.items()}) for t in range(len(traj))]
+    return out
+
+
+def _array(value: Any) -> Any:
+    return value.detach().cpu().numpy() if hasattr(value, "detach") else None
+
+
+def _nested(flat: dict[Any, Any]) -> dict[str, Any]:
+    """``{("a", "b"): x}`` as ``{"a": {"b": x}}``, as an env's nested info dict is."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        path = _tuple(key)
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return out
 
 
 def _tuple(key: Any) -> tuple[str, ...]:
