@@ -281,7 +281,8 @@ class Run:
         if self.selectors is not None:
             refuse_batched_env(env)
         engine = Engine(cfg, env, policy, payload, self._render_mode(), rendered_range(cfg) if films else range(0),
-                        keep=cfg.trajectories or data_format, reward_fn=reward_fn, notes=self.notes)
+                        keep=cfg.trajectories or data_format, infos=data_format and entry.needs_infos,
+                        reward_fn=reward_fn, notes=self.notes)
         if engine.frames_in_workers and getattr(env, "_torchrl_render_batched", False):  # batched already
             engine.batched = env
         elif engine.frames_in_workers:

@@ -43,6 +43,7 @@ class Entry:
         needs_frames: Whether the writer consumes rendered frames.
         needs_steps: Whether a data writer reads each episode's stored steps (observations, actions).
         needs_state: Whether the writer consumes simulator states (``FrameBundle.state``).
+        needs_infos: Whether a data writer stores each step's env infos (``Episode.step_infos``).
         directory: Whether the artifact is a folder rather than a file.
         extra: Package to ``pip install`` if the import fails.
         description: One line for ``--list-formats`` / ``--list-backends``.
@@ -56,6 +57,7 @@ class Entry:
     extra: str | None = None
     description: str = ""
     needs_state: bool = False
+    needs_infos: bool = False
 
 
 @dataclass
@@ -134,8 +136,9 @@ WRITERS = Registry("format", {
                   needs_state=True, extra="mujoco==3.17.0",
                   description="offline 3-D replay page (three.js): MuJoCo body poses, timeline, follow camera, charts"),
     "minari": Entry("torchrl_render.writers.minari:MinariWriter", suffixes=(".minari",), needs_frames=False,
-                    directory=True, extra="torchrl_render[datasets]",
-                    description="Minari dataset (offline RL): observations, actions, rewards, flags, seeds, env spec"),
+                    directory=True, needs_infos=True, extra="torchrl_render[datasets]",
+                    description="Minari dataset (offline RL): observations, actions, rewards, flags, infos, seeds, "
+                                "env spec"),
 }, group="torchrl_render.writers")
 
 

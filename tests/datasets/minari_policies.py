@@ -99,6 +99,17 @@ def torchrl_cartpole():
     return GymEnv("CartPole-v1")
 
 
+def torchrl_cheetah_x():
+    """HalfCheetah through TorchRL's GymEnv with an info reader for ``x_position`` (how TorchRL users keep an info)."""
+    import torch
+    from torchrl.data import Composite, Unbounded
+    from torchrl.envs import GymEnv
+    from torchrl.envs.gym_like import default_info_dict_reader
+
+    spec = Composite(x_position=Unbounded(shape=(), dtype=torch.float64))
+    return GymEnv("HalfCheetah-v5").set_info_dict_reader(default_info_dict_reader(["x_position"], spec=spec))
+
+
 def one_hot_cartpole():
     """``cartpole_act`` as a one-hot action (what a TorchRL policy writes for a Discrete space)."""
     import torch

@@ -22,6 +22,7 @@ gym = pytest.importorskip("gymnasium")
 from minari_policies import SuccessToy, cartpole_act, cheetah_act, pendulum_act, push  # noqa: E402
 
 from torchrl_render.cli import main  # noqa: E402
+from torchrl_render.writers.minari_infos import InfoColumns  # noqa: E402
 
 from helpers.htmlread import episode_arrays  # noqa: E402
 from helpers.mediaprobe import probe_mp4  # noqa: E402
@@ -41,17 +42,18 @@ def run_cli(argv: list) -> int:
 def plain_episode(env_id: str, act, seed: int, max_steps: int | None = None, **make) -> dict:
     """The user's own loop: reset(seed), one action per step, the return summed in float64 in step order."""
     env = gym.make(env_id, **make)
-    obs, _ = env.reset(seed=seed)
-    observations, total, n = [obs], 0.0, 0
+    obs, info = env.reset(seed=seed)
+    observations, infos, total, n = [obs], [info], 0.0, 0
     while True:
-        obs, reward, terminated, truncated, _ = env.step(act(obs))
+        obs, reward, terminated, truncated, info = env.step(act(obs))
         observations.append(obs)
+        infos.append(info)
         total += float(reward)
         n += 1
         if terminated or truncated or n == max_steps:
             break
     env.close()
-    return {"return": total, "length": n, "observations": np.asarray(observations)}
+    return {"return": total, "length": n, "observations": np.asarray(observations), "infos": infos}
 
 
 def collect(root: Path, dataset_id: str, env, act, seeds, backend: str, record_infos: bool = True):
@@ -212,7 +214,8 @@ def test_a_success_reported_by_the_env_is_in_the_step_infos_and_the_episode_meta
         reports = [env.reset(seed=ours["seed"])[1]["is_success"]]
         reports += [env.step(action)[4]["is_success"] for action in ep.actions]
         assert meta["success"] is True or meta["success"] == ours["success"]
-        assert ep.infos["success"].tolist() == reports  # the reset's and each step's report
+        assert ep.infos["is_success"].tolist() == reports  # the env's own info, the reset's and each step's
+        assert ep.infos["success"].tolist() == reports  # and the engine's report under the common name
 
 
 def test_env_workers_record_the_same_dataset_with_episodes_longer_than_the_first_buffer(tmp_path, monkeypatch):
@@ -233,6 +236,54 @@ def test_env_workers_record_the_same_dataset_with_episodes_longer_than_the_first
             observations.append(obs)
         assert ep.infos["success"].tolist() == reports
         np.testing.assert_array_equal(ep.observations, np.asarray(observations))
+
+
+def test_env_workers_store_every_step_info_as_a_plain_loop_gets_it(tmp_path, monkeypatch):
+    """HalfCheetah in worker processes (arrow storage): its reset reports ``x_position`` only and its steps three
+    more entries; each is stored at every step as the env gave it, the reset's missing ones as NaN, counted."""
+    out = tmp_path / "cheetah.minari"
+    assert run_cli(["--env", "HalfCheetah-v5", "--policy", f"{POLICIES}:cheetah", "--num-trajs", "3", "--num-envs",
+                    "2", "--env-batch-mode", "parallel", "--policy-batch", "per-env", "--max-steps", "5", "--seed",
+                    "4", "--minari-backend", "arrow", "--out", out, "--quiet"]) == 0
+    sidecar = json.loads(Path(f"{out}.metadata.json").read_text())
+    assert sidecar["engine"]["batch_mode"] == "parallel"
+    keys = ["reward_ctrl", "reward_forward", "x_position", "x_velocity"]
+    assert sidecar["artifacts"][0]["infos"] == keys
+    dataset = load(out, sidecar["artifacts"][0]["dataset_id"], monkeypatch)
+    assert dataset.storage.metadata["torchrl_render"]["infos"] == {
+        "stored": keys, "filled": {"reward_ctrl": 3, "reward_forward": 3, "x_velocity": 3}, "dropped": []}
+    assert any("reward_ctrl 3" in note for note in sidecar["warnings"])
+    for ep, ours in zip(dataset.iterate_episodes(), sidecar["metrics"]["per_episode"]):
+        plain = plain_episode("HalfCheetah-v5", cheetah_act, ours["seed"], max_steps=5)
+        assert set(ep.infos) == set(keys)
+        for key in keys:
+            expected = [info.get(key, np.nan) for info in plain["infos"]]
+            np.testing.assert_array_equal(ep.infos[key], np.asarray(expected, np.float64), err_msg=key)
+
+
+def test_a_torchrl_envs_info_reader_entries_are_the_step_infos(tmp_path, monkeypatch):
+    """The torchrl path stores what the env's info reader put in each step's TensorDict (not our own step count)."""
+    out = tmp_path / "x.minari"
+    assert run_cli(["--env", f"{POLICIES}:torchrl_cheetah_x", "--policy", f"{POLICIES}:cheetah", "--num-trajs", "2",
+                    "--max-steps", "4", "--seed", "1", "--out", out, "--quiet"]) == 0
+    sidecar = json.loads(Path(f"{out}.metadata.json").read_text())
+    assert sidecar["engine"]["path"] == "torchrl" and sidecar["artifacts"][0]["infos"] == ["x_position"]
+    dataset = load(out, sidecar["artifacts"][0]["dataset_id"], monkeypatch)
+    for ep, ours in zip(dataset.iterate_episodes(), sidecar["metrics"]["per_episode"]):
+        plain = plain_episode("HalfCheetah-v5", cheetah_act, ours["seed"], max_steps=4)
+        np.testing.assert_array_equal(ep.infos["x_position"], [info["x_position"] for info in plain["infos"]])
+
+
+def test_info_entries_are_fixed_by_the_first_episode():
+    columns = InfoColumns()
+    first = columns.stack([{"pos": np.zeros(2), "n": 1}, {"pos": np.ones(2), "n": 2, "tag": "a", "deep": {"v": True}}])
+    assert first["pos"].shape == (2, 2) and first["n"].tolist() == [1, 2]
+    assert first["deep"]["v"].tolist() == [False, True]
+    later = columns.stack([{"pos": np.ones(3), "n": 5, "new": 1.0}, {"pos": np.ones(2), "deep": {"v": True}}],
+                          success=np.array([-1, 1], np.int8))
+    np.testing.assert_array_equal(later["pos"], [[np.nan, np.nan], [1, 1]])  # another shape: a fill
+    assert later["n"].tolist() == [5, 0] and "new" not in later and "success" not in later
+    assert columns.filled == {"deep/v": 2, "n": 1, "pos": 1} and columns.dropped == ["new", "success", "tag"]
 
 
 # -- reading: python -m torchrl_render dataset ------------------------------------------------------------------

@@ -8,8 +8,9 @@ inside it under its id (``<root>/<dataset_id>/data``), which says the env and th
 
 Each episode holds what Minari's own ``DataCollector`` records: ``observations`` (``n+1``: the reset's and each
 step's, the final one included), ``actions``, ``rewards``, ``terminations`` and ``truncations`` (``n`` each),
-the episode's reset ``seed`` (``None`` when the run had none) and the step infos the engine keeps:
-``infos["success"]`` (``n+1``, the reset's and each step's report) when the env reports success. A step cut by
+the episode's reset ``seed`` (``None`` when the run had none) and the env's step infos (``n+1`` each, the
+reset's and each step's: every numeric entry, see :mod:`.minari_infos` for entries a step lacks), ``success``
+among them when the env reports success. A step cut by
 ``--max-steps`` is a truncation, as a time limit is. Each episode's metadata adds ``episode_ix``, ``sum_reward``
 (the run's own return, summed step by step in float64) and ``success`` (when the env reported it). The dataset's
 metadata holds the env spec (``recover_environment()`` builds the env again from it) and, under
@@ -52,6 +53,7 @@ from ..data import FrameBundle
 from ..envs.unwrap import is_gymnasium, underlying_env
 from ..errors import ConfigError, WriterError
 from .base import Writer, fresh_folder
+from .minari_infos import InfoColumns
 
 __all__ = ["BACKEND_PACKAGES", "MinariWriter", "default_dataset_id", "require_minari"]
 
@@ -141,6 +143,7 @@ class MinariWriter(Writer):
         self._storage: Any = None
         self._episodes = self._steps = 0
         self._made = False
+        self._infos = InfoColumns()
 
     @classmethod
     def from_config(cls, path: Path, cfg: Any) -> MinariWriter:
@@ -181,13 +184,18 @@ class MinariWriter(Writer):
         storage.update_episodes([EpisodeBuffer(
             id=self._episodes, seed=seed, observations=observations, actions=actions,
             rewards=np.asarray(episode.rewards, np.float64), terminations=np.asarray(episode.terminated, bool),
-            truncations=np.asarray(episode.truncated, bool), infos=_infos(episode))])
+            truncations=np.asarray(episode.truncated, bool), infos=self._episode_infos(episode))])
         meta = {"episode_ix": int(episode.index), "sum_reward": float(episode.sum_reward)}
         if episode.success is not None:
             meta["success"] = bool(episode.success)
         storage.update_episode_metadata([meta], [self._episodes])
         self._episodes += 1
         self._steps += episode.length
+
+    def _episode_infos(self, episode: Any) -> dict[str, Any]:
+        """The episode's step infos as Minari stores them (the engine's success report among them)."""
+        infos = episode.step_infos if episode.step_infos is not None else [{}] * (episode.length + 1)
+        return _scalars_as_lists(self._infos.stack(infos, getattr(episode, "step_success", None)))
 
     def _spaces_for(self, episode: Any) -> tuple[Any, Any]:
         """The env's spaces; for an env that is not gymnasium (a torchrl env), unbounded boxes of the data's
@@ -239,12 +247,25 @@ class MinariWriter(Writer):
             return info
         import minari
 
+        columns = self._infos
+        stored = sorted("/".join(p) for p in columns.layout or {})
         self._storage.update_metadata({
             "dataset_id": self.dataset_id, "minari_version": minari.__version__,
             "algorithm_name": f"torchrl_render {__version__}: {_spec_name(getattr(self.config, 'policy', None))}",
             "description": "Episodes of a policy evaluated with torchrl_render",
-            "torchrl_render": _recipe(self.config)})
+            "torchrl_render": {**_recipe(self.config),
+                               "infos": {"stored": stored, "filled": columns.filled, "dropped": columns.dropped}}})
         self._storage = None
+        info["infos"] = stored
+        notes = []
+        if columns.filled:
+            notes.append("step infos that some steps lacked hold a fill there (NaN, 0 or False), steps per entry: "
+                         + ", ".join(f"{k} {n}" for k, n in columns.filled.items()))
+        if columns.dropped:
+            notes.append("step infos not stored (not numbers, or first seen after the first episode): "
+                         + ", ".join(columns.dropped))
+        if notes:
+            info["notes"] = notes
         return info
 
     def _release(self) -> None:
@@ -267,12 +288,11 @@ def _fit_actions(actions: np.ndarray, space: Any) -> np.ndarray:
                           fix="keep --action-key at the action the env is stepped with") from exc
 
 
-def _infos(episode: Any) -> dict[str, Any]:
-    """The step infos the engine keeps: ``success`` (the reset's and each step's report), when the env reported it."""
-    reports = getattr(episode, "step_success", None)
-    if reports is None or not (np.asarray(reports) >= 0).any():
-        return {}
-    return {"success": np.asarray(reports) == 1}
+def _scalars_as_lists(infos: dict[str, Any]) -> dict[str, Any]:
+    """Scalar entries' ``(n + 1,)`` arrays as lists of numpy scalars, as ``DataCollector`` hands them over: Minari's
+    arrow storage writes a 1-D array's per-step shape as ``""``, which its reader then fails to parse."""
+    return {key: _scalars_as_lists(value) if isinstance(value, dict)
+            else list(value) if value.ndim == 1 else value for key, value in infos.items()}
 
 
 def _observed(space: Any, obs_key: Any) -> Any:

@@ -1,0 +1,121 @@
+"""The step infos a Minari dataset stores: one array per info entry, ``n + 1`` long (the reset's and each step's).
+
+Minari keeps an episode's infos as the stacked values of each key, and both of its storages need the same
+keys, shapes and dtypes at every step (its arrow storage writes them as one column of the episode's table).
+Envs do not promise that: MuJoCo's locomotion envs report ``x_position`` at the reset but ``reward_ctrl``
+only after a step, ``RecordEpisodeStatistics`` adds ``episode`` at the last step, a goal env reports
+``is_success`` from its first step. So the dataset's first episode fixes the entries (every key that
+held a number, a bool or a numeric array at one of its steps, with the shape and dtype of its first value),
+and every step of every episode is stored against them: where a step's info lacks an entry (or holds it
+in another shape), the stored value is a fill, NaN for a float entry, 0 for an integer one and False for
+a bool one, and the entry's fills are counted (the dataset's metadata and the run's notes say how
+many). Entries that are not numbers (text, objects) and keys that first appear after the first episode
+are not stored, and named. The engine's success report is stored as ``success`` where the env's own
+infos have no such key (e.g. it reports ``is_success``).
+
+Example:
+    >>> import numpy as np
+    >>> columns = InfoColumns()
+    >>> out = columns.stack([{"x": 0.0}, {"x": 1.0, "r": np.float32(2)}, {"x": 2.0, "r": np.float32(3), "s": "hi"}])
+    >>> out["x"].tolist(), out["r"].tolist(), columns.filled, columns.dropped
+    ([0.0, 1.0, 2.0], [nan, 2.0, 3.0], {'r': 1}, ['s'])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["InfoColumns"]
+
+Path = tuple[str, ...]
+
+
+class InfoColumns:
+    """The info entries of one dataset (fixed by its first episode) and what did not fit them."""
+
+    def __init__(self) -> None:
+        #: ``{path: (shape, dtype)}`` of the stored entries; None until the first episode
+        self.layout: dict[Path, tuple[tuple[int, ...], np.dtype]] | None = None
+        self._filled: dict[Path, int] = {}
+        self._dropped: set[Path] = set()
+
+    @property
+    def filled(self) -> dict[str, int]:
+        """``{entry: steps that held a fill}`` (entries named ``a/b`` when nested)."""
+        return {"/".join(p): n for p, n in sorted(self._filled.items())}
+
+    @property
+    def dropped(self) -> list[str]:
+        """The entries not stored: not numbers, or first seen after the first episode."""
+        return sorted("/".join(p) for p in self._dropped)
+
+    def stack(self, infos: list[dict[str, Any]], success: np.ndarray | None = None) -> dict[str, Any]:
+        """One episode's ``n + 1`` info dicts as Minari's nested dict of ``(n + 1, ...)`` arrays.
+
+        ``success``: the engine's per-step report (1/0; -1: none), stored as ``success`` unless an info has it.
+        """
+        flat = [_flatten(info) for info in infos]
+        if success is not None and (np.asarray(success) >= 0).any() and not any(("success",) in f for f in flat):
+            for f, report in zip(flat, np.asarray(success).tolist()):
+                if report >= 0:
+                    f[("success",)] = report == 1
+        if self.layout is None:
+            self.layout = {}
+            for f in flat:
+                for path, value in f.items():
+                    if path not in self.layout and path not in self._dropped:
+                        array = _numeric(value)
+                        if array is None:
+                            self._dropped.add(path)
+                        else:
+                            self.layout[path] = (array.shape, array.dtype)
+        for f in flat:
+            self._dropped.update(p for p in f if p not in self.layout)
+        columns: dict[Path, np.ndarray] = {}
+        for path, (shape, dtype) in self.layout.items():
+            column = np.full((len(flat), *shape), _fill(dtype), dtype)
+            for t, f in enumerate(flat):
+                array = _numeric(f.get(path))
+                if array is not None and array.shape == shape and np.can_cast(array.dtype, dtype, "same_kind"):
+                    column[t] = array
+                else:
+                    self._filled[path] = self._filled.get(path, 0) + 1
+            columns[path] = column
+        return _nest(columns)
+
+
+def _flatten(info: dict[str, Any], prefix: Path = ()) -> dict[Path, Any]:
+    out: dict[Path, Any] = {}
+    for key, value in info.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, (*prefix, str(key))))
+        else:
+            out[(*prefix, str(key))] = value
+    return out
+
+
+def _numeric(value: Any) -> np.ndarray | None:
+    """The value as a bool, integer or float array; None for what is not one (text, objects, None)."""
+    if value is None or isinstance(value, (str, bytes)):
+        return None
+    try:
+        array = np.asarray(value)
+    except Exception:  # an object numpy cannot read as an array
+        return None
+    return array if array.dtype.kind in "biuf" else None
+
+
+def _fill(dtype: np.dtype) -> Any:
+    return np.nan if dtype.kind == "f" else 0
+
+
+def _nest(columns: dict[Path, np.ndarray]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for path, column in columns.items():
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = column
+    return out
