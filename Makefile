@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 export MUJOCO_GL ?= egl
 
-.PHONY: demo test test-steps test-random test-fast test-min test-wheel lint venv clean bench bench-quick
+.PHONY: demo test test-steps test-random test-fast test-min test-lerobot test-wheel lint venv clean bench bench-quick
 
 # The known-good set (constraints.txt): pyproject.toml declares ranges for users, our runs install exact versions.
 $(STAMP): pyproject.toml constraints.txt
@@ -62,6 +62,11 @@ test-fast: $(STAMP)
 test-min:
 	bash tools/test_min.sh $(PY)
 
+# Beside lerobot[pusht]==0.4.4 and its torch 2.10 (constraints-lerobot.txt) in a venv of their own (.venv-lerobot):
+# --policy lerobot against lerobot-eval's own eval_policy on gym-pusht (tests/lerobot; they skip in the main venv).
+test-lerobot:
+	bash tools/test_lerobot.sh $(PY)
+
 # The wheel as users get it: built, installed (not editable) into a fresh venv with constraints.txt, and run
 # from a folder outside the checkout (the demo render, an html replay from the wheel's assets, every --help).
 test-wheel:
@@ -88,4 +93,4 @@ bench: $(STAMP)
 	$(VPY) benchmarks/whole_command.py
 
 clean:
-	rm -rf $(VENV) .venv-min .venv-wheel demo build dist *.egg-info
+	rm -rf $(VENV) .venv-min .venv-lerobot .venv-wheel demo build dist *.egg-info

@@ -13,10 +13,11 @@ own queue), one row per call. Episode ``i`` is then the same for any K, and an e
 episode at once instead of waiting for the slowest env of a wave, as lerobot-eval's batches do; the price is K
 policy calls per step instead of one batched call, and K copies of the weights.
 
-``--ckpt`` names the folder or its ``model.safetensors``. ``--policy-kwargs`` may hold ``env_type`` (LeRobot's
-env config name, e.g. ``"pusht"``: ``make_policy`` reads the features from it, and the env processors come from
-it; guessed from ``--env``'s gymnasium id when not given), ``task`` (the language instruction handed to the policy;
-empty by default, as lerobot-eval gives envs without one) and ``device``.
+``--ckpt`` names the folder's ``model.safetensors`` (the folder is the file's parent; the checkpoint check refuses a
+folder without a TorchRL ``manifest.json`` before this factory runs). ``--policy-kwargs`` may hold ``env_type``
+(LeRobot's env config name, e.g. ``"pusht"``: ``make_policy`` reads the features from it, and the env processors
+come from it; guessed from ``--env``'s gymnasium id when not given), ``task`` (the language instruction handed to
+the policy; empty by default, as lerobot-eval gives envs without one) and ``device``.
 """
 
 from __future__ import annotations
