@@ -177,7 +177,7 @@ def _return_stats(returns: list[float]) -> dict[str, Any]:
             "min_sum_reward": min(returns) if n else None,
             "median_sum_reward": statistics.median(returns) if n else None,
             "max_sum_reward": max(returns) if n else None,
-            "ci95_sum_reward": [mean - half, mean + half] if half is not None else None}
+            "ci95_sum_reward": [mean - half, mean + half] if mean is not None and half is not None else None}
 
 
 def nonfinite_note(aggregated: dict[str, Any]) -> str | None:

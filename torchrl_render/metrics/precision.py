@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
@@ -47,10 +48,13 @@ class PrecisionRule:
         seed: The run's base seed (episode ``i`` is seed ``seed + i``), for messages.
     """
 
-    def __init__(self, metric: str, target: float, bounds: Any = None, cap: int | None = None,
+    def __init__(self, metric: str, target: float, bounds: Sequence[float] | None = None, cap: int | None = None,
                  seed: int | None = 0) -> None:
         self.metric, self.target, self.cap, self.seed = metric, float(target), cap, seed
-        self.bounds = tuple(float(b) for b in bounds) if bounds is not None else None
+        self.bounds: tuple[float, float] | None = None
+        if bounds is not None:
+            lo, hi = bounds  # LO HI (RenderConfig checks --return-bounds is two numbers)
+            self.bounds = (float(lo), float(hi))
         # a bounded sequence's bets are tuned to reach the target half-width in the fewest episodes; the asymptotic
         # one (unbounded returns) is tightest at the cap, the most the run may take
         self.cs = confidence_sequence(metric, bounds=self.bounds, alpha=ALPHA, target_n=cap,

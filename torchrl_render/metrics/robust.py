@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -71,11 +71,12 @@ def profile(scores: Sequence[float] | np.ndarray, taus: Sequence[float] | np.nda
     return 1.0 - np.searchsorted(x, np.asarray(taus, dtype=float), side="right") / x.size
 
 
-def probability_of_improvement(x_tasks: Sequence[Sequence[float]], y_tasks: Sequence[Sequence[float]]) -> float:
+def probability_of_improvement(x_tasks: Sequence[Sequence[float] | np.ndarray],
+                               y_tasks: Sequence[Sequence[float] | np.ndarray]) -> float:
     """The mean over tasks of ``P(Y > X) + 0.5 P(Y = X)`` (``x_tasks[t]``, ``y_tasks[t]``: task t's scores)."""
     values = []
-    for x, y in zip(x_tasks, y_tasks):
-        x, y = np.sort(np.asarray(x, dtype=float)), np.asarray(y, dtype=float)
+    for x_task, y_task in zip(x_tasks, y_tasks):
+        x, y = np.sort(np.asarray(x_task, dtype=float)), np.asarray(y_task, dtype=float)
         below = np.searchsorted(x, y, side="left")
         equal = np.searchsorted(x, y, side="right") - below
         values.append(float(np.sum(below + 0.5 * equal)) / (x.size * y.size))
@@ -132,7 +133,7 @@ class Draws:
     of its draws are among the ``i`` smallest (what rank statistics read).
     """
 
-    def __init__(self, returns: Sequence[float], reps: int, rng: np.random.Generator) -> None:
+    def __init__(self, returns: Sequence[float] | np.ndarray, reps: int, rng: np.random.Generator) -> None:
         self.values = np.sort(np.asarray(returns, dtype=float))
         n = self.n = self.values.size
         self.reps = reps
@@ -172,6 +173,14 @@ def _median(sorted_values: np.ndarray, cum: np.ndarray) -> np.ndarray:
     return (sorted_values[lo] + sorted_values[hi]) / 2
 
 
+def _sum_arrays(arrays: Iterable[np.ndarray]) -> np.ndarray:
+    """``sum(arrays)``, of at least one array (typed: ``sum`` of none is the int 0)."""
+    total = sum(arrays)
+    if not isinstance(total, np.ndarray):
+        raise ValueError("no arrays to sum")
+    return total
+
+
 def interval95(samples: np.ndarray, axis: int = 0) -> list:
     """The 95% percentile interval of bootstrap ``samples`` along ``axis``."""
     low, high = np.percentile(samples, [2.5, 97.5], axis=axis)
@@ -187,7 +196,7 @@ def cell_estimates(draws: Draws | Sequence[float], reps: int = DEFAULT_REPS,
     if not isinstance(draws, Draws):  # a run's returns: resampled block by block, so memory stays flat
         x = np.sort(np.asarray(draws, dtype=float))
         rng = rng if rng is not None else np.random.default_rng(0)
-        out = cell_estimates(Draws(x, 0, rng))
+        out: dict[str, Any] = cell_estimates(Draws(x, 0, rng))
         if x.size > 1 and reps > 0:
             step = max(1, _BLOCK // x.size)  # Draws' own block: the same draws as one Draws of all reps
             trimmed, median = [], []
@@ -199,7 +208,7 @@ def cell_estimates(draws: Draws | Sequence[float], reps: int = DEFAULT_REPS,
             out["median_sum_reward_ci95"] = interval95(np.concatenate(median))
         return out
     x = draws.values
-    out: dict[str, Any] = {"iqm_sum_reward": iqm(x) if x.size else None,
+    out = {"iqm_sum_reward": iqm(x) if x.size else None,
                            "median_sum_reward": float(np.median(x)) if x.size else None,
                            "iqm_sum_reward_ci95": None, "median_sum_reward_ci95": None}
     if x.size > 1 and draws.reps > 0:
@@ -220,9 +229,9 @@ class JoinedDraws:
         self.rows = np.arange(reps)
         self._prefix: list[np.ndarray] | None = None
 
-    def _count(self, v: np.ndarray, side: str) -> np.ndarray:
+    def _count(self, v: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
         """Per resample, its draws below ``v`` (``left``) or below or equal (``right``)."""
-        return sum(d.cum[self.rows, np.searchsorted(s, v, side=side)] for d, s in zip(self.draws, self.scores))
+        return _sum_arrays(d.cum[self.rows, np.searchsorted(s, v, side=side)] for d, s in zip(self.draws, self.scores))
 
     def order_stat(self, q: int) -> np.ndarray:
         """Each resample's score of rank ``q`` (0-based)."""
@@ -286,16 +295,17 @@ def level_estimates(cells: Sequence[tuple[str, Draws]], baselines: dict[str, dic
     """
     cells = [(t, d) for t, d in cells if d.n]
     names = list(dict.fromkeys(t for t, _ in cells))
-    normalised = bool(baselines) and all(t in baselines for t in names)
+    table = baselines or {}
+    normalised = bool(table) and all(t in table for t in names)
     out: dict[str, Any] = {"score": "normalised" if normalised else "raw", "tasks": names}
     if not normalised:
-        missing = [t for t in names if not baselines or t not in baselines]
+        missing = [t for t in names if t not in table]
         out["note"] = ("returns as they are (no --score-baselines)" if not baselines else
                        f"returns as they are: --score-baselines has no entry for {', '.join(missing)}")
     keys = ("iqm", "median", "mean") + (("optimality_gap",) if normalised else ())
     if not cells:
         return {**out, **dict.fromkeys(keys), **{f"{k}_ci95": None for k in keys}, "performance_profile": None}
-    scores = [normalise(d.values, baselines[t] if normalised else None) for t, d in cells]  # still sorted
+    scores = [normalise(d.values, table[t] if normalised else None) for t, d in cells]  # still sorted
     flat = np.concatenate(scores)
     by_task = {t: [i for i, (u, _) in enumerate(cells) if u == t] for t in names}
     task_means = [np.mean(np.concatenate([scores[i] for i in ix])) for ix in by_task.values()]
@@ -314,9 +324,9 @@ def level_estimates(cells: Sequence[tuple[str, Draws]], baselines: dict[str, dic
     out["median_ci95"] = interval95(np.median(means, axis=1))
     out["mean_ci95"] = interval95(means.mean(axis=1))
     if normalised:
-        clipped = sum(d.sums(np.minimum(s, 1.0)) for (_, d), s in zip(cells, scores))
+        clipped = _sum_arrays(d.sums(np.minimum(s, 1.0)) for (_, d), s in zip(cells, scores))
         out["optimality_gap_ci95"] = interval95(1.0 - clipped / total)
-    above = sum(d.n - d.cum[:, np.searchsorted(s, taus, side="right")] for (_, d), s in zip(cells, scores))
+    above = _sum_arrays(d.n - d.cum[:, np.searchsorted(s, taus, side="right")] for (_, d), s in zip(cells, scores))
     out["performance_profile"]["ci95"] = interval95(above / total)
     return out
 
@@ -348,6 +358,6 @@ def pair_estimates(a: dict[str, Draws], b: dict[str, Draws]) -> dict[str, Any] |
     reps = min(min(a[t].reps, b[t].reps) for t in shared)
     if reps == 0:
         return out
-    total = sum(pair_task_samples(a[t], b[t], reps) for t in shared)
+    total = _sum_arrays(pair_task_samples(a[t], b[t], reps) for t in shared)
     out["probability_of_improvement_ci95"] = interval95(total / len(shared))
     return out

@@ -132,10 +132,6 @@ class ConfidenceSequence:
         lo, hi = self.interval
         return (hi - lo) / 2
 
-    def _units(self, lo01: float, hi01: float) -> tuple[float, float]:
-        lo, hi = self.bounds
-        return float(lo + (hi - lo) * lo01), float(lo + (hi - lo) * hi01)
-
     def __repr__(self) -> str:
         lo, hi = self.interval
         return f"<{type(self).__name__} n={self.n} mean={self.mean:.4g} interval=[{lo:.4g}, {hi:.4g}] {self.method}>"
@@ -147,6 +143,7 @@ class _BoundedCS(ConfidenceSequence):
     asymptotic = False
     _name = ""
     _cap = math.inf
+    bounds: tuple[float, float]  # always given here (ConfidenceSequence's may be None)
 
     def __init__(self, *, alpha: float = 0.05, bounds: tuple[float, float] = (0.0, 1.0), target_n: int | None = None,
                  target_halfwidth: float | None = None) -> None:
@@ -163,6 +160,10 @@ class _BoundedCS(ConfidenceSequence):
         self.method = f"{self._name}, {tuning}, {_level(alpha)}"
         self._s01 = 0.0   # sum of the rescaled values
         self._ss = 0.0    # sum of (X_i - mu_i)^2, rescaled
+
+    def _units(self, lo01: float, hi01: float) -> tuple[float, float]:
+        lo, hi = self.bounds
+        return float(lo + (hi - lo) * lo01), float(lo + (hi - lo) * hi01)
 
     def _update(self, x: float) -> None:
         lo, hi = self.bounds
@@ -385,9 +386,12 @@ class DifferenceSequence:
             self._better = "A" if lo > 0 else "B" if hi < 0 else None
 
     def _p_now(self) -> float:
-        if isinstance(self.cs, BettingCS):
-            return min(1.0, math.exp(-self.cs.log_capital_max(0.5)))
-        return self.cs.p_value(0.0)
+        cs = self.cs
+        if isinstance(cs, BettingCS):
+            return min(1.0, math.exp(-cs.log_capital_max(0.5)))
+        if not isinstance(cs, AsymptoticCS):  # never: __init__ makes one of the two
+            raise TypeError(f"no p-value for a {type(cs).__name__}")
+        return cs.p_value(0.0)
 
     n = property(lambda self: self.cs.n, doc="Pairs seen.")
     mean = property(lambda self: self.cs.mean, doc="The mean difference A - B so far.")
