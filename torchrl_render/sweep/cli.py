@@ -53,7 +53,7 @@ def build_sweep_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def sweep_config_from_args(args: argparse.Namespace) -> Any:
+def sweep_config_from_args(args: argparse.Namespace) -> SweepConfig:
     data: dict[str, Any] = load_mapping(args.config) if args.config else {}
     data.update(fields_from_args(args, SweepConfig, skip=("base",)))
     data.update(fields_from_args(args, RenderConfig, skip=BASE_OWNED))
@@ -66,7 +66,7 @@ def sweep_main(argv: list[str]) -> int:
     configure_logging(args.debug, args.quiet)
     prog = PROG
     echo = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
-    cfg = None
+    cfg: SweepConfig | None = None
     try:
         cfg = sweep_config_from_args(args)
         if args.print_config:
@@ -75,7 +75,8 @@ def sweep_main(argv: list[str]) -> int:
         result = sweep(cfg, command=[PROG, "sweep", *argv], echo=echo)
     except SweepFailedError as exc:  # the grid ran and every cell failed: the failed-cells exit code
         print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        print(cfg.out / "eval_info.json")
+        if cfg is not None:  # always: sweep(cfg) raised it
+            print(cfg.out_dir / "eval_info.json")
         return EXIT_FAILED_CELLS
     except RenderError as exc:
         if args.debug:
@@ -83,7 +84,7 @@ def sweep_main(argv: list[str]) -> int:
         print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        where = f" in {cfg.out / 'episodes.jsonl'}" if cfg is not None else ""
+        where = f" in {cfg.out_dir / 'episodes.jsonl'}" if cfg is not None else ""
         how = "stopped by SIGTERM" if isinstance(exc, SweepTerminated) else "interrupted"
         print(f"{prog}: {how}; the finished episodes are kept{where}: run the same command with --resume "
               "to go on", file=sys.stderr)
@@ -207,7 +208,7 @@ def flags_markdown() -> str:
     """The table of the sweep's own flags, for docs/sweeps.md (a test keeps the doc equal to this)."""
 
     fields = {f.name: f for f in __import__("dataclasses").fields(SweepConfig)}
-    group = next(g for g in build_sweep_parser()._action_groups if g.title.startswith("sweep"))
+    group = next(g for g in build_sweep_parser()._action_groups if (g.title or "").startswith("sweep"))
     lines = ["| flag | default | choices | meaning |", "|---|---|---|---|"]
     for action in group._group_actions:
         if action.help == argparse.SUPPRESS:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ..errors import ConfigError, OutputExistsError, RenderError
 from ..loggers import EvalLogger, check_logger
@@ -50,6 +50,27 @@ _HOW = ("executor", "workers", "block_size", "resume", "max_attempts", "report",
         "ray_num_gpus", "out", "score_baselines", "watch", "watch_timeout", "watch_settle")  # a resume may change these
 
 _LOGGING = ("logger", "logger_dir", "logger_project", "exp_name")
+
+
+class _WatchInfo(TypedDict):
+    """driver.json's ``watch`` entry (sweep-status prints it)."""
+
+    patterns: dict[str, list[str]]
+    timeout_s: float | None
+    last_seen: str | None
+    last_step: int | None
+    last_seen_time: float | None
+
+
+class _DriverInfo(TypedDict):
+    """driver.json: who runs the sweep, and a watched sweep's last look."""
+
+    pid: int
+    host: str
+    started: float
+    executor: str
+    watch: NotRequired[_WatchInfo]
+    checked: NotRequired[float]
 
 
 class SweepFailedError(RenderError):
@@ -119,15 +140,15 @@ def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = N
     check_logger(cfg.base.get("logger"))
     cells = expand_cells(cfg)
     spec_of(cfg.to_dict(), [c.to_dict() for c in cells])  # --separate names two of its checkpoints: before any file
-    fresh = read_manifest(cfg.out) is None
-    created = not cfg.out.exists()
+    fresh = read_manifest(cfg.out_dir) is None
+    created = not cfg.out_dir.exists()
     store, records = _open(cfg, cells, command)
     driver = _Driver(cfg, _known_cells(cfg, cells, records), store, records, echo or (lambda text: None))
     try:
         result = driver.run()
     except RenderError:
         if fresh and not driver.ran:  # it never started: leave nothing, so that the same command can run again
-            _discard(cfg.out, created)
+            _discard(cfg.out_dir, created)
         raise
     if result.cells and result.cells_failed == result.cells:
         cell, error = next(iter(result.failures.items()))
@@ -135,7 +156,7 @@ def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = N
                                got=f"{result.cells_failed} failed cells, 0 episodes" if not result.episodes else
                                f"{result.cells_failed} failed cells", fix="correct what the first error names (the "
                                "env, policy or checkpoint), then run the same sweep with resume=True (--resume): "
-                               f"only the missing episodes run; the errors are in {cfg.out / EPISODES}")
+                               f"only the missing episodes run; the errors are in {cfg.out_dir / EPISODES}")
     return result
 
 
@@ -156,14 +177,14 @@ def _known_cells(cfg: SweepConfig, cells: list[Cell], records: list[dict[str, An
     was given up half-written, then completed) is superseded by the file as it is: dropped from the manifest, so
     that one step has one cell (and the records carry the sha256 of the file evaluated).
     """
-    manifest = read_manifest(cfg.out) or {}
+    manifest = read_manifest(cfg.out_dir) or {}
     old = [Cell(**c) for c in manifest.get("cells", [])] if cfg.watch else []
     now = {c.ckpt: c.sha256 for c in cells}
     evaluated = {r["cell"] for r in records if r["kind"] == "episode"}
     stale = {c.id for c in old if now.get(c.ckpt, c.sha256) != c.sha256 and c.id not in evaluated}
     if stale:
         manifest["cells"] = [c for c in manifest["cells"] if c["id"] not in stale]
-        write_json_atomic(cfg.out / MANIFEST, manifest)
+        write_json_atomic(cfg.out_dir / MANIFEST, manifest)
         old = [c for c in old if c.id not in stale]
     ids = {c.id for c in old}
     return old + [c for c in cells if c.id not in ids]
@@ -178,30 +199,30 @@ def _grid(cfg: SweepConfig, cells: list[Cell]) -> dict[str, Any]:
 
 
 def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tuple[Store, list[dict[str, Any]]]:
-    manifest = read_manifest(cfg.out)
+    manifest = read_manifest(cfg.out_dir)
     if manifest is None:
-        if cfg.out.exists() and any(cfg.out.iterdir()):
-            raise OutputExistsError(f"{str(cfg.out)!r} exists and is not a sweep folder (it has no {MANIFEST})",
-                                    got=str(cfg.out), fix="choose another --out (a new or empty folder)")
+        if cfg.out_dir.exists() and any(cfg.out_dir.iterdir()):
+            raise OutputExistsError(f"{str(cfg.out_dir)!r} exists and is not a sweep folder (it has no {MANIFEST})",
+                                    got=str(cfg.out_dir), fix="choose another --out (a new or empty folder)")
         manifest = {"torchrl_render_sweep": 1, "created": time.time(), "command": command, "grid": _grid(cfg, cells),
                     "config": cfg.to_dict(), "cells": [c.to_dict() for c in cells], "tasks": cfg.tasks,
                     "groups": cfg.groups, "baselines": cfg.baselines, "versions": versions()}
-        return Store.create(cfg.out, manifest), []
+        return Store.create(cfg.out_dir, manifest), []
     if not cfg.resume:
-        raise OutputExistsError(f"{str(cfg.out)!r} already holds a sweep", got=str(cfg.out),
+        raise OutputExistsError(f"{str(cfg.out_dir)!r} already holds a sweep", got=str(cfg.out_dir),
                                 fix="pass --resume to run only its missing episodes, or choose another --out")
     old_grid, new_grid = manifest.get("grid") or {}, _grid(cfg, cells)
     if (old_grid.get("what") != new_grid["what"]) if cfg.watch else old_grid != new_grid:
-        raise ConfigError(f"the sweep in {str(cfg.out)!r} has another grid than this config (other checkpoints, "
+        raise ConfigError(f"the sweep in {str(cfg.out_dir)!r} has another grid than this config (other checkpoints, "
                           "checkpoint contents, tasks or RenderConfig fields)",
                           expected="the config it was started with",
                           got=_first_difference(manifest.get("grid", {}), _grid(cfg, cells)),
                           fix="resume with the original config (its manifest.json has it), or choose another --out")
     if cfg.baselines is not None and manifest.get("baselines") != cfg.baselines:  # --resume --score-baselines
         # FILE: the report renormalises (baselines are not part of the grid; a resume without them keeps the old)
-        write_json_atomic(cfg.out / MANIFEST, {**manifest, "baselines": cfg.baselines})
-    store = Store.reopen(cfg.out)
-    return store, read_records(cfg.out)
+        write_json_atomic(cfg.out_dir / MANIFEST, {**manifest, "baselines": cfg.baselines})
+    store = Store.reopen(cfg.out_dir)
+    return store, read_records(cfg.out_dir)
 
 
 def _first_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -256,7 +277,8 @@ class _Driver:
                 self.metrics.setdefault(r["cell"], []).append(r["metrics"])
         self.units: dict[str, dict[str, Any]] = {}
         # --separate: the pair's cells, each mapped to (cell of A, cell of B) of its task
-        self.pair = spec_of(cfg.to_dict(), [c.to_dict() for c in cells])
+        # ({} without --separate: then no cell is in self.pairs, and only a cell of the pair reads it)
+        self.pair: dict[str, Any] = spec_of(cfg.to_dict(), [c.to_dict() for c in cells]) or {}
         self.pairs = pair_cells(self.pair, [c.to_dict() for c in cells])
         self.failed: dict[str, str] = {}
         self.run_count = 0
@@ -266,7 +288,7 @@ class _Driver:
         self.tracker: EvalLogger | None = None
         # the loggers' ledger: cells whose numbers the logger has on disk ("logged" lines, kept across sessions),
         # and those given to a logger that confirms only when it closes (W&B)
-        self.ledger = f"{cfg.base.get('logger')}:{cfg.base.get('exp_name') or cfg.out.resolve().name}"
+        self.ledger = f"{cfg.base.get('logger')}:{cfg.base.get('exp_name') or cfg.out_dir.resolve().name}"
         self.logged = {r["cell"] for r in records if r.get("kind") == "logged" and r.get("logger") == self.ledger}
         # cells an earlier session began to give the logger ("logging" lines) and did not see on disk: killed
         # between the two, the logger may hold some or all of their numbers
@@ -286,10 +308,11 @@ class _Driver:
 
     def _session(self) -> SweepResult:
         units = self._plan(list(self.cells.values()))
-        self.driver_info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
+        self.driver_info: _DriverInfo = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
                             "executor": self.cfg.executor}
         if self.watcher is not None:
-            add_to_manifest(self.cfg.out, list(self.cells.values()))  # a resumed watch: checkpoints written meanwhile
+            # a resumed watch: checkpoints written meanwhile
+            add_to_manifest(self.cfg.out_dir, list(self.cells.values()))
             self.driver_info["watch"] = {"patterns": self.cfg.run, "timeout_s": self.cfg.watch_timeout,
                                          "last_seen": None, "last_step": None, "last_seen_time": None}
             globs = ", ".join(repr(g) for patterns in self.cfg.run.values() for g in patterns)
@@ -311,14 +334,14 @@ class _Driver:
             raise
         if self.watcher is not None and not self.done and not self.failed:
             self._finish(executor, final=False, derived=False)
-            raise self._nothing_evaluated()
+            raise self._nothing_evaluated(self.watcher)
         self._finish(executor, final=True)
         return self._result()
 
-    def _nothing_evaluated(self) -> ConfigError:
+    def _nothing_evaluated(self, watcher: Watcher) -> ConfigError:
         """A watch that ended on its timeout with nothing evaluated: the glob, or a training run that never wrote."""
         globs = ", ".join(repr(g) for patterns in self.cfg.run.values() for g in patterns)
-        settling = sorted(set(self.watcher.seen) - self.watcher.known)
+        settling = sorted(set(watcher.seen) - watcher.known)
         got = (f"{len(settling)} file(s) still being written or failing to load ({Path(settling[0]).name} ...)"
                if settling else "no file matched")
         return ConfigError(f"the watch ended after --watch-timeout {self.cfg.watch_timeout:g} s with nothing "
@@ -360,9 +383,9 @@ class _Driver:
         """Starts the tracker, writes driver.json, submits the planned units and runs the loop."""
         self.tracker = open_tracker(self.cfg, self.echo)
         if self.tracker is not None and self._loggable():  # complete cells an earlier session did not log
-            write_derived(self.cfg.out, html=False)
-            self._log_ready()
-        write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
+            write_derived(self.cfg.out_dir, html=False)
+            self._log_ready(self.tracker)
+        write_json_atomic(self.cfg.out_dir / DRIVER, self.driver_info)
         for cell, start, count in units:
             executor.submit(self._unit(cell, start, count, 1))
         self._loop(executor)
@@ -378,33 +401,34 @@ class _Driver:
             if busy:
                 for message in executor.poll(0.5):
                     self._handle(message, executor)
-            if self.watcher is None:
+            watcher = self.watcher
+            if watcher is None:
                 if not busy:
                     return
                 continue
             if time.monotonic() - last_look >= 1.0:
                 last_look = time.monotonic()
-                self._look(executor)
+                self._look(executor, watcher)
             timeout = self.cfg.watch_timeout
             if executor.busy():
                 idle_since = None
                 continue
             idle_since = time.monotonic() if idle_since is None else idle_since
-            if self.watcher.retrying():  # a file that failed to load gets its next try first
+            if watcher.retrying():  # a file that failed to load gets its next try first
                 idle_since = time.monotonic()
             # idle since the last new checkpoint, the last change of one still being written, and the last cell
-            if timeout is not None and time.monotonic() - max(self.last_new, self.watcher.last_change,
+            if timeout is not None and time.monotonic() - max(self.last_new, watcher.last_change,
                                                               idle_since) >= timeout:
                 return
             time.sleep(0.5)
 
-    def _look(self, executor: Any) -> None:
+    def _look(self, executor: Any, watcher: Watcher) -> None:
         """Adds the cells of the checkpoints the watcher took; records those that failed to load as failed."""
-        taken, failed = self.watcher.poll()
+        taken, failed = watcher.poll()
         for found in taken + failed:
             cells = checkpoint_cells(self.cfg, found.run, found.path, found.digest, found.step)
             self.cells.update({c.id: c for c in cells})
-            add_to_manifest(self.cfg.out, cells)
+            add_to_manifest(self.cfg.out_dir, cells)
             self.last_new = time.monotonic()
             self.echo(f"new checkpoint {Path(found.path).name} (step {found.step})" +
                       (f" failed to load {TRIES} times, unchanged: {found.error}" if found.error else ""))
@@ -414,15 +438,15 @@ class _Driver:
                     continue
                 for c, start, count in self._plan([cell]):
                     executor.submit(self._unit(c, start, count, 1))
-        if taken:
-            last = self.watcher.last_found
+        last = watcher.last_found
+        if taken and last is not None:  # always: poll() sets it to the last of what it took
             self.driver_info["watch"].update({"last_seen": last.path, "last_step": last.step,
-                                              "last_seen_time": self.watcher.last_found_time})
+                                              "last_seen_time": watcher.last_found_time})
         if taken or failed or time.time() - self.driver_info.get("checked", 0) > 10:
             self.driver_info["checked"] = time.time()
-            write_json_atomic(self.cfg.out / DRIVER, self.driver_info)
+            write_json_atomic(self.cfg.out_dir / DRIVER, self.driver_info)
         if failed and not executor.busy():
-            write_derived(self.cfg.out, html=self.cfg.report)
+            write_derived(self.cfg.out_dir, html=self.cfg.report)
 
     def _plan(self, cells: list[Cell]) -> list[tuple[Cell, int, int]]:
         """The units of the episodes ``cells`` lack. With ``--precision`` a cell not yet settled runs whole, from
@@ -470,9 +494,10 @@ class _Driver:
         return LocalExecutor(workers if self.watcher is not None else min(workers, max(1, n_units)))
 
     def _unit(self, cell: Cell, start: int, count: int, attempt: int) -> dict[str, Any]:
-        unit = {"id": f"{cell.id}#{start}+{count}@{attempt}", "cell": cell.to_dict(), "start": start, "count": count,
-                "attempt": attempt, "base": self.cfg.base, "out": str(self.cfg.out.resolve()),
-                "separate": cell.id in self.pairs}  # the pair's blocks stop on the pair, not on --precision
+        unit: dict[str, Any] = {
+            "id": f"{cell.id}#{start}+{count}@{attempt}", "cell": cell.to_dict(), "start": start, "count": count,
+            "attempt": attempt, "base": self.cfg.base, "out": str(self.cfg.out_dir.resolve()),
+            "separate": cell.id in self.pairs}  # the pair's blocks stop on the pair, not on --precision
         self.units[unit["id"]] = unit
         return unit
 
@@ -538,10 +563,10 @@ class _Driver:
                       + (self._separation_text(cell) if cell.id in self.pairs else
                          _precision_text(self.cfg.base, cell, self.metrics.get(cell.id, []))))
 
-        write_derived(self.cfg.out, html=self.cfg.report and time.monotonic() - self.last_report > 10)
+        write_derived(self.cfg.out_dir, html=self.cfg.report and time.monotonic() - self.last_report > 10)
         self.last_report = time.monotonic()
         if self.tracker is not None:
-            self._log_ready()
+            self._log_ready(self.tracker)
 
     def _complete(self, cell: Cell) -> bool:
         """All its episodes recorded; with ``--precision``, its half-width (or its cap) reached on them; a cell
@@ -564,7 +589,7 @@ class _Driver:
                  and c.id not in self.failed and self._complete(c)]
         return sorted(cells, key=_step_order)
 
-    def _log_ready(self) -> None:
+    def _log_ready(self, tracker: EvalLogger) -> None:
         """Logs the complete cells whose every earlier-step cell is settled (complete or failed), in step order:
         W&B takes a run's steps in increasing order only, and a curve reads left to right in every logger. A cell
         that finished before an earlier step's waits for it; an interrupted sweep's waiting cells are logged by
@@ -577,8 +602,8 @@ class _Driver:
             if first_pending is not None and _step_order(cell) > first_pending:
                 break
             self.store.append({"kind": "logging", "cell": cell.id, "logger": self.ledger})
-            log_cell(self.tracker, self.cfg, cell, resumed=cell.id in self.begun)
-            if self.tracker.confirm():
+            log_cell(tracker, self.cfg, cell, resumed=cell.id in self.begun)
+            if tracker.confirm():
                 self._ledger([cell.id])
             else:
                 self.unconfirmed.append(cell.id)
@@ -596,20 +621,20 @@ class _Driver:
             self._ledger(self.unconfirmed)  # on disk now that the logger closed (W&B's run finished)
             self.unconfirmed = []
         if final:  # --render-select worst:N...: the complete cells' chosen episodes, filmed once
-            film_galleries(self.cfg.base, self.cfg.out, self.cells.values(), read_records(self.cfg.out),
+            film_galleries(self.cfg.base, self.cfg.out_dir, self.cells.values(), read_records(self.cfg.out_dir),
                            self.store.append)
         self.store.close()
-        self.report_paths = write_derived(self.cfg.out, html=self.cfg.report, notebook=final and self.cfg.report) \
+        self.report_paths = write_derived(self.cfg.out_dir, html=self.cfg.report, notebook=final and self.cfg.report) \
             if derived else []
-        (self.cfg.out / DRIVER).unlink(missing_ok=True)
+        (self.cfg.out_dir / DRIVER).unlink(missing_ok=True)
 
     def _result(self) -> SweepResult:
         import json
 
-        info = json.loads((self.cfg.out / "eval_info.json").read_text(encoding="utf-8"))
+        info = json.loads((self.cfg.out_dir / "eval_info.json").read_text(encoding="utf-8"))
         cells = list(self.cells.values())
         full = [c for c in cells if self._complete(c)]
-        return SweepResult(self.cfg.out, info, len(cells), len(full), len(self.failed), len(self.done),
+        return SweepResult(self.cfg.out_dir, info, len(cells), len(full), len(self.failed), len(self.done),
                            self.run_count, self.report_paths, dict(self.failed))
 
 

@@ -144,6 +144,11 @@ class SweepConfig:
             self.render_config(spec, None)
         _check_gymnasium_ids(self.tasks)
 
+    @property
+    def out_dir(self) -> Path:
+        """``out`` as a Path (the field takes a str too; ``__post_init__`` made it one)."""
+        return Path(self.out)
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> SweepConfig:
         """Sweep keys go to the sweep, RenderConfig keys to ``base``; unknown keys get a did-you-mean."""

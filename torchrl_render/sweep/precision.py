@@ -34,6 +34,11 @@ def rule(base: dict[str, Any], cell: Any) -> PrecisionRule | None:
     """A fresh stop rule for ``cell`` (a :class:`~torchrl_render.sweep.grid.Cell` or its dict); None without one."""
     if not has_precision(base):
         return None
+    return _rule(base, cell)
+
+
+def _rule(base: dict[str, Any], cell: Any) -> PrecisionRule:
+    """:func:`rule` of a sweep that has a precision."""
     metric, target = parse_precision(base["precision"])
     seed, cap = (cell["seed"], cell["num_trajs"]) if isinstance(cell, dict) else (cell.seed, cell.num_trajs)
     return PrecisionRule(metric, target, bounds=base.get("return_bounds"), cap=cap, seed=seed)
@@ -42,14 +47,15 @@ def rule(base: dict[str, Any], cell: Any) -> PrecisionRule | None:
 def _prefix(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The recorded episodes ``0..k-1`` (one each, in seed order): the prefix the rule reads."""
     by_ix = {m["episode_ix"]: m for m in metrics}
-    out = []
+    out: list[dict[str, Any]] = []
     while len(out) in by_ix:
         out.append(by_ix[len(out)])
     return out
 
 
 def _replay(base: dict[str, Any], cell: Any, metrics: list[dict[str, Any]]) -> PrecisionRule:
-    r = rule(base, cell)
+    """The stop rule run over the recorded prefix (a sweep with a precision: its callers check)."""
+    r = _rule(base, cell)
     for m in _prefix(metrics):
         r.add(m["episode_ix"], m.get("sum_reward"), m.get("success"))
         if r.reached:
@@ -81,7 +87,7 @@ def fixed_n_halfwidth(metrics: list[dict[str, Any]], bounds: Any = None) -> dict
     out: dict[str, Any] = {"n": len(ordered)}
     if returns:
         out["return"] = halfwidth_at_fixed_n(returns, metric="return", bounds=bounds)
-    successes = [m.get("success") for m in ordered]
-    if successes and all(s is not None for s in successes):
-        out["success"] = halfwidth_at_fixed_n([float(s) for s in successes], metric="success")
+    successes = [float(m["success"]) for m in ordered if m.get("success") is not None]
+    if successes and len(successes) == len(ordered):  # every episode reports one
+        out["success"] = halfwidth_at_fixed_n(successes, metric="success")
     return out

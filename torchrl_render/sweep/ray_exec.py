@@ -194,7 +194,8 @@ def _local_instance_line(ray: Any) -> tuple[bool, str]:
 
     Returns (whether other machines or tokenless processes can reach it, the line): a warning then.
     """
-    from ray._raylet import AuthenticationMode, get_authentication_mode
+    # ray's _raylet.pyi (ray 2.60) lists neither, though the compiled _raylet has both
+    from ray._raylet import AuthenticationMode, get_authentication_mode  # type: ignore[attr-defined]
 
     node = ray._private.worker._global_node
     auth = get_authentication_mode() == AuthenticationMode.TOKEN

@@ -141,7 +141,7 @@ def curves(records: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, 
     The band is the 95% Student-t interval of the mean return over a checkpoint's finite returns (``None`` with
     fewer than 2); ``nonfinite`` counts the episodes whose return was NaN or infinite (left out of the mean).
     """
-    points: dict[tuple[str, str, Any, str], list[float]] = defaultdict(list)
+    points: dict[tuple[str, str, Any, str], list[dict[str, Any]]] = defaultdict(list)  # each episode's metrics
     for r in records:
         if r.get("kind") == "episode":
             points[(r["task"], r["run"], r.get("step"), r.get("checkpoint", r["cell"]))].append(r["metrics"])

@@ -30,7 +30,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..metrics import json_ready
 from ..storage import write_json_atomic as _write_json_atomic
@@ -48,7 +48,7 @@ class Store:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self.path = self.folder / EPISODES
-        self._fh = None
+        self._fh: TextIO | None = None  # set before open, which may raise: __del__ closes only what opened
         self._fh = open(self.path, "a", encoding="utf-8")
 
     @classmethod
@@ -77,10 +77,13 @@ class Store:
 
     def append(self, record: dict[str, Any]) -> None:
         """Appends one line, flushed and fsynced before it returns."""
+        fh = self._fh
+        if fh is None:
+            raise ValueError(f"append to the closed store of {self.folder}")
         record = {**record, "time": record.get("time", time.time())}
-        self._fh.write(json.dumps(json_ready(record), default=str, allow_nan=False) + "\n")  # a NaN return: null
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        fh.write(json.dumps(json_ready(record), default=str, allow_nan=False) + "\n")  # a NaN return: null
+        fh.flush()
+        os.fsync(fh.fileno())
 
     def close(self) -> None:
         fh, self._fh = self._fh, None

@@ -22,8 +22,8 @@ def open_tracker(cfg: SweepConfig, echo: Callable[[str], None]) -> EvalLogger | 
     base = cfg.base
     if not base.get("logger"):
         return None
-    tracker = EvalLogger(base["logger"], base.get("logger_dir") or cfg.out / "logs",
-                         base.get("exp_name") or cfg.out.resolve().name, base.get("logger_project"),
+    tracker = EvalLogger(base["logger"], base.get("logger_dir") or cfg.out_dir / "logs",
+                         base.get("exp_name") or cfg.out_dir.resolve().name, base.get("logger_project"),
                          fps=base.get("fps") or 30.0)
     tracker.log_hparams(cfg.to_dict())
     for note in tracker.notes:
@@ -38,12 +38,12 @@ def log_cell(tracker: EvalLogger, cfg: SweepConfig, cell: Cell, resumed: bool = 
     or all of it (before the ledger said so). What the logger's files hold at the cell's step is not logged
     again (:meth:`EvalLogger.on_disk`); the videos go first, so a cell with a scalar on disk has its videos there.
     """
-    info = json.loads((cfg.out / "eval_info.json").read_text(encoding="utf-8"))
+    info = json.loads((cfg.out_dir / "eval_info.json").read_text(encoding="utf-8"))
     entry = next(e for e in info["per_checkpoint"] if e["checkpoint"] == cell.ckpt and e["run"] == cell.run)
     agg = entry["per_task"][cell.task]
     parts = ([cell.run] if len(cfg.run) > 1 else []) + ([cell.task] if len(cfg.tasks) > 1 else [])
     tag = "/".join(parts) or None
     have = (tracker.on_disk(cell.step) or set()) & set(scalars(agg, tag)) if resumed else set()
     if not have:
-        tracker.log_videos([cfg.out / v for v in agg.get("video_paths", [])], cell.step, tag)
+        tracker.log_videos([cfg.out_dir / v for v in agg.get("video_paths", [])], cell.step, tag)
     tracker.log_eval(agg, cell.step, tag, have=have)

@@ -26,6 +26,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from ..checkpoint import load_checkpoint, sha256_file
 from ..checkpoint.step import checkpoint_step, step_from_name
@@ -36,7 +37,7 @@ from .store import MANIFEST, read_manifest, write_json_atomic
 __all__ = ["SETTLE_S", "TRIES", "Found", "Watcher", "add_to_manifest"]
 
 #: Seconds a checkpoint's size and mtime must stay unchanged before it is loaded (``--watch-settle``'s default).
-SETTLE_S = SweepConfig.__dataclass_fields__["watch_settle"].default
+SETTLE_S = cast(float, SweepConfig.__dataclass_fields__["watch_settle"].default)  # grid.py's float (typed: or MISSING)
 #: Loads of the same unchanged bytes that must fail before a checkpoint is given up.
 TRIES = 3
 
@@ -79,7 +80,8 @@ class Watcher:
         """``(taken, failed)``: the complete new checkpoints in step order, and those given up (the same bytes
         failing :data:`TRIES` times)."""
         now = time.time()
-        taken, failed = [], []
+        taken: list[Found] = []
+        failed: list[Found] = []
         matched = set()
         for run, patterns in self.patterns.items():
             for path in expand_paths(run, patterns, allow_none=True):
