@@ -88,8 +88,9 @@ class EvalLogger:
 
     def __init__(self, kind: str, log_dir: str | Path, exp_name: str, project: str | None = None,
                  fps: float = 30.0) -> None:
-        self.kind, self.fps, self.notes = kind, fps, []
-        self.logger = None
+        self.kind, self.fps = kind, fps
+        self.notes: list[str] = []
+        self.logger: Any | None = None  # TorchRL's logger; None once closed (and should _make raise)
         self.logger = _make(kind, str(log_dir), exp_name, project, fps, self.notes)
         # TorchRL's MLFlowLogger encodes its videos with torchcodec
         self.videos = kind != "mlflow" or importlib.util.find_spec("torchcodec") is not None
@@ -97,12 +98,19 @@ class EvalLogger:
             self.notes.append("MLflow: the videos are not logged: TorchRL's MLFlowLogger writes them with "
                               "torchcodec, which is not installed (pip install torchcodec)")
 
+    @property
+    def _open(self) -> Any:
+        """TorchRL's logger, which :meth:`close` let go."""
+        if self.logger is None:
+            raise ValueError(f"the {self.kind} logger is closed")
+        return self.logger
+
     def log_eval(self, aggregated: Mapping[str, Any], step: int | None, task: str | None = None,
                  have: Collection[str] = ()) -> None:
         """The aggregates' scalars at ``step``, but those named in ``have`` (the logger holds them already)."""
         for name, value in scalars(aggregated, task).items():
             if name not in have:
-                self.logger.log_scalar(name, value, step=step)
+                self._open.log_scalar(name, value, step=step)
 
     def on_disk(self, step: int | None) -> set[str] | None:
         """The scalar names this logger's files hold at ``step`` already, read back from the folder it writes to:
@@ -111,12 +119,12 @@ class EvalLogger:
         own) or the step is unknown."""
         if step is None or self.kind not in ("csv", "tensorboard"):
             return None
-        folder = Path(self.logger.experiment.log_dir)
+        folder = Path(self._open.experiment.log_dir)
         if self.kind == "csv":  # one file a scalar, one "step,value" line a point
             return {path.relative_to(folder / "scalars").with_suffix("").as_posix()
                     for path in (folder / "scalars").rglob("*.csv")
                     if any(line.split(",", 1)[0] == str(step) for line in path.read_text().splitlines())}
-        self.logger.experiment.flush()  # this session's own file too
+        self._open.experiment.flush()  # this session's own file too
         from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
         names: set[str] = set()
@@ -138,28 +146,27 @@ class EvalLogger:
             if self.kind == "mlflow":  # TorchRL names its temporary file after the video: a '/' is a missing folder
                 name = name.replace("/", "_")
             kwargs = {"fps": max(1, round(self.fps))} if self.kind in ("tensorboard", "wandb") else {}
-            self.logger.log_video(name if i == 0 else f"{name}_{i}", video, step=step, **kwargs)
+            self._open.log_video(name if i == 0 else f"{name}_{i}", video, step=step, **kwargs)
 
     def log_hparams(self, config: Mapping[str, Any]) -> None:
-        self.logger.log_hparams(hparams(config))
+        self._open.log_hparams(hparams(config))
 
     def confirm(self) -> bool:
         """Puts what was logged on disk; whether it is there now (TensorBoard: flushed; CSV and MLflow write at
         once). W&B's service process writes its offline file on its own clock, with no call that waits for it
         before the run finishes: False, and what was logged is on disk once :meth:`close` returns."""
         if self.kind == "tensorboard":
-            self.logger.experiment.flush()
+            self._open.experiment.flush()
         return self.kind != "wandb"
 
     def close(self) -> None:
         logger, self.logger = self.logger, None
         if logger is None:
             return
-        experiment = getattr(logger, "experiment", None)
         if self.kind == "tensorboard":
-            experiment.close()
+            logger.experiment.close()
         elif self.kind == "wandb":
-            experiment.finish()
+            logger.experiment.finish()
             _wandb_flushed()
         elif self.kind == "mlflow":
             import mlflow
@@ -279,6 +286,11 @@ def open_logger(cfg: Any, exp_name: str, log_dir: str | Path) -> EvalLogger | No
     """The logger a config asks for (``cfg.logger``), or None; logs the config as hparams once."""
     if not getattr(cfg, "logger", None):
         return None
+    return _open_logger(cfg, exp_name, log_dir)
+
+
+def _open_logger(cfg: Any, exp_name: str, log_dir: str | Path) -> EvalLogger:
+    """:func:`open_logger` of a config that asks for one."""
     logger = EvalLogger(cfg.logger, cfg.logger_dir or log_dir, cfg.exp_name or exp_name, cfg.logger_project,
                         fps=getattr(cfg, "fps", None) or 30.0)
     logger.log_hparams(cfg.to_dict())
@@ -291,7 +303,7 @@ def log_run(cfg: Any, result: Any) -> None:
         return
     out = Path(result.artifact_path or cfg.out)
     step = checkpoint_step(cfg.ckpt) if cfg.ckpt is not None else None
-    logger = open_logger(cfg, exp_name=out.stem if out.suffix else out.name, log_dir=out.parent / "logs")
+    logger = _open_logger(cfg, exp_name=out.stem if out.suffix else out.name, log_dir=out.parent / "logs")
     try:
         logger.log_eval(result.metrics["aggregated"], step)
         logger.log_videos([a.path for a in result.artifacts if a.path is not None], step)
