@@ -63,7 +63,8 @@ def _registry_choices(name: str) -> list[str]:
     return BACKENDS.names()
 
 
-def _arg_type(type_text: str) -> Any:
+def _arg_type(type_text: object) -> type:
+    """The argparse type of a field's annotation (``Field.type``: its text here, under postponed annotations)."""
     head = str(type_text).split("|")[0].strip()
     return {"int": int, "float": float}.get(head, str)
 
@@ -204,8 +205,8 @@ def default_text(f: dataclasses.Field) -> str:
     """A config field's default as the markdown reference shows it (empty when it has none)."""
     if f.default is not dataclasses.MISSING:
         return f"`{f.default}`" if f.default is not None else ""
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f"`{f.default_factory()}`"  # type: ignore[misc]
+    if f.default_factory is not dataclasses.MISSING:
+        return f"`{f.default_factory()}`"
     return ""
 
 
@@ -302,7 +303,7 @@ class _StderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is when a record is emitted (never a stale stream)."""
 
     @property
-    def stream(self) -> Any:  # type: ignore[override]
+    def stream(self) -> Any:
         return sys.stderr
 
     @stream.setter

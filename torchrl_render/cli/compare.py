@@ -109,11 +109,14 @@ def compare(a: dict[str, list[float]], b: dict[str, list[float]], *, reps: int =
         if shared == [_ONE_TASK] and len(baselines) == 1:  # two single runs: the file's one entry is their task
             baselines = {_ONE_TASK: next(iter(baselines.values()))}
         baselines = check_baselines(baselines, shared, "--score-baselines")
-    normalised = baselines is not None and all(t in baselines for t in shared)
+    table = baselines or {}
+    normalised = baselines is not None and all(t in table for t in shared)
     draws = [{t: Draws(side[t], reps, np.random.default_rng(keyed_seed(seed, f"{name}:{t}"))) for t in shared}
              for name, side in (("a", a), ("b", b))]
     pair = pair_estimates(*draws)
-    scores = [[normalise(d[t].values, baselines[t] if normalised else None) for t in shared] for d in draws]
+    if pair is None:  # never: every shared task has returns on both sides
+        raise ValueError(f"no task with returns on both sides among {shared}")
+    scores = [[normalise(d[t].values, table[t] if normalised else None) for t in shared] for d in draws]
     iqms = [iqm(np.concatenate(s)) for s in scores]
     out: dict[str, Any] = {"tasks": shared, "score": "normalised" if normalised else "raw",
                            "n_episodes": [sum(d[t].n for t in shared) for d in draws], "bootstrap_reps": reps,

@@ -20,8 +20,9 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..backends.factory import make_backend
 from ..config import RenderConfig
@@ -105,7 +106,7 @@ def main(argv: list[str]) -> int:
                                                     overwrite=args.overwrite, **fields)], error=ERROR, prog=PROG)
 
 
-def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, episodes: list[str] = (),
+def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, episodes: Sequence[str] = (),
                    tolerance: float = DEFAULT_TOLERANCE, success_rule: str = "any", overwrite: bool = False,
                    **fields: Any) -> Artifact:
     """Writes the chosen episodes of a Minari dataset to ``out`` (see the module docstring); returns the artifact.
@@ -127,7 +128,8 @@ def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, 
         notes.append(f"filmed episode 0 of {data.total} (--episodes chooses others: numbers, worst:N, best:N)")
     cfg = RenderConfig.from_dict({**cfg.to_dict(), "num_trajs": max(chosen, default=0) + 1})
     sidecar = Path(f"{cfg.out}.metadata.json")
-    group = WriterGroup(cfg, cfg.out)
+    # (cast: RenderConfig's __post_init__ makes out a Path, which its field's type, str | Path | None, does not say)
+    group = WriterGroup(cfg, cast(Path, cfg.out))
     for path in [*group.planned_paths(), sidecar]:
         check_os_name(path)
         folder = path.parent if str(path.parent) else Path(".")
@@ -248,7 +250,7 @@ def _report(checks: list[ReplayCheck], data: DatasetEpisodes, notes: list[str]) 
         notes.append(f"episode {c.index} cannot be replayed: {c.reason}; not filmed")
     if good:
         return
-    if unseeded and not diverged and all("seed" in c.reason for c in unseeded):
+    if unseeded and not diverged and all("seed" in (c.reason or "") for c in unseeded):
         raise ConfigError(f"the dataset {data.dataset_id!r} records no seed for episode(s) "
                           f"{', '.join(str(c.index) for c in unseeded)}, so their env cannot be reset to the state "
                           "they started from, and a replay of their actions would not be the recording",

@@ -15,7 +15,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -97,7 +97,8 @@ def _success(meta: dict[str, Any], infos: Any, rule: str) -> bool | None:
     for key in ("is_success", "success"):
         values = infos.get(key) if isinstance(infos, dict) else None
         if values is not None and np.size(values):
-            flags = np.asarray(values).reshape(len(values), -1).any(1)
+            # (cast: numpy types any(axis) as a scalar or an array; over axis 1 of a 2-d array it is a 1-d array)
+            flags = cast(np.ndarray, np.asarray(values).reshape(len(values), -1).any(1))
             return bool(flags[-1]) if rule == "final" else bool(flags.any())
     return None
 

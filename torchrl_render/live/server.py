@@ -422,7 +422,8 @@ class LiveServer:
 
     def __init__(self, hub: LiveHub, host: str = "127.0.0.1", port: int = 0, title: str = "live") -> None:
         self.hub, self.host, self.token, self.closing = hub, host, secrets.token_urlsafe(18), False
-        self.title, self._page = title, None
+        self.title = title
+        self._page: str | None = None  # live_page(title), built on first request
         handler = type("Handler", (_Handler,), {"live": self})
         try:
             self.httpd = _Server((host, int(port)), handler)

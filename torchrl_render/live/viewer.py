@@ -189,13 +189,15 @@ class Viewer:
                               "env with --viewer mujoco, or --live")
         if self.fps is None:
             self.fps = _env_fps(record.env) or float(self.cfg.fps)
-        window = MujocoWindow(*sim, self.controls, _env_camera(record.env)) if kind == "mujoco" \
+        window = MujocoWindow(*sim, self.controls, _env_camera(record.env)) if kind == "mujoco" and sim is not None \
             else FrameWindow(self.controls)
         log.info("viewer: opened the %s viewer, %.4g steps/s", kind, self.fps)
         return window
 
     def _pace(self) -> None:
         """Waits until this step's slot in real time (keeps the window responsive meanwhile)."""
+        if self.fps is None:  # never: the window opened at the first step, and set it
+            raise RuntimeError("the viewer paces a step before its window opened")
         now = time.perf_counter()
         self._next = max(self._next + 1.0 / self.fps, now)
         while not self.stopped and (left := self._next - time.perf_counter()) > 0:
