@@ -72,6 +72,7 @@ class GifWriter(Writer):
         image = Image.fromarray(frame).quantize(256, method=QUANTIZE)
         blocks = GifImagePlugin.getdata(image, duration=self.delay_cs * 10, disposal=DISPOSE_NONE,
                                         include_color_table=True)
+        assert self._file is not None  # the first frame opened it (_first_frame calls _open)
         self._file.write(b"".join(blocks))
         self.num_frames += 1
 

@@ -119,6 +119,8 @@ class HtmlWriter(Writer):
         self._chunks = open(self._chunks_path, "w", encoding="ascii")
 
     def _put(self, chunk: str) -> None:
+        # only with an episode open (write, _end_episode), so after _start opened the chunks file
+        assert self._chunks is not None and self._current is not None
         self._chunks.write(chunk + "\n")
         self._current["chunks"] += 1
 
@@ -135,12 +137,14 @@ class HtmlWriter(Writer):
         if self._encoder is None:
             raise no_frames_error(self.format, self.path)
         self._end_episode()
+        scene = self._scene
+        assert self._chunks is not None and scene is not None  # _start set them with the encoder
         self._chunks.close()
-        head = {"title": self.title, "fps": self.fps, "facts": self.facts, "nbody": len(self._scene["bodies"])}
+        head = {"title": self.title, "fps": self.fps, "facts": self.facts, "nbody": len(scene["bodies"])}
         with open(self._chunks_path, encoding="ascii") as chunks, open(self.tmp, "w", encoding="utf-8") as out:
-            assemble_page(out, head, self._scene, self._episodes, chunks)
+            assemble_page(out, head, scene, self._episodes, chunks)
         self._release()
-        drawn = self._scene.get("drawn") or {}
+        drawn = scene.get("drawn") or {}
         info = {"size": os.path.getsize(self.tmp), "episodes": len(self._episodes), "replay": drawn}
         # the note names what the model shows and the page does not (not a skybox, nor unused textures)
         shown = [line for line in drawn.get("not_drawn", ()) if not line.startswith("skybox")

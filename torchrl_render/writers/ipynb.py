@@ -103,7 +103,7 @@ class IpynbWriter(Writer):
         self.assets = Path(assets) if assets is not None else self.path.with_suffix("")
         self._saved_rollouts = 0
         self._work: Path | None = None
-        self._open: dict[int, tuple[Mp4Writer, Preview]] = {}
+        self._open: dict[int, tuple[Mp4Writer, Preview | None]] = {}  # the preview only with self.preview
         self._done: dict[int, tuple[Path, int, dict[str, Any], bytes | None]] = {}
         self._episodes: list[dict[str, Any]] = []
         self._viewers: dict[int, Any] = {}  # the 3-D viewer per episode, when states arrive
@@ -311,10 +311,11 @@ class IpynbWriter(Writer):
                 budget -= size
             if not fits:
                 linked.append(path)
-            page = self._viewer_pages.get(traj)
+            viewer_page = self._viewer_pages.get(traj)
             videos.append(ReportVideo(traj, path.name, size, path.read_bytes() if fits else None, preview,
                                       by_episode.get(traj), self.limit, display_width(info),
-                                      viewer=page.read_text(encoding="utf-8") if page is not None else None,
+                                      viewer=viewer_page.read_text(encoding="utf-8") if viewer_page is not None
+                                      else None,
                                       budget_left=None if fits else budget))
         return videos, linked
 

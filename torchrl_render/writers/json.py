@@ -77,7 +77,7 @@ class JsonWriter(Writer):
 
     def _finish(self) -> dict[str, Any]:
         agg = aggregate(self._episodes, time.perf_counter() - self._t0, reps=self.bootstrap_reps, seed=self.seed)
-        data = {"per_episode": self._episodes, "aggregated": agg, "overall": agg}
+        data: dict[str, object] = {"per_episode": self._episodes, "aggregated": agg, "overall": agg}
         if self.precision is not None:
             data["sequential"] = sequential_entry(self.precision, self._episodes)
         text = json.dumps(json_ready(data), indent=2, allow_nan=False, default=str)

@@ -115,10 +115,12 @@ class JsonlWriter(Writer):
     def on_episode(self, metrics: dict[str, Any]) -> None:
         """Writes an ``episode`` line."""
         self._episodes.append(metrics)
-        self._line({"type": "episode", "trajectory": metrics.get("episode_ix"), **metrics})
-        self._line({"type": "trajectory", "index": metrics.get("episode_ix"), "num_steps": metrics.get("length"),
+        index = metrics.get("episode_ix")
+        self._line({"type": "episode", "trajectory": index, **metrics})
+        cameras = sorted(self._cameras.pop(index, ())) if index is not None else []
+        self._line({"type": "trajectory", "index": index, "num_steps": metrics.get("length"),
                     "return": metrics.get("sum_reward"), "num_frames": metrics.get("num_frames", 0),
-                    "cameras": sorted(self._cameras.pop(metrics.get("episode_ix"), ()))})
+                    "cameras": cameras})
 
     @classmethod
     def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
@@ -155,7 +157,7 @@ class JsonlWriter(Writer):
         wall = time.perf_counter() - self._t0
         summary = aggregate(self._episodes, wall, **bootstrap_options(self.config))
         self._line({"type": "summary", "n_steps": self._steps, "wall_s": wall, **summary})
-        file, self._file = self._file, None
+        file, self._file = self._open(), None  # open: the summary line was just written to it
         os.fsync(file.fileno())
         file.close()
         return {"lines": self._lines, "steps": self._steps,

@@ -65,12 +65,13 @@ _UNSAFE = re.compile(r"[^-\w]+")
 
 def require_minari(backend: str | None = None) -> Any:
     """``import minari`` (and the backend's package), or a :class:`ConfigError` naming the pip extra."""
-    names = ["minari"] + ([BACKEND_PACKAGES[backend][0]] if backend in BACKEND_PACKAGES else [])
-    for name in names:
+    needs = [("minari", "minari[hdf5]")]  # (module, the pip requirement that brings it)
+    if backend in BACKEND_PACKAGES:
+        needs.append(BACKEND_PACKAGES[backend])
+    for name, need in needs:
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            need = BACKEND_PACKAGES[backend][1] if name != "minari" else "minari[hdf5]"
             raise ConfigError(f"Minari datasets need the package {name!r}, which is not installed",
                               expected=f"{name} importable", got="not installed",
                               fix=f"install the datasets extra (pip install '{need}' alone also serves)",
@@ -312,6 +313,8 @@ def _observed(space: Any, obs_key: Any) -> Any:
 
 def _box(spaces: Any, sample: np.ndarray) -> Any:
     kind = sample.dtype
+    lo: float  # the integer dtype's bounds, or infinities
+    hi: float
     if np.issubdtype(kind, np.integer):
         lo, hi = np.iinfo(kind).min, np.iinfo(kind).max
     elif kind == np.bool_:

@@ -129,7 +129,7 @@ class NpzWriter(Writer):
         if spool is None:
             spool = self._spools[bundle.trajectory_index] = _FrameSpool(self.path.parent, frame.shape)
         elif frame.shape != spool.shape:
-            raise frame_size_error(self.format, spool.shape[:2], frame.shape, bundle)
+            raise frame_size_error(self.format, (spool.shape[0], spool.shape[1]), frame.shape, bundle)
         spool.add(frame)
         self.num_frames += 1
 
@@ -161,7 +161,7 @@ class NpzWriter(Writer):
                 "frames": self.frames, "missing": sorted(self._missing), "config": self.config}
         self._put("metadata_json", np.asarray(json.dumps(meta, default=str)))
         self._put("config", np.asarray(json.dumps(self.config, sort_keys=True, default=str)))  # torchrl.render's
-        zf, self._zip = self._zip, None
+        zf, self._zip = self._open(), None  # open: the arrays above were just written to it
         zf.close()
         keys = sorted(n[:-4] for n in zf.namelist())
         return {"trajectories": len(self._index), "steps": int(sum(columns[2])), "keys": keys,
@@ -198,12 +198,14 @@ class _FrameSpool:
         self.file: IO[bytes] | None = tempfile.TemporaryFile(dir=folder)
 
     def add(self, frame: np.ndarray) -> None:
+        assert self.file is not None, "frame spool used after close"
         self.file.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
         self.count += 1
 
     def copy_into(self, zf: zipfile.ZipFile, name: str) -> None:
         header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)), "fortran_order": False,
                   "shape": (self.count, *self.shape)}
+        assert self.file is not None, "frame spool used after close"
         self.file.seek(0)
         with zf.open(name, "w", force_zip64=True) as member:
             np.lib.format.write_array_header_1_0(member, header)
