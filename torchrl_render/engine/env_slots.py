@@ -57,8 +57,10 @@ def obs_layout(space: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]] | None
 
     if isinstance(space, spaces.Box):
         return {"observation": (tuple(space.shape), np.dtype(space.dtype))}
-    if isinstance(space, spaces.Dict) and all(isinstance(s, spaces.Box) for s in space.spaces.values()):
-        return {str(k): (tuple(s.shape), np.dtype(s.dtype)) for k, s in space.spaces.items()}
+    if isinstance(space, spaces.Dict):
+        boxes = [(str(k), s) for k, s in space.spaces.items() if isinstance(s, spaces.Box)]
+        if len(boxes) == len(space.spaces):
+            return {k: (tuple(s.shape), np.dtype(s.dtype)) for k, s in boxes}
     return None
 
 
@@ -98,6 +100,7 @@ class _Buffers:
 
     def _log(self, i: int, info: dict[str, Any], reset: bool) -> None:
         """Keeps slot ``i``'s info dict (the first of its episode at a reset)."""
+        assert self.infos is not None  # the callers log only with record_infos
         if reset:
             self.infos[i] = [info]
         else:
@@ -492,9 +495,10 @@ class ProcessSlots(_Buffers):
         self.workers = self.parts - 1  # processes besides this one
         for w in range(1, self.parts):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, make, list(range(w, num, self.parts)), shared,
-                                                     list(layout), self.extras, w - 1, record_infos), daemon=True,
-                               name=f"torchrl_render-env-{w}")
+            # typeshed types get_context(str) as BaseContext, which lacks Process; every context it returns has it
+            proc = ctx.Process(  # type: ignore[attr-defined]
+                target=_worker, args=(child, make, list(range(w, num, self.parts)), shared, list(layout), self.extras,
+                                      w - 1, record_infos), daemon=True, name=f"torchrl_render-env-{w}")
             proc.start()
             child.close()
             self.conns.append(parent)

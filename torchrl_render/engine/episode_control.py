@@ -10,7 +10,7 @@ This module imports torchrl at its top: it is loaded only on the engine's torchr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -28,6 +28,16 @@ FRAMES_KEY = "_frames"
 CONTROL_KEYS = (SEED_KEY, RENDER_KEY, FRAMES_KEY)
 
 
+class _Backend(Protocol):
+    """What this transform calls of a render backend (``backends.base.RenderBackend``, a layer above)."""
+
+    def capture(self, td: Any) -> dict[str, Any] | None: ...
+
+    def begin_episode(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class EpisodeControl(Transform):
     """Reseeds at reset from ``_episode_seed``; renders when ``_episode_render`` is set.
 
@@ -36,10 +46,10 @@ class EpisodeControl(Transform):
             ``functools.partial(torchrl_render.backends.factory.make_backend, cfg)``; ``None``: no frames.
     """
 
-    def __init__(self, make_backend: Callable[[Any], Any] | None) -> None:
+    def __init__(self, make_backend: Callable[[Any], _Backend] | None) -> None:
         super().__init__(in_keys=[], out_keys=[])
         self.make_backend, self.needs_frames = make_backend, make_backend is not None
-        self.backend = None
+        self.backend: _Backend | None = None
         self.probed = False
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.render_now = False
@@ -57,7 +67,8 @@ class EpisodeControl(Transform):
             probe_backend.close()
         self.shapes = {name: np.shape(f) for name, f in probe.items()}
 
-    def _make_backend(self) -> Any:
+    def _make_backend(self) -> _Backend:
+        assert self.make_backend is not None  # called only when needs_frames
         return self.make_backend(self.parent.base_env)
 
     def _reset_env_preprocess(self, tensordict: Any) -> Any:
@@ -71,7 +82,10 @@ class EpisodeControl(Transform):
         return tensordict
 
     def _frames(self, td: Any) -> Any:
-        captured = self.backend.capture(td) if self.render_now else None
+        captured = None
+        if self.render_now:
+            assert self.backend is not None  # made by _reset for a rendered episode, before its steps
+            captured = self.backend.capture(td)
         for name, shape in self.shapes.items():
             frame = captured[name] if captured else np.zeros(shape, np.uint8)
             td.set((FRAMES_KEY, name), torch.from_numpy(np.ascontiguousarray(frame)))

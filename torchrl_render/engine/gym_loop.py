@@ -126,7 +126,9 @@ def release(engine: Any) -> None:
 
 def read_qpos(env: Any) -> np.ndarray:
     """MuJoCo's ``qpos`` of a gymnasium MuJoCo env (a copy), for ``mujoco_qpos_key``."""
-    return np.array(find_simulation(env)[1].qpos, dtype=np.float64)
+    sim = find_simulation(env)
+    assert sim is not None  # an extra only of envs that have one (_extras checks)
+    return np.array(sim[1].qpos, dtype=np.float64)
 
 
 def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
@@ -170,7 +172,9 @@ def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
     method = _start_method(make, engine.notes)
     engine.info["workers"], engine.info["start_method"] = workers - 1, method  # besides this process
     space = raw.action_space
-    return ProcessSlots(worker_factory(make, method), k, workers, obs_layout(raw.observation_space), method=method,
+    layout = obs_layout(raw.observation_space)
+    assert layout is not None  # the engine runs this loop only for spaces that have one (engine._refusal)
+    return ProcessSlots(worker_factory(make, method), k, workers, layout, method=method,
                         extras=extras, action_shape=tuple(space.shape), action_dtype=np.dtype(space.dtype),
                         record_infos=engine.infos), []
 

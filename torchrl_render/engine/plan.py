@@ -106,8 +106,10 @@ class EpisodePlan:
             self.total += self.lengths[i]
             self.prefix += 1
             if self.stop is not None:
+                assert self.num_trajs is not None  # __init__ refuses a stop rule without num_trajs
                 self.decided = self.stop.add(i, *self.values.pop(i)) or self.prefix >= self.num_trajs
             else:
+                assert self.min_timesteps is not None  # undecided without a stop rule: min_timesteps was given
                 self.decided = self.total >= self.min_timesteps
             if self.decided:
                 self.cutoff = self.prefix

@@ -156,13 +156,15 @@ class SlotLoop:
         self.term[rows, t - 1] = term
         self.trunc[rows, t - 1] = trunc
         if self.keep:
+            assert self.actions is not None and self.step_succ is not None  # allocated when keep
             for key, store in self.obs.items():
                 store[rows, t] = s.obs[key][rows]
             self.actions[rows, t - 1] = actions[rows]
             self.step_succ[rows, t] = s.success[rows]
         self.succ[rows] = s.success[rows] if self.final_success else np.maximum(self.succ[rows], s.success[rows])
         if self.reward_fn is not None:
-            self.fn_ret[rows] += self._reward_fn(rows, actions, before)
+            assert before is not None  # run() copies the observations before the step when there is a reward_fn
+            self.fn_ret[rows] += self._reward_fn(self.reward_fn, rows, actions, before)
         ended = term | trunc
         if self.max_steps is not None:
             ended |= t >= self.max_steps
@@ -181,6 +183,7 @@ class SlotLoop:
         self.term[i, t - 1] = term
         self.trunc[i, t - 1] = trunc
         if self.keep:
+            assert self.actions is not None and self.step_succ is not None  # allocated when keep
             for key, store in self.obs.items():
                 store[i, t] = s.obs[key][i]
             self.actions[i, t - 1] = actions[i]
@@ -190,7 +193,8 @@ class SlotLoop:
         ended = term or trunc or (self.max_steps is not None and t >= self.max_steps)
         return np.array([i]) if ended else _NONE
 
-    def _reward_fn(self, rows: np.ndarray, actions: np.ndarray, before: dict[str, np.ndarray]) -> np.ndarray:
+    def _reward_fn(self, reward_fn: Callable[[Any], Any], rows: np.ndarray, actions: np.ndarray,
+                   before: dict[str, np.ndarray]) -> np.ndarray:
         import torch
         from tensordict import TensorDict
 
@@ -201,7 +205,7 @@ class SlotLoop:
                          "action": torch.from_numpy(np.ascontiguousarray(actions[rows])), "next": nxt},
                         batch_size=[n])
         with torch.no_grad():
-            out = self.reward_fn(td)
+            out = reward_fn(td)
         return np.asarray(torch.as_tensor(out, dtype=torch.float64).reshape(n, -1).sum(-1))
 
     def _grow(self) -> None:
@@ -236,6 +240,7 @@ class SlotLoop:
         for key, store in self.obs.items():
             store[idx, 0] = self.slots.obs[key][idx]
         if self.keep:
+            assert self.step_succ is not None  # allocated when keep
             self.step_succ[idx, 0] = self.slots.success[idx]
         if rendered:
             yield from self._records(idx, rendered)
@@ -259,6 +264,7 @@ class SlotLoop:
         if self.reward_fn is not None:
             ep.extra["sum_reward_fn"] = float(self.fn_ret[i])
         if self.keep:
+            assert self.actions is not None and self.step_succ is not None  # allocated when keep
             obs = {k: v[i, :n + 1].copy() for k, v in self.obs.items()}
             ep.observations = obs.get(self.obs_key)
             ep.actions = self.actions[i, :n].copy()

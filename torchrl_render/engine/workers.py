@@ -77,7 +77,7 @@ def _name_the_slot(env: Any, slot: int, reports: str | None = None) -> None:
             except Exception as exc:
                 if reports is not None and multiprocessing.parent_process() is not None:
                     _report_and_exit(reports, slot, what, exc)
-                exc.env_slot = slot
+                setattr(exc, "env_slot", slot)  # noqa: B010  # ours, on any exception type: _env_error reads it
                 raise
         return run
 
