@@ -30,8 +30,8 @@ class AutoBackend:
             except BackendUnavailable as exc:
                 reasons.append((name, exc))
                 continue
-            for skipped, exc in reasons:
-                backend.notes.append(f"render backend auto skipped {skipped}: {exc.what}")
+            for skipped, reason in reasons:
+                backend.notes.append(f"render backend auto skipped {skipped}: {reason.what}")
             log.info("render backend auto chose %r", name)
             return backend
         raise BackendUnavailable(

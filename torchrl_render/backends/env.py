@@ -119,7 +119,7 @@ class EnvRenderBackend(RenderBackend):
         return frames
 
     def info(self) -> dict[str, Any]:
-        info = {"render_backend": self.name, "source": self.source, "cameras": list(self.cameras)}
+        info: dict[str, Any] = {"render_backend": self.name, "source": self.source, "cameras": list(self.cameras)}
         if self.size is not None:
             info["width"], info["height"] = self.size
         return info

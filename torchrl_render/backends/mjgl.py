@@ -88,6 +88,7 @@ class InlineDrawer:
         collecting = gc.isenabled()
         gc.disable()  # a finaliser run now could free another MjrContext into our current GL context
         try:
+            assert self.canvas is not None, "drawer used after close"
             future.set_result(self.canvas.draw(scenes, names))
         finally:
             if collecting:
@@ -181,9 +182,11 @@ def make_drawer(mujoco: Any, make_canvas: Callable[[], Canvas], hand_back: Calla
     unbind = _unbinder(mujoco)
     if threaded is None:
         threaded = unbind is not None
-    if threaded and unbind is None:
+    if not threaded:
+        return InlineDrawer(make_canvas, hand_back)
+    if unbind is None:
         raise ValueError("drawing on a thread needs MUJOCO_GL=egl (its contexts can be unbound from a thread)")
-    return ThreadedDrawer(make_canvas, unbind) if threaded else InlineDrawer(make_canvas, hand_back)
+    return ThreadedDrawer(make_canvas, unbind)
 
 
 def _unbinder(mujoco: Any) -> Callable[[], None] | None:

@@ -27,7 +27,7 @@ the renderer never writes to ``data``, so it cannot change the simulation.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..envs.gl import ensure_headless_gl, gl_notes
@@ -133,14 +133,14 @@ class MujocoBackend(RenderBackend):
     name = "mujoco"
     render_qualities = tuple(QUALITY)
     _drawer: Any = None  # class defaults: close() works whatever __init__ reached
-    _views: tuple = ()
+    _views: Sequence[tuple[str, Any, Callable[[], None]]] = ()  # (camera name, MjvCamera, prepare) each
     _gym_renderer: Any = None
 
     def __init__(self, model: Any, data: Any, cameras: list[str], width: int = 480, height: int = 480,
                  render_quality: str = "default", gym_renderer: Any = None, threaded: bool | None = None) -> None:
         self._drawer = None
         self._gym_renderer = None
-        self._views: list[tuple[str, Any, Callable[[], None]]] = []
+        self._views = []
         super().__init__()
         self.gl = _ensure_gl(self.notes)
         try:
@@ -280,9 +280,9 @@ class MujocoBackend(RenderBackend):
             pass
 
 
-def _gl_errors(mujoco: Any) -> tuple[type[BaseException], ...]:
+def _gl_errors(mujoco: Any) -> tuple[type[Exception], ...]:
     """What a failed GL context creation raises (anything else is a bug and surfaces)."""
-    errors: list[type[BaseException]] = [RuntimeError, ImportError, OSError, mujoco.FatalError]
+    errors: list[type[Exception]] = [RuntimeError, ImportError, OSError, mujoco.FatalError]
     try:
         from OpenGL.error import Error as OpenGLError
         errors.append(OpenGLError)
@@ -350,7 +350,7 @@ def _gymnasium_default(mujoco: Any, model: Any, data: Any, gym_renderer: Any, ca
     If the env has already rendered, its camera is copied instead.
     """
     camera_id = getattr(gym_renderer, "camera_id", None)
-    ready = []
+    ready: list[bool] = []  # [True] once the camera is set up
 
     def prepare() -> None:
         if not ready:
