@@ -46,8 +46,9 @@ __all__ = ["SHORTHANDS", "call_factory", "import_file", "import_module", "is_pat
 SHORTHANDS: dict[str, dict[str, str]] = {"policy": {"lerobot": "torchrl_render.policies.lerobot:make_policy"}}
 
 
-def resolve(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
-    """Returns the callable named by ``spec`` (``kind`` is "env" or "policy", for messages)."""
+def resolve(spec: str | Callable[..., Any] | None, kind: str) -> Callable[..., Any]:
+    """Returns the callable named by ``spec`` (``kind`` is "env" or "policy", for messages); ``None`` (no spec
+    given) is refused like any spec without a colon."""
     if callable(spec) and not isinstance(spec, str):
         return spec
     if isinstance(spec, str) and spec in SHORTHANDS.get(kind, {}):

@@ -27,9 +27,10 @@ from typing import Any
 __all__ = ["GymnasiumEnv", "loaded_class"]
 
 
-def loaded_class(module: str, name: str) -> type | None:
+def loaded_class(module: str, name: str) -> type[Any] | None:
     """``module.name`` if ``module`` is imported already, else None: an object cannot be an instance of a
-    class whose module nobody imported, so an isinstance check needs no import of its own."""
+    class whose module nobody imported, so an isinstance check needs no import of its own. (``type[Any]``: the
+    class is found at run time, so an object it matches keeps its attributes to the type checker.)"""
     mod = sys.modules.get(module)
     return getattr(mod, name, None) if mod is not None else None
 

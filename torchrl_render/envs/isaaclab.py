@@ -96,7 +96,8 @@ class IsaacLabAdapter(EnvBase):
     def __init__(self, env: Any, device: str | None) -> None:
         n = int(env.num_envs)
         super().__init__(device=torch.device(device or env.device), batch_size=torch.Size([n]))
-        self._env, self._seed, self._ended = env, None, torch.zeros(n, dtype=torch.bool)
+        self._env, self._ended = env, torch.zeros(n, dtype=torch.bool)
+        self._seed: int | None = None
         obs, _ = env.reset()
         self._obs = _flatten(obs)
         self.observation_spec = Composite({k: _spec_of(v, n, self.device) for k, v in self._obs.items()},

@@ -192,8 +192,8 @@ def model_asset_files(model_path: str | Path) -> list[tuple[str, str]]:
                 asset = el.get("assetdir")
                 dirs["mesh"] = el.get("meshdir", asset if asset is not None else dirs["mesh"])
                 dirs["texture"] = el.get("texturedir", asset if asset is not None else dirs["texture"])
-            elif el.tag == "include" and el.get("file") and depth < 8:
-                walk(Path(model_path).parent / el.get("file"), depth + 1)
+            elif el.tag == "include" and (included := el.get("file")) and depth < 8:
+                walk(Path(model_path).parent / included, depth + 1)
             for attr in _FILE_ATTRS.get(el.tag, ()):
                 written = el.get(attr)
                 if written:
@@ -238,12 +238,16 @@ def mocap_keys(qpos_key: Any) -> dict[str, Any]:
 
 def read_mocap_pos(env: Any) -> np.ndarray:
     """The mocap bodies' positions of ``env``'s simulation (a flat copy)."""
-    return np.array(find_simulation(env)[1].mocap_pos, dtype=np.float64).reshape(-1)
+    sim = find_simulation(env)
+    assert sim is not None  # an extra only of envs that have one (mocap_extras)
+    return np.array(sim[1].mocap_pos, dtype=np.float64).reshape(-1)
 
 
 def read_mocap_quat(env: Any) -> np.ndarray:
     """The mocap bodies' orientations of ``env``'s simulation (a flat copy, w first)."""
-    return np.array(find_simulation(env)[1].mocap_quat, dtype=np.float64).reshape(-1)
+    sim = find_simulation(env)
+    assert sim is not None  # an extra only of envs that have one (mocap_extras)
+    return np.array(sim[1].mocap_quat, dtype=np.float64).reshape(-1)
 
 
 def mocap_extras(qpos_key: Any, env: Any) -> dict[Any, tuple[tuple[int, ...], Any]]:

@@ -29,9 +29,6 @@ from ..errors import PolicyError
 
 __all__ = ["ActionChecker", "ActionGuard", "ActionLayout", "gym_action_layout", "gym_bounds", "non_finite_action"]
 
-_UNPLANNED = object()
-
-
 def non_finite_action(action: Any) -> PolicyError:
     """The error for a NaN or infinite action."""
     values = action.tolist() if hasattr(action, "tolist") else action
@@ -128,10 +125,9 @@ class ActionChecker:
     def plan_of(self, action: Any, batch: tuple[int, ...] = (), finite: bool = True) -> Callable[[Any], Any] | None:
         """What an action of ``action``'s shape, dtype and device needs (None: nothing), decided once per kind."""
         key = (action.shape, action.dtype, action.device, batch, finite)
-        plan = self._plans.get(key, _UNPLANNED)
-        if plan is _UNPLANNED:
-            plan = self._plans[key] = self._plan(action, batch, finite)
-        return plan
+        if key not in self._plans:
+            self._plans[key] = self._plan(action, batch, finite)
+        return self._plans[key]
 
     def _plan(self, action: Any, batch: tuple[int, ...], finite: bool) -> Callable[[Any], Any] | None:
         """The steps an action of this shape and dtype needs, each decided here once."""
@@ -270,6 +266,7 @@ def _wrong_shape(shape: Any, action: Any, batch: tuple[int, ...], other: Any,
     per_batch = f", for a batch of {batch[0]} envs" if batch else ""
     expected = f"shape {tuple(shape)} (the env's action spec{per_batch})"
     if other is not None:
+        assert encoding is not None  # ``other`` is the shape of the encoding that the spec's one is not
         names = {"index": "indices", "onehot": "one-hot"}
         expected = (f"shape {tuple(shape)} ({names[encoding]}, the env's action spec{per_batch}) or {tuple(other)} "
                     f"({names['onehot' if encoding == 'index' else 'index']})")
