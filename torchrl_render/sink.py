@@ -12,6 +12,7 @@ names none of them. It sees the run through a small :class:`RunContext`, not the
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -72,7 +73,8 @@ class Sink:
     handed to the writers (``on_trajectory``, then ``on_episode``).
     """
 
-    def __init__(self, run: RunContext, backend: Any, observers: list[Observer] = (), on_episode: Any = None) -> None:
+    def __init__(self, run: RunContext, backend: Any, observers: Sequence[Observer] = (),
+                 on_episode: Any = None) -> None:
         self.run, self.cfg, self.backend = run, run.cfg, backend
         self.on_episode = on_episode
         self.observers = list(observers)

@@ -94,16 +94,18 @@ def check_os_name(path: Path, flag: str = "--out", made_from: Path | None = None
             short = short_name(part)
             with_temp = f" ({size} with the temporary name written beside it)" if size != own else ""
             limit = name_max - (size - own)
-            derived = made_from is not None and i == len(path.parts) - 1 and made_from.name != part
-            if derived:
-                limit -= own - len(os.fsencode(made_from.name))
+            # the user's path this last component is derived from, when its name differs from theirs
+            last = i == len(path.parts) - 1
+            derived = made_from if made_from is not None and last and made_from.name != part else None
+            if derived is not None:
+                limit -= own - len(os.fsencode(derived.name))
                 what = f"the name {short!r} that {flag} makes ({str(path)[len(str(made_from)):]!r} added)"
             else:
                 what = f"the name {short!r} in {flag}"
             raise WriterError(f"{what} is {own} bytes long{with_temp}, and this file system takes names of at most "
                               f"{name_max} bytes",
-                              expected=f"a name of at most {limit} bytes" + (f" for {flag}" if derived else ""),
-                              got=f"{len(os.fsencode(made_from.name)) if derived else own} bytes",
+                              expected=f"a name of at most {limit} bytes" + ("" if derived is None else f" for {flag}"),
+                              got=f"{len(os.fsencode(derived.name)) if derived is not None else own} bytes",
                               fix=f"choose a shorter name for {flag}")
     if len(os.fsencode(str(path.absolute()))) + DERIVED_NAME_BYTES >= path_max:
         raise WriterError(f"the path in {flag} is longer than this system's PATH_MAX ({path_max} bytes)",

@@ -265,21 +265,20 @@ def _tensor(source: _Source, data: bytes, dtype_name: str, shape: list[int], whe
 def _decode(value: Mapping[str, Any], tensors: Mapping[str, Any]) -> Any:
     """Rebuilds a value from torchrl's state-dict schema (JSON plus tensor references); builds no other object."""
     kind = value["kind"]
-    items = value.get("items")
     if kind == "value":
         return value["value"]
     if kind == "tensor":
         return tensors[value["key"]].clone()
     if kind in ("dict", "ordered_dict"):
         out = OrderedDict() if kind == "ordered_dict" else {}
-        for key, item in items:
+        for key, item in value["items"]:
             out[_decode(key, tensors)] = _decode(item, tensors)
         if "metadata" in value:  # nn.Module state dicts carry per-module versions here
             out._metadata = _decode(value["metadata"], tensors)  # type: ignore[attr-defined]
         return out
     if kind in ("list", "tuple", "set", "frozenset"):
         return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[kind](
-            _decode(item, tensors) for item in items)
+            _decode(item, tensors) for item in value["items"])
     return _decode_scalar(kind, value, tensors)
 
 

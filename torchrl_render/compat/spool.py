@@ -115,9 +115,10 @@ def write_render_artifact(result: RenderResult, config: Any) -> RenderResult:
     pairs = [(s, r) for gs, gr in zip(spooled.groups, real.groups) for s, r in zip(gs.planned_paths(),
                                                                                    gr.planned_paths())]
     if spooled.rollout_dir is not None:
+        assert real.rollout_dir is not None  # the spooled config differs from config only in its folders
         pairs.append((spooled.rollout_dir, real.rollout_dir))
     moves = {s: r for s, r in pairs if s.exists()}
-    moves.update({p: real.cfg.out.parent / p.name for p in Path(spool.name).iterdir()
+    moves.update({p: real.cfg.out_path.parent / p.name for p in Path(spool.name).iterdir()
                   if p not in moves and p != spooled.sidecar})
     for target in [*moves.values(), real.sidecar]:
         if target.exists() and not config.overwrite:

@@ -83,9 +83,13 @@ def export_scene(model: Any, data: Any = None) -> dict[str, Any]:
     textures: dict[int, int] = {}
     meshes: dict[int, int] = {}
     hfields: dict[int, int] = {}
-    scene = {"version": SCENE_VERSION, "bodies": bodies, "textures": [], "meshes": [], "hfields": []}
-    scene["materials"] = [_material(model, i, textures, scene["textures"]) for i in range(model.nmat)]
-    scene["geoms"] = [g for g in (_geom(model, i, meshes, scene["meshes"], hfields, scene["hfields"])
+    packed_textures: list[dict[str, Any]] = []  # filled by _material / _geom, in first-use order
+    packed_meshes: list[dict[str, Any]] = []
+    packed_hfields: list[dict[str, Any]] = []
+    scene: dict[str, Any] = {"version": SCENE_VERSION, "bodies": bodies, "textures": packed_textures,
+                             "meshes": packed_meshes, "hfields": packed_hfields}
+    scene["materials"] = [_material(model, i, textures, packed_textures) for i in range(model.nmat)]
+    scene["geoms"] = [g for g in (_geom(model, i, meshes, packed_meshes, hfields, packed_hfields)
                                   for i in range(model.ngeom)) if g]
     scene["skins"] = [_skin(model, i) for i in range(model.nskin) if int(model.skin_group[i]) < _VISIBLE_GROUPS]
     scene["lights"] = [_light(model, i) for i in range(model.nlight) if model.light_active[i]]
