@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import torchrl_render.api as api
+import torchrl_render.api.run as api
 from torchrl_render import RenderConfig, render_policy
 from torchrl_render.sink import Observer
 

@@ -325,6 +325,22 @@ class RenderConfig:
         _normalise(self)
         _validate(self)
 
+    # The fields take what users pass (a str or a Path, or None to infer); once the config is built, ``out`` is a
+    # Path and ``format`` a writer's name. These say so to the stages that read them.
+    @property
+    def out_path(self) -> Path:
+        """``out`` as the built config holds it: a Path (inferred from the format when it was not given)."""
+        if self.out is None:  # only a config whose out was set to None after it was built
+            raise ConfigError("out is unset", expected="a path", got=None, fix="pass out='run.mp4'")
+        return Path(self.out)
+
+    @property
+    def format_name(self) -> str:
+        """``format`` as the built config holds it: a writer's name (inferred from ``out`` when not given)."""
+        if self.format is None:
+            raise ConfigError("format is unset", expected="a writer's name", got=None, fix="pass format='mp4'")
+        return self.format
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> RenderConfig:
         """Builds a config from a mapping; unknown keys get a did-you-mean."""
@@ -419,7 +435,7 @@ def _normalise_replay(cfg: RenderConfig) -> None:
     if cfg.mujoco_model_path is not None:
         _check_type("mujoco_model_path", cfg.mujoco_model_path, (str, Path), "a path")
         cfg.mujoco_model_path = Path(cfg.mujoco_model_path)
-    assets = cfg.mujoco_asset_paths
+    assets: Any = cfg.mujoco_asset_paths  # what the user passed: checked here
     if isinstance(assets, (str, Path)):
         assets = [a.strip() for a in str(assets).split(",") if a.strip()]
     elif isinstance(assets, (list, tuple)) and all(isinstance(a, str) for a in assets):  # repeated flags
@@ -433,26 +449,27 @@ def _normalise_replay(cfg: RenderConfig) -> None:
 
 
 def _infer_format(cfg: RenderConfig) -> None:
-    inferred = WRITERS.for_suffix(cfg.out) if cfg.out is not None else None
+    out = Path(cfg.out) if cfg.out is not None else None  # a Path already (the path fields are converted first)
+    inferred = WRITERS.for_suffix(out) if out is not None else None
     if cfg.format is not None:
         WRITERS.entry(cfg.format)
-    suffix = cfg.out.suffix.lower() if cfg.out is not None else ""
+    suffix = out.suffix.lower() if out is not None else ""
     entry = WRITERS.entry(cfg.format) if cfg.format is not None else None
     if suffix and inferred is None and not (entry is not None and entry.directory):
         known = sorted({s for name in WRITERS.names() for s in WRITERS.entry(name).suffixes})
         raise ConfigError(f"the --out suffix {suffix!r} is not a format torchrl_render writes",
-                          expected=f"one of {', '.join(known)}, or a folder name for frames", got=str(cfg.out),
+                          expected=f"one of {', '.join(known)}, or a folder name for frames", got=str(out),
                           fix="change the suffix (e.g. run.mp4); --list-formats shows them all")
     if cfg.format is None:
-        cfg.format = inferred or ("frames" if cfg.out is not None and not cfg.out.suffix else "mp4")
+        cfg.format = inferred or ("frames" if out is not None and not out.suffix else "mp4")
     else:
         WRITERS.entry(cfg.format)
-        if inferred is not None and inferred != cfg.format:
+        if out is not None and inferred is not None and inferred != cfg.format:
             raise ConfigError(
-                f"the --out suffix {cfg.out.suffix!r} says {inferred}, but format is {cfg.format!r}",
+                f"the --out suffix {out.suffix!r} says {inferred}, but format is {cfg.format!r}",
                 expected=f"an --out ending in {' or '.join(WRITERS.entry(cfg.format).suffixes) or 'a folder name'}",
-                got=str(cfg.out), fix="make --out and --format agree, or drop --format to infer it")
-    if cfg.out is None:
+                got=str(out), fix="make --out and --format agree, or drop --format to infer it")
+    if out is None:
         entry = WRITERS.entry(cfg.format)
         cfg.out = Path("render" + (entry.suffixes[0] if entry.suffixes else "_frames"))
 
@@ -499,7 +516,7 @@ def _validate(cfg: RenderConfig) -> None:
         if cfg.max_episodes_rendered < 0:
             raise ConfigError("max_episodes_rendered must not be negative", expected="0 or more",
                               got=cfg.max_episodes_rendered, fix="pass e.g. --max-episodes-rendered 5")
-    if cfg.max_episodes_rendered == 0 and WRITERS.entry(cfg.format).needs_state:
+    if cfg.max_episodes_rendered == 0 and WRITERS.entry(cfg.format_name).needs_state:
         raise ConfigError(f"max_episodes_rendered=0 renders no episode, and format {cfg.format!r} replays the "
                           "rendered episodes' MuJoCo states", expected="--max-episodes-rendered 1 or more (or none: "
                           "all) for this format", got=0,
@@ -510,7 +527,7 @@ def _validate(cfg: RenderConfig) -> None:
                           expected="--max-episodes-rendered 1 or more (or none: all) for this format", got=0,
                           fix="pass --max-episodes-rendered 1 or more, or a format that needs no frames "
                               "(--format jsonl or npz)")
-    check_selection(cfg, bool(needs_frames(cfg) or WRITERS.entry(cfg.format).needs_state or cfg.save_frames))
+    check_selection(cfg, bool(needs_frames(cfg) or WRITERS.entry(cfg.format_name).needs_state or cfg.save_frames))
     if cfg.max_steps is not None:
         _positive_int(cfg, "max_steps", "max_steps=200 (--max-steps 200), or None to run until done")
     if cfg.seed is not None:
@@ -546,7 +563,7 @@ def _precision(cfg: RenderConfig) -> None:
     """``precision`` parses (METRIC:HALFWIDTH), stops a run whose length is a cap (``num_trajs``, not
     ``eval_n_timesteps``); ``return_bounds`` is LO < HI, finite, and only with a return precision."""
     if cfg.return_bounds is not None:
-        bounds = cfg.return_bounds
+        bounds: Any = cfg.return_bounds  # what the user passed: checked here
         if isinstance(bounds, str):  # a config file's "0 500" or "0,500"
             bounds = bounds.replace(",", " ").split()
         try:
@@ -810,7 +827,9 @@ class RenderPolicySpec:
     checkpoint: Any | None
     checkpoint_hash: str | None
     device: str
-    env_specs: Any | None = _DeferredField()  # type: ignore[assignment]  # still required: see __get__
-    policy_kwargs: dict[str, Any]
-    config: RenderConfig
+    # a descriptor as the default keeps env_specs a required argument (see _DeferredField.__get__), which mypy
+    # cannot see: to it, the two fields after it follow a default
+    env_specs: Any | None = _DeferredField()
+    policy_kwargs: dict[str, Any]  # type: ignore[misc]
+    config: RenderConfig  # type: ignore[misc]
 

@@ -269,16 +269,16 @@ def test_a_nan_reward_is_reported_and_the_aggregates_say_what_they_are_over(tmp_
 
 
 def test_a_run_that_fails_writing_its_sidecar_leaves_no_artifact(tmp_path, monkeypatch):
-    import torchrl_render.api as api
+    import torchrl_render.api.outputs as outputs
 
-    real = api._write_json_atomic
+    real = outputs.write_json
 
     def refuse_sidecar(path, data):
         if path.name.endswith(".metadata.json"):
             raise OSError(28, "No space left on device")
         real(path, data)
 
-    monkeypatch.setattr(api, "_write_json_atomic", refuse_sidecar)
+    monkeypatch.setattr(outputs, "write_json", refuse_sidecar)
     with pytest.raises(OSError, match="No space left"):
         render_policy(RenderConfig(policy=half_policy, env="helpers.engine_toys:counting_env", num_trajs=2,
                                    out=tmp_path / "run.npz"))

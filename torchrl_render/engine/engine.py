@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config import RenderConfig
+from ..contracts import Payload, UserEnv
 from ..envs import as_torchrl
 from ..envs.unwrap import plain_gymnasium
 from ..metrics.precision import PrecisionRule
+from ..policies import PolicyRunner
 from .env_slots import obs_layout
 from .gym_loop import prepare, release, run_gymnasium
 from .plan import EpisodePlan
@@ -39,20 +42,23 @@ class Engine:
             at the batch's end apart, so the row matters to the last bit).
     """
 
-    cfg: Any
-    env: Any
-    policy: Any
-    payload: Any = None
+    cfg: RenderConfig
+    env: UserEnv
+    policy: PolicyRunner
+    payload: Payload = None
     render_mode: str | None = None
     rendered: range | frozenset[int] = range(0)
     keep: bool = True
     infos: bool = False
-    reward_fn: Any = None
+    reward_fn: Callable[[Any], Any] | None = None
     notes: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     only: tuple[int, ...] | None = None
     batch_like: int | None = None
     batch_rows: dict[int, int] = field(default_factory=dict)
+    #: The torchrl batch of K env workers (``ParallelEnv`` / ``SerialEnv``) the torchrl path steps when K > 1 and
+    #: frames are made in the workers; set by the run, which owns and closes it.
+    batched: UserEnv | None = field(default=None, init=False, repr=False)
     _plan: EpisodePlan | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
