@@ -72,10 +72,12 @@ test-lerobot:
 test-wheel:
 	bash tools/test_wheel.sh $(PY)
 
-# ruff with the house's rules and the import-linter layers contract (both configured in pyproject.toml).
+# ruff with the house's rules, the import-linter layers contract and mypy over the package (all configured in
+# pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check torchrl_render tests tools benchmarks examples
 	$(VENV)/bin/lint-imports --no-cache
+	$(VPY) -m mypy
 
 # The benchmarks (docs/benchmarks.md): rendering side by side with torchrl.render (run.py), evaluation throughput
 # without frames (eval_throughput.py), and for `bench` the whole command against torchrl.render's (whole_command.py).
