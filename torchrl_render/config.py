@@ -335,6 +335,11 @@ class RenderConfig:
         return Path(self.out)
 
     @property
+    def ckpt_path(self) -> Path | None:
+        """``ckpt`` as the built config holds it: a Path, or None without a checkpoint."""
+        return Path(self.ckpt) if self.ckpt is not None else None
+
+    @property
     def format_name(self) -> str:
         """``format`` as the built config holds it: a writer's name (inferred from ``out`` when not given)."""
         if self.format is None:
