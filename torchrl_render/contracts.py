@@ -11,6 +11,8 @@ capability, and each contract is either a class of its own there or a :class:`ty
 - :data:`ActFn` and :data:`BeginFn`: the policy as the slot loop calls it (``engine.gym_loop.actor``).
 - The step and episode records the engine yields: ``engine.records.StepRecord`` and ``engine.records.Episode``
   (dataclasses).
+- :class:`FrameSource`: a render backend as the engine's torchrl env workers call it (``backends.base.RenderBackend``
+  implements it; the engine is a layer below the backends).
 - A render backend (frames from a step): ``backends.base.RenderBackend``; a format writer:
   ``writers.base.Writer``; an observer of a run (the live page, the viewer window): ``sink.Observer``.
 
@@ -24,7 +26,7 @@ from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
-__all__ = ["ActFn", "BeginFn", "EnvSlots", "Payload", "UserEnv"]
+__all__ = ["ActFn", "BeginFn", "EnvSlots", "FrameSource", "Payload", "UserEnv"]
 
 #: What the env factory returned (or what ``envs.open_env`` made of a gymnasium id): a gymnasium env, a TorchRL
 #: ``EnvBase``, a dm_control environment, an Isaac Lab env. The user's boundary: ``envs/`` finds out which.
@@ -67,5 +69,17 @@ class EnvSlots(Protocol):
     def take_infos(self, i: int) -> list[dict[str, Any]]: ...
 
     def env(self, i: int) -> UserEnv: ...
+
+    def close(self) -> None: ...
+
+
+class FrameSource(Protocol):
+    """A render backend as the engine calls it inside a torchrl env worker (``engine.episode_control``):
+    ``capture(td)`` gives the step's frames by camera name (None: none this step), ``begin_episode()`` at each
+    reset, ``close()`` once. ``backends.base.RenderBackend`` implements it."""
+
+    def capture(self, td: Any) -> dict[str, Any] | None: ...
+
+    def begin_episode(self) -> None: ...
 
     def close(self) -> None: ...

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import RenderConfig
-from ..contracts import Payload, UserEnv
+from ..contracts import EnvSlots, Payload, UserEnv
 from ..envs import as_torchrl
 from ..envs.unwrap import plain_gymnasium
 from ..metrics.precision import PrecisionRule
@@ -60,6 +60,8 @@ class Engine:
     #: frames are made in the workers; set by the run, which owns and closes it.
     batched: UserEnv | None = field(default=None, init=False, repr=False)
     _plan: EpisodePlan | None = field(default=None, init=False, repr=False)
+    #: The batch's slots and the envs they own, started ahead by :meth:`prepare` until the run takes them.
+    _batch: tuple[EnvSlots, list[UserEnv]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.raw = plain_gymnasium(self.env)
@@ -123,7 +125,7 @@ class Engine:
             yield from _in_order(run_torchrl(self), self.plan())
 
 
-def _refusal(cfg: Any, raw: Any, policy: Any) -> str | None:
+def _refusal(cfg: RenderConfig, raw: UserEnv, policy: PolicyRunner) -> str | None:
     """Why the gymnasium path cannot run this env and policy (None: it can)."""
     if cfg.seed_mode == "torchrl":
         return "seed_mode='torchrl' (the env is seeded once with set_seed, as torchrl.render does)"

@@ -26,10 +26,13 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 import numpy as np
 
+from ..contracts import UserEnv
 from ..envs.mjlog import quiet_mujoco_log
 from ..errors import RenderError, RolloutError
 from .procs import freeze_inherited_heap
@@ -122,7 +125,8 @@ class InProcessSlots(_Buffers):
 
     kind = "serial"
 
-    def __init__(self, envs: Sequence[Any], extras: dict[Any, Any] | None = None, record_infos: bool = False) -> None:
+    def __init__(self, envs: Sequence[UserEnv], extras: dict[Any, Any] | None = None,
+                 record_infos: bool = False) -> None:
         layout = obs_layout(envs[0].observation_space)
         if layout is None:
             raise ValueError("InProcessSlots needs a Box or flat Dict observation space")
@@ -166,7 +170,7 @@ class InProcessSlots(_Buffers):
             if log is not None:
                 log(i, info, False)
 
-    def env(self, i: int) -> Any:
+    def env(self, i: int) -> UserEnv:
         return self.envs[i]
 
     def close(self) -> None:
@@ -203,7 +207,7 @@ class _Shared:
         return out
 
 
-def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Shared, layout: list[str],
+def _worker(conn: Connection, make: Callable[[], UserEnv], slots: list[int], shared: _Shared, layout: list[str],
             extras: dict[Any, Callable[[Any], Any]], w: int = 0, record_infos: bool = False) -> None:
     """Worker process ``w``: one env per slot in ``slots``, built here and stepped on the parent's orders.
 
@@ -217,7 +221,7 @@ def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Share
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     freeze_inherited_heap()
-    envs: dict[int, Any] = {}
+    envs: dict[int, UserEnv] = {}
     try:
         try:
             quiet_mujoco_log()  # MuJoCo's warnings: debug log lines, not stderr nor a MUJOCO_LOG.TXT
@@ -233,7 +237,7 @@ def _worker(conn: Any, make: Callable[[], Any], slots: list[int], shared: _Share
         _close_all(list(envs.values()))
 
 
-def _close_all(envs: list[Any]) -> None:
+def _close_all(envs: list[UserEnv]) -> None:
     """Closes a worker's envs on its way out; an env whose close fails has nobody to tell (the run is over)."""
     for env in envs:
         try:
@@ -289,7 +293,7 @@ class _Handoff:
     in the common case.
     """
 
-    def __init__(self, views: dict[Any, np.ndarray], w: int, conn: Any, side: str) -> None:
+    def __init__(self, views: dict[Any, np.ndarray], w: int, conn: Connection, side: str) -> None:
         self.order, self.answer, self.cmd = views["order"], views["answer"], views["cmd"]
         self.failed = views["failed"]
         # what this side marks when it blocks, and what it reads to know whether the other side blocked
@@ -371,11 +375,11 @@ class _Handoff:
         self._wake()
 
 
-def _send_error(conn: Any, exc: BaseException, slot: int | None) -> None:
+def _send_error(conn: Connection, exc: BaseException, slot: int | None) -> None:
     conn.send_bytes(_ERROR + pickle.dumps((f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", slot)))
 
 
-def _serve(conn: Any, envs: dict[int, Any], arrays: _Arrays, extras: dict[Any, Callable[[Any], Any]],
+def _serve(conn: Connection, envs: dict[int, UserEnv], arrays: _Arrays, extras: dict[Any, Callable[[Any], Any]],
            handoff: _Handoff, record_infos: bool = False) -> None:
     """Answers ``reset`` / ``step`` / ``infos`` orders until ``close``; an env's error names its slot."""
     put, reward, terminated, truncated, success, actions, todo = arrays.put, arrays.reward, arrays.terminated, \
@@ -463,7 +467,7 @@ class ProcessSlots(_Buffers):
 
     kind = "parallel"
 
-    def __init__(self, make: Callable[[], Any], num: int, workers: int,
+    def __init__(self, make: Callable[[], UserEnv], num: int, workers: int,
                  layout: dict[str, tuple[tuple[int, ...], np.dtype]], method: str = "spawn",
                  extras: dict[Any, Any] | None = None, action_shape: tuple[int, ...] = (),
                  action_dtype: Any = np.float32, record_infos: bool = False) -> None:
@@ -486,11 +490,11 @@ class ProcessSlots(_Buffers):
         self.success, self.actions = arrays.success, arrays.actions
         self.todo, self.seed, self.seeded = arrays.todo, arrays.seed, arrays.seeded
         self.success[:] = -1
-        self.conns: list[Any] = []
-        self.procs: list[Any] = []
+        self.conns: list[Connection] = []
+        self.procs: list[BaseProcess] = []
         self.handoffs: list[_Handoff] = []
         self.started: list[bool] = []  # whether each worker said it built its envs (its start-up answer read)
-        self.local: dict[int, Any] = {}
+        self.local: dict[int, UserEnv] = {}
         self.parts = parts
         self.workers = self.parts - 1  # processes besides this one
         for w in range(1, self.parts):
@@ -628,7 +632,7 @@ class ProcessSlots(_Buffers):
         except (EOFError, OSError) as exc:
             raise self._died(w, "sending its infos") from exc
 
-    def env(self, i: int) -> Any:
+    def env(self, i: int) -> UserEnv:
         return self.local.get(i)  # None: it lives in another process
 
     def close(self) -> None:
@@ -662,7 +666,7 @@ class ProcessSlots(_Buffers):
         _close_all(list(local.values()))
 
 
-def step_seconds(make: Callable[[], Any], steps: int = 20) -> float:
+def step_seconds(make: Callable[[], UserEnv], steps: int = 20) -> float:
     """The median wall time of one ``env.step`` with sampled actions, on an env that ``make()`` builds for
     this alone and that is closed after: no env of the run is stepped for it (a stateful wrapper, e.g.
     ``NormalizeObservation``, would start its first episode from other statistics)."""

@@ -10,13 +10,14 @@ This module imports torchrl at its top: it is loaded only on the engine's torchr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
 from torchrl.data import Bounded, Unbounded
 from torchrl.envs import Transform
 
+from ..contracts import FrameSource, UserEnv
 from ..envs.unwrap import underlying_env
 from .seeding import reseed_for_reset
 
@@ -28,16 +29,6 @@ FRAMES_KEY = "_frames"
 CONTROL_KEYS = (SEED_KEY, RENDER_KEY, FRAMES_KEY)
 
 
-class _Backend(Protocol):
-    """What this transform calls of a render backend (``backends.base.RenderBackend``, a layer above)."""
-
-    def capture(self, td: Any) -> dict[str, Any] | None: ...
-
-    def begin_episode(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
 class EpisodeControl(Transform):
     """Reseeds at reset from ``_episode_seed``; renders when ``_episode_render`` is set.
 
@@ -46,10 +37,10 @@ class EpisodeControl(Transform):
             ``functools.partial(torchrl_render.backends.factory.make_backend, cfg)``; ``None``: no frames.
     """
 
-    def __init__(self, make_backend: Callable[[Any], _Backend] | None) -> None:
+    def __init__(self, make_backend: Callable[[UserEnv], FrameSource] | None) -> None:
         super().__init__(in_keys=[], out_keys=[])
         self.make_backend, self.needs_frames = make_backend, make_backend is not None
-        self.backend: _Backend | None = None
+        self.backend: FrameSource | None = None
         self.probed = False
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.render_now = False
@@ -67,7 +58,7 @@ class EpisodeControl(Transform):
             probe_backend.close()
         self.shapes = {name: np.shape(f) for name, f in probe.items()}
 
-    def _make_backend(self) -> _Backend:
+    def _make_backend(self) -> FrameSource:
         assert self.make_backend is not None  # called only when needs_frames
         return self.make_backend(self.parent.base_env)
 

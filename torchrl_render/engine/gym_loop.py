@@ -15,21 +15,27 @@ import os
 import pickle
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..config import RenderConfig
+from ..contracts import ActFn, BeginFn, EnvSlots, UserEnv
 from ..envs import make_raw_env
 from ..envs.mujoco_state import mocap_extras
 from ..envs.unwrap import describe_env, find_simulation, plain_gymnasium
 from ..errors import ConfigError
+from ..policies import PolicyRunner
 from ..policies.actions import ActionGuard, gym_bounds
 from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
 from .procs import pickling_start_method, worker_factory
 from .records import Episode, StepRecord
 from .slot_loop import SlotLoop
+
+if TYPE_CHECKING:  # engine.py imports this module
+    from .engine import Engine
 
 __all__ = ["MIN_FREE_CORES", "ORDER_S", "actor", "free_cores", "padded_actor", "parallel_wins", "prepare", "read_qpos",
            "release", "run_gymnasium"]
@@ -43,7 +49,7 @@ ORDER_S = 1.5e-5
 MIN_FREE_CORES = 1.5
 
 
-def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
+def run_gymnasium(engine: Engine) -> Iterator[StepRecord | Episode]:
     """All the run's episodes (see the module docstring)."""
     cfg, raw = engine.cfg, engine.raw
     plan = engine.plan()
@@ -54,7 +60,7 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
     rendered = engine.rendered
     extras = _extras(cfg, raw)
     if rendered:
-        slots = InProcessSlots([raw], extras, record_infos=engine.infos)
+        slots: EnvSlots = InProcessSlots([raw], extras, record_infos=engine.infos)
         act, begin = padded_actor(engine.policy, slots, engine.batch_like, engine.batch_rows, cfg.seed) \
             if engine.batch_like else actor(engine.policy, slots, per_env=True)
         # the last rendered index: a range's own (max() would walk range(sys.maxsize), a run of unknown length's)
@@ -80,7 +86,7 @@ def run_gymnasium(engine: Any) -> Iterator[StepRecord | Episode]:
             env.close()
 
 
-def _torch_threads(engine: Any, slots: Any) -> int | None:
+def _torch_threads(engine: Engine, slots: EnvSlots) -> int | None:
     """Torch's intra-op threads for the batch: beside env workers, the cores they leave (one on a 2-core
     machine: a tiny policy's second thread spins on the core a worker steps on). Returns the count to put back
     (None: unchanged); the count used goes to the metadata."""
@@ -104,7 +110,7 @@ def _set_torch_threads(count: int | None) -> None:
         torch.set_num_threads(count)
 
 
-def prepare(engine: Any) -> None:
+def prepare(engine: Engine) -> None:
     """Starts the batch's slots now (worker processes start in the background), so that their start-up
     overlaps the policy's set-up and the rendered episodes; :func:`release` closes what was not used."""
     cfg = engine.cfg
@@ -113,7 +119,7 @@ def prepare(engine: Any) -> None:
         engine._batch = _slots(engine, _extras(cfg, engine.raw))
 
 
-def release(engine: Any) -> None:
+def release(engine: Engine) -> None:
     """Closes slots that :func:`prepare` started and no run took (a dry run, an error before the batch)."""
     batch = engine.__dict__.pop("_batch", None)
     if batch is not None:
@@ -124,14 +130,14 @@ def release(engine: Any) -> None:
             env.close()
 
 
-def read_qpos(env: Any) -> np.ndarray:
+def read_qpos(env: UserEnv) -> np.ndarray:
     """MuJoCo's ``qpos`` of a gymnasium MuJoCo env (a copy), for ``mujoco_qpos_key``."""
     sim = find_simulation(env)
     assert sim is not None  # an extra only of envs that have one (_extras checks)
     return np.array(sim[1].qpos, dtype=np.float64)
 
 
-def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
+def _extras(cfg: RenderConfig, raw: UserEnv) -> dict[Any, Any]:
     """``mujoco_qpos_key``: qpos is stored with every step (before the action under the key, after it
     under ``("next", key)``), for replays from saved rollouts."""
     key = getattr(cfg, "mujoco_qpos_key", None)
@@ -146,7 +152,7 @@ def _extras(cfg: Any, raw: Any) -> dict[Any, Any]:
     return {key: (read_qpos(raw).shape, read_qpos), **mocap_extras(key, raw)}  # + mocap poses, if any
 
 
-def _slots(engine: Any, extras: dict[Any, Any]) -> tuple[Any, list[Any]]:
+def _slots(engine: Engine, extras: dict[Any, Any]) -> tuple[EnvSlots, list[UserEnv]]:
     """K slots: this process's envs (the run's own first) or worker processes."""
     cfg, raw = engine.cfg, engine.raw
     k, mode, workers = cfg.num_envs, cfg.env_batch_mode, min(cfg.num_envs, cpu_count())
@@ -223,7 +229,7 @@ def parallel_wins(step_s: float, k: int, parts: int) -> bool:
     return saved > ORDER_S * (parts - 1)
 
 
-def _start_method(make: Any, notes: list[str]) -> str:
+def _start_method(make: Callable[[], UserEnv], notes: list[str]) -> str:
     """``fork`` where the platform has it and this process runs a single thread (a fork is ready in
     milliseconds and needs no import; forking a threaded process could deadlock its copy), else a fork
     server's or ``spawn`` (:func:`.procs.pickling_start_method`; the factory must then be picklable; a lambda
@@ -238,7 +244,8 @@ def _start_method(make: Any, notes: list[str]) -> str:
     return pickling_start_method()
 
 
-def padded_actor(policy: Any, slots: Any, k: int, rows: dict[int, int], seed: int) -> tuple[Any, Any]:
+def padded_actor(policy: PolicyRunner, slots: EnvSlots, k: int, rows: dict[int, int],
+                 seed: int | None) -> tuple[ActFn, BeginFn]:
     """``act``/``begin`` for one env acting as every row of a ``[k]`` batch: a re-run of an episode that ran
     in row ``rows[index]`` of a batch of ``k`` with one policy call per batch step gets the same call and
     reads the same row, so the same actions to the bit (a batched matrix product and a single row's differ
@@ -253,7 +260,8 @@ def padded_actor(policy: Any, slots: Any, k: int, rows: dict[int, int], seed: in
     batch, row = (k,), [0]
 
     def begin(i: int, episode_seed: int | None) -> None:
-        row[0] = rows.get(episode_seed - seed, 0) if episode_seed is not None else 0
+        # episode seeds are None exactly when the run's seed is
+        row[0] = rows.get(episode_seed - seed, 0) if episode_seed is not None and seed is not None else 0
 
     def act(active: np.ndarray) -> np.ndarray:
         for key, copies in padded.items():
@@ -264,7 +272,7 @@ def padded_actor(policy: Any, slots: Any, k: int, rows: dict[int, int], seed: in
     return act, begin
 
 
-def actor(policy: Any, slots: Any, per_env: bool) -> tuple[Any, Any]:
+def actor(policy: PolicyRunner, slots: EnvSlots, per_env: bool) -> tuple[ActFn, BeginFn]:
     """``act(rows) -> actions [K, ...]`` and ``begin(slot, seed)`` for the policy over ``slots``."""
     import torch
 

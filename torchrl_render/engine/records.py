@@ -8,9 +8,14 @@ its per-step arrays, assembled in stacked storage, and its TensorDict when asked
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from ..contracts import UserEnv
+
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
 
 __all__ = ["Episode", "StepRecord"]
 
@@ -44,8 +49,8 @@ class StepRecord:
     terminated: bool = False
     truncated: bool = False
     wall: float = 0.0
-    frames: dict[str, Any] | None = None
-    env: Any = None
+    frames: dict[str, np.ndarray] | None = None
+    env: UserEnv = None
     slot: int | None = None
 
 
@@ -89,7 +94,7 @@ class Episode:
     success: bool | None = None
     observations: np.ndarray | None = None
     actions: np.ndarray | None = None
-    trajectory: Any = None
+    trajectory: TensorDictBase | None = None
     wall_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     slot: int | None = None

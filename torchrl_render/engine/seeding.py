@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import SEED_MODES  # per-episode: as its ecosystem seeds seed + i; torchrl: torchrl.render's
+from ..contracts import UserEnv
 
 __all__ = ["SEED_MODES", "episode_seed", "reseed_for_reset", "seed_kind", "seed_once"]
 
@@ -27,13 +28,13 @@ def episode_seed(mode: str, seed: int | None, index: int) -> int | None:
     return None if seed is None or mode == "torchrl" else seed + index
 
 
-def seed_once(env: Any, mode: str, seed: int | None) -> None:
+def seed_once(env: UserEnv, mode: str, seed: int | None) -> None:
     """``seed_mode="torchrl"``: ``env.set_seed(seed)`` before the first episode (torchrl.render's ``seed_env``)."""
     if mode == "torchrl" and seed is not None:
         env.set_seed(int(seed))
 
 
-def seed_kind(raw: Any) -> str:
+def seed_kind(raw: UserEnv) -> str:
     """``"gymnasium"``, ``"dm_control"`` or ``"torchrl"`` for the env behind a torchrl wrapper."""
     try:
         import gymnasium
@@ -46,13 +47,13 @@ def seed_kind(raw: Any) -> str:
     return "torchrl"
 
 
-def _dm_task(raw: Any) -> Any:
+def _dm_task(raw: UserEnv) -> Any:
     inner = getattr(raw, "_env", raw)  # dm_control's pixels.Wrapper keeps the env in _env
     task = getattr(inner, "task", None) if type(inner).__module__.startswith("dm_control") else None
     return task if task is not None and hasattr(task, "_random") else None
 
 
-def reseed_for_reset(env: Any, raw: Any, seed: int | None) -> None:
+def reseed_for_reset(env: UserEnv, raw: UserEnv, seed: int | None) -> None:
     """Prepares ``env`` (a torchrl env around ``raw``) so that its next plain ``reset()`` is the
     episode's seeded reset (see the module docstring). ``seed=None`` leaves the env's stream as it is."""
     if seed is None:

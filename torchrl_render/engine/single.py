@@ -17,15 +17,18 @@ from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any
 
+from ..contracts import UserEnv
 from ..envs.unwrap import underlying_env
 from ..errors import PolicyError, RenderError, RolloutError, UserPolicyError
+from ..keys import NestedKey
+from ..policies import PolicyRunner
 from .records import StepRecord
 from .seeding import episode_seed, reseed_for_reset, seed_once
 
 __all__ = ["act", "flag", "rollout"]
 
 
-def flag(td: Any, key: Any) -> bool:
+def flag(td: Any, key: NestedKey) -> bool:
     """Whether any entry of ``td[key]`` is set (False when the key is absent); read in numpy on the CPU
     (1 us, where torch's ``any`` takes 3: three flags a step)."""
     value = td.get(key, None)
@@ -34,8 +37,8 @@ def flag(td: Any, key: Any) -> bool:
     return bool(value.numpy().any()) if value.device.type == "cpu" else bool(value.any())
 
 
-def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: int | None,
-            seed: int | None, done_key: Any = "done", reward_key: Any = "reward",
+def rollout(env: UserEnv, policy: PolicyRunner, *, trajectories: Iterable[int], max_steps: int | None,
+            seed: int | None, done_key: NestedKey = "done", reward_key: NestedKey = "reward",
             seed_mode: str = "per-episode", batch_like: int | None = None,
             batch_rows: dict[int, int] | None = None) -> Iterator[StepRecord]:
     """Rolls ``policy`` out in ``env`` for each trajectory index, one step at a time.
@@ -75,7 +78,7 @@ def rollout(env: Any, policy: Any, *, trajectories: Iterable[int], max_steps: in
             td = advance(td)
 
 
-def _reset(env: Any, raw: Any, traj: int, traj_seed: int | None) -> Any:
+def _reset(env: UserEnv, raw: Any, traj: int, traj_seed: int | None) -> Any:
     try:
         reseed_for_reset(env, raw, traj_seed)
         return env.reset()
@@ -86,7 +89,7 @@ def _reset(env: Any, raw: Any, traj: int, traj_seed: int | None) -> Any:
                            fix="check the env factory and its reset()") from exc
 
 
-def _step(env: Any, td: Any, traj: int, step: int) -> Any:
+def _step(env: UserEnv, td: Any, traj: int, step: int) -> Any:
     try:
         return env.step(td)
     except RenderError:
@@ -144,7 +147,7 @@ class _StepCounterMarks:
     at every step, and ``("next", "truncated")`` with the done key set at the step cut by ``max_steps``. An env
     without a ``truncated`` entry gets it at every step (False until the cut), so the steps stack."""
 
-    def __init__(self, env: Any, max_steps: int | None, done_key: Any) -> None:
+    def __init__(self, env: UserEnv, max_steps: int | None, done_key: NestedKey) -> None:
         self.done_key = done_key
         self.truncated = max_steps is not None and "truncated" not in env.full_done_spec.keys()
         self.count = max_steps is not None and "step_count" not in env.full_observation_spec.keys()
@@ -165,7 +168,7 @@ class _StepCounterMarks:
             self._set(nxt, "truncated", True)
             self._set(nxt, self.done_key, True)
 
-    def _set(self, td: Any, key: Any, value: bool | int) -> None:
+    def _set(self, td: Any, key: NestedKey, value: bool | int) -> None:
         """``value`` shaped as the done entry (bool flags; ``step_count`` int64, as ``StepCounter``'s)."""
         import torch
 
@@ -175,7 +178,7 @@ class _StepCounterMarks:
         td.set(key, torch.full(shape, value, dtype=dtype, device=td.device))
 
 
-def _act_in_row(k: int, rows: dict[int, int], policy: Any, td: Any, traj: int, step: int) -> Any:
+def _act_in_row(k: int, rows: dict[int, int], policy: PolicyRunner, td: Any, traj: int, step: int) -> Any:
     """:func:`act` on a ``[k]`` batch of copies of ``td`` (contiguous, as a batch of K envs is); what the policy
     wrote in the row of episode ``traj`` goes into ``td``."""
     batch = act(policy, td.expand(k).clone(), traj, step)
@@ -183,7 +186,7 @@ def _act_in_row(k: int, rows: dict[int, int], policy: Any, td: Any, traj: int, s
     return td
 
 
-def act(policy: Any, td: Any, traj: int, step: int) -> Any:
+def act(policy: PolicyRunner, td: Any, traj: int, step: int) -> Any:
     """``policy(td)``; an exception of the user's policy becomes a :class:`PolicyError` naming the step."""
     try:
         out = policy(td)

@@ -11,15 +11,22 @@ arrays and TensorDict are cut from them when it ends. A rendered episode also yi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
+from ..contracts import ActFn, BeginFn, EnvSlots
 from ..errors import PolicyError, RenderError, RolloutError, UserPolicyError
+from ..keys import NestedKey
 from .env_slots import SlotError
 from .plan import EpisodePlan
 from .records import Episode, StepRecord
+
+if TYPE_CHECKING:
+    import torch
+    from tensordict import TensorDict
 
 __all__ = ["SlotLoop"]
 
@@ -44,10 +51,10 @@ class SlotLoop:
         success_rule: ``"any"`` (success at some step) or ``"final"`` (the last step's report).
     """
 
-    def __init__(self, slots: Any, act: Callable[[np.ndarray], np.ndarray], begin: Callable[[int, int | None], None],
-                 plan: EpisodePlan, *, seed: int | None, max_steps: int | None, obs_key: Any, keep: bool,
-                 trajectories: bool, reward_fn: Callable[[Any], Any] | None = None,
-                 action_shape: tuple[int, ...] = (), action_dtype: Any = np.float32, success_rule: str = "any") -> None:
+    def __init__(self, slots: EnvSlots, act: ActFn, begin: BeginFn,
+                 plan: EpisodePlan, *, seed: int | None, max_steps: int | None, obs_key: NestedKey, keep: bool,
+                 trajectories: bool, reward_fn: Callable[[Any], Any] | None = None, action_shape: tuple[int, ...] = (),
+                 action_dtype: DTypeLike = np.float32, success_rule: str = "any") -> None:
         self.slots, self.act, self.begin, self.plan = slots, act, begin, plan
         self.final_success = success_rule == "final"
         self.seed, self.max_steps, self.obs_key = seed, max_steps, obs_key
@@ -71,7 +78,8 @@ class SlotLoop:
 
     # -- the loop -------------------------------------------------------------------------------
 
-    def run(self, rendered: range = range(0), below: int | None = None) -> Iterator[StepRecord | Episode]:
+    def run(self, rendered: range | frozenset[int] = range(0),
+            below: int | None = None) -> Iterator[StepRecord | Episode]:
         """Yields finished episodes (completion order) and the step records of ``rendered`` episodes."""
         starts = self._assign(range(self.slots.num), below)
         yield from self._start(starts, rendered)
@@ -218,7 +226,7 @@ class SlotLoop:
             self.actions = grow(self.actions)
             self.step_succ = np.concatenate([self.step_succ, np.full_like(self.step_succ, -1)], axis=1)
 
-    def _assign(self, slots: Any, below: int | None) -> list[int]:
+    def _assign(self, slots: Iterable[int], below: int | None) -> list[int]:
         started = []
         for i in slots:
             index = self.plan.next(below)
@@ -227,7 +235,7 @@ class SlotLoop:
                 started.append(i)
         return started
 
-    def _start(self, rows: list[int], rendered: range) -> Iterator[StepRecord]:
+    def _start(self, rows: list[int], rendered: range | frozenset[int]) -> Iterator[StepRecord]:
         if not rows:
             return
         seeds = [None if self.seed is None else self.seed + int(self.episode[i]) for i in rows]
@@ -265,7 +273,7 @@ class SlotLoop:
             ep.extra["sum_reward_fn"] = float(self.fn_ret[i])
         if self.keep:
             assert self.actions is not None and self.step_succ is not None  # allocated when keep
-            obs = {k: v[i, :n + 1].copy() for k, v in self.obs.items()}
+            obs: dict[NestedKey, np.ndarray] = {k: v[i, :n + 1].copy() for k, v in self.obs.items()}
             ep.observations = obs.get(self.obs_key)
             ep.actions = self.actions[i, :n].copy()
             ep.step_success = self.step_succ[i, :n + 1].copy()
@@ -275,7 +283,7 @@ class SlotLoop:
                 ep.trajectory = _trajectory(obs, ep.actions, ep)
         return ep, discard
 
-    def _records(self, rows: np.ndarray, rendered: range) -> Iterator[StepRecord]:
+    def _records(self, rows: np.ndarray, rendered: range | frozenset[int]) -> Iterator[StepRecord]:
         for i in np.asarray(rows).tolist():
             index = int(self.episode[i])
             if index < 0 or index not in rendered:
@@ -296,7 +304,7 @@ def _with_trace(fix: str, exc: SlotError) -> str:
     return f"{fix}; the worker's traceback: {exc.trace}" if exc.trace else fix
 
 
-def _state_td(slots: Any, i: int) -> dict[str, Any]:
+def _state_td(slots: EnvSlots, i: int) -> dict[str, torch.Tensor]:
     """Slot ``i``'s observation entries as tensors: the state view render backends read (a dict, so that a
     rendered gymnasium run needs no tensordict)."""
     import torch
@@ -304,7 +312,7 @@ def _state_td(slots: Any, i: int) -> dict[str, Any]:
     return {k: torch.from_numpy(v[i].copy()) for k, v in slots.obs.items()}
 
 
-def _trajectory(obs: dict[str, np.ndarray], actions: np.ndarray, ep: Episode) -> Any:
+def _trajectory(obs: dict[NestedKey, np.ndarray], actions: np.ndarray, ep: Episode) -> TensorDict:
     """The episode as torchrl lays a rollout out: ``[T]`` transitions with a ``next`` entry."""
     import torch
     from tensordict import TensorDict

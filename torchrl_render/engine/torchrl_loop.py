@@ -9,16 +9,23 @@ torchrl's own envs produce; the gymnasium path avoids them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..config import RenderConfig
 from ..envs.mujoco_state import LiveStates
 from ..metrics import read_success, step_success
+from .plan import EpisodePlan
 from .records import Episode, StepRecord
 from .single import rollout
 from .workers import EpisodeOrderer, vector_rollout
+
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
+
+    from .engine import Engine
 
 __all__ = ["run_torchrl"]
 
@@ -26,7 +33,7 @@ __all__ = ["run_torchrl"]
 INTERNAL_KEYS = ("success_reported",)
 
 
-def run_torchrl(engine: Any) -> Iterator[StepRecord | Episode]:
+def run_torchrl(engine: Engine) -> Iterator[StepRecord | Episode]:
     cfg = engine.cfg
     plan = engine.plan()
     episodes = iter(plan.next, None)
@@ -53,7 +60,7 @@ class _Gathered:
     def __init__(self, record: StepRecord) -> None:
         self.index, self.seed, self.t0, self.slot = record.trajectory, record.seed, record.wall, record.slot
         self.first = record.td
-        self.steps: list[Any] = []
+        self.steps: list[Any] = []  # TensorDicts, which torch.stack stacks but its stubs do not admit
         self.rewards: list[float] = []
         self.flags: list[tuple[bool, bool, bool]] = []
         self.total = 0.0
@@ -61,7 +68,7 @@ class _Gathered:
         self.success: bool | None = None
 
 
-def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[StepRecord | Episode]:
+def _gather(engine: Engine, plan: EpisodePlan, records: Iterator[StepRecord]) -> Iterator[StepRecord | Episode]:
     current: dict[int, _Gathered] = {}
     qpos = None
     keep_steps = bool(engine.keep or engine.cfg.trajectories)  # the episode's stacked transitions are read
@@ -96,7 +103,7 @@ def _gather(engine: Any, plan: Any, records: Iterator[StepRecord]) -> Iterator[S
                 yield _episode(engine, g, record.wall)
 
 
-def _episode(engine: Any, g: _Gathered, wall: float) -> Episode:
+def _episode(engine: Engine, g: _Gathered, wall: float) -> Episode:
     import torch
 
     cfg = engine.cfg
@@ -120,7 +127,7 @@ def _episode(engine: Any, g: _Gathered, wall: float) -> Episode:
     return ep
 
 
-def _own_keys(engine: Any) -> tuple[str, ...]:
+def _own_keys(engine: Engine) -> tuple[str, ...]:
     """Entries this path writes into the env's TensorDicts itself: ``step_count`` with ``max_steps``, unless the
     env counts its steps (see ``single.py``)."""
     env = getattr(engine, "batched", None) or engine.env
@@ -131,7 +138,7 @@ def _own_keys(engine: Any) -> tuple[str, ...]:
     return () if counted else ("step_count",)
 
 
-def _step_infos(cfg: Any, first: Any, traj: Any, own: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def _step_infos(cfg: RenderConfig, first: Any, traj: TensorDictBase, own: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """A torchrl env's step infos: the tensor entries of each step's ``next`` beyond the recorded observation,
     the reward and the flags (what an env's info reader, or the env itself, adds), as ``T + 1`` dicts of arrays
     (the reset's first: the reset TensorDict's entries of those keys, where it has them). ``own``: entries this
@@ -170,14 +177,14 @@ def _tuple(key: Any) -> tuple[str, ...]:
     return key if isinstance(key, tuple) else (key,)
 
 
-def _strip(cfg: Any, transition: Any) -> Any:
+def _strip(cfg: RenderConfig, transition: TensorDictBase) -> TensorDictBase:
     """The transition as handed out: no pixels unless asked."""
     if cfg.keep_pixels:
         return transition
     return transition.exclude(cfg.pixel_key, ("next", *_tuple(cfg.pixel_key)))
 
 
-def _without_internal(traj: Any) -> Any:
+def _without_internal(traj: TensorDictBase) -> TensorDictBase:
     """Drops our success bookkeeping: ``success`` stays only where the env reported it."""
     reported = traj.get(("next", "success_reported"), None)
     if reported is not None and not bool(reported.any()):
@@ -185,7 +192,7 @@ def _without_internal(traj: Any) -> Any:
     return traj.exclude(*INTERNAL_KEYS, *[("next", k) for k in INTERNAL_KEYS])
 
 
-def _reward_fn(fn: Any, transition: Any) -> float:
+def _reward_fn(fn: Callable[[Any], Any], transition: TensorDictBase | None) -> float:
     import torch
 
     with torch.no_grad():

@@ -33,10 +33,14 @@ from tensordict import TensorDict
 from torchrl.envs import ParallelEnv, SerialEnv, TransformedEnv
 from torchrl.envs.utils import step_mdp
 
+from ..config import RenderConfig
+from ..contracts import FrameSource, Payload, UserEnv
 from ..envs import build_env
 from ..envs.gl import ensure_headless_gl
 from ..envs.mjlog import quiet_mujoco_log
 from ..errors import RenderError, RolloutError
+from ..keys import NestedKey
+from ..policies import PolicyRunner
 from .episode_control import CONTROL_KEYS, FRAMES_KEY, RENDER_KEY, SEED_KEY, EpisodeControl
 from .procs import freeze_inherited_heap, pickling_start_method, worker_factory
 from .records import StepRecord
@@ -46,8 +50,9 @@ __all__ = ["EpisodeOrderer", "close_batched", "vector_rollout"]
 
 
 
-def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, make_backend: Callable[[Any], Any] | None,
-                     slot: int | None = None, reports: str | None = None) -> Any:
+def _make_worker_env(cfg: RenderConfig, payload: Payload, render_mode: str | None,
+                     make_backend: Callable[[UserEnv], FrameSource] | None, slot: int | None = None,
+                     reports: str | None = None) -> TransformedEnv:
     """Runs in each worker: the user's env plus the episode-control transform."""
     if make_backend is not None:
         ensure_headless_gl()
@@ -63,7 +68,7 @@ def _make_worker_env(cfg: Any, payload: Any, render_mode: str | None, make_backe
     return TransformedEnv(env, EpisodeControl(make_backend))
 
 
-def _name_the_slot(env: Any, slot: int, reports: str | None = None) -> None:
+def _name_the_slot(env: UserEnv, slot: int, reports: str | None = None) -> None:
     """An exception from this env's step carries ``env_slot``, so the run names the episode it was in.
 
     In a ``ParallelEnv`` worker process (``reports``: the run's report folder) the exception cannot travel:
@@ -100,7 +105,7 @@ def _report_and_exit(reports: str, slot: int, what: str, exc: Exception) -> None
     os._exit(1)
 
 
-def _worker_report(env: Any) -> dict[str, Any] | None:
+def _worker_report(env: UserEnv) -> dict[str, Any] | None:
     """The error a ``ParallelEnv`` worker of ``env`` reported before it ended (the first, by slot), or None."""
     import json
 
@@ -119,7 +124,7 @@ def _worker_report(env: Any) -> dict[str, Any] | None:
     return None
 
 
-def close_batched(env: Any) -> None:
+def close_batched(env: UserEnv) -> None:
     """Closes a batched env of :func:`make_batched_env` and removes its workers' report folder. A worker that
     reported its error ended on purpose, and torchrl's close then raises about it: the run has said so."""
     import shutil
@@ -135,8 +140,9 @@ def close_batched(env: Any) -> None:
             shutil.rmtree(reports, ignore_errors=True)
 
 
-def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, make_backend: Callable[[Any], Any] | None,
-                     notes: list[str], info: dict[str, Any] | None = None) -> Any:
+def make_batched_env(cfg: RenderConfig, payload: Payload, render_mode: str | None,
+                     make_backend: Callable[[UserEnv], FrameSource] | None, notes: list[str],
+                     info: dict[str, Any] | None = None) -> SerialEnv | ParallelEnv:
     """``ParallelEnv`` (workers from a fork server, :mod:`.procs`) or ``SerialEnv`` of ``cfg.num_envs`` worker envs.
 
     ``make_backend`` (picklable, e.g. ``partial(backends.factory.make_backend, cfg)``) builds the render
@@ -167,8 +173,9 @@ def make_batched_env(cfg: Any, payload: Any, render_mode: str | None, make_backe
     return env
 
 
-def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps: int | None, seed: int | None,
-                   rendered: range, done_key: Any = "done", reward_key: Any = "reward") -> Iterator[StepRecord]:
+def vector_rollout(env: UserEnv, policy: PolicyRunner, *, episodes: Iterator[int], max_steps: int | None,
+                   seed: int | None, rendered: range | frozenset[int], done_key: NestedKey = "done",
+                   reward_key: NestedKey = "reward") -> Iterator[StepRecord]:
     """Dispatches the ``episodes`` (indices, in order) over the batched env; yields records as they happen."""
     k = env.batch_size[0]
     queue = episodes
@@ -217,7 +224,7 @@ def vector_rollout(env: Any, policy: Any, *, episodes: Iterator[int], max_steps:
         td = nxt
 
 
-def _env_error(env: Any, exc: Exception, episode: list[int], steps: list[int] | None,
+def _env_error(env: UserEnv, exc: Exception, episode: list[int], steps: list[int] | None,
                seed: int | None) -> Exception:
     """What the run says when the batched env raised (``steps`` None: while resetting): the episode, its step,
     the env and its seed, from the exception (an env in this process names its slot) or from the report a
@@ -251,14 +258,14 @@ def _merge_row(td: Any, i: int, row: Any) -> None:
         td.get(key)[i] = value
 
 
-def _begin(policy: Any, mask: Any, episode: list[int], seed: int | None) -> None:
+def _begin(policy: PolicyRunner, mask: torch.Tensor, episode: list[int], seed: int | None) -> None:
     for i in range(len(episode)):
         if mask[i] and episode[i] >= 0:
             policy.for_worker(i).begin_episode(_seed(seed, episode[i]))
 
 
-def _control(env: Any, mask: Any, episode: list[int], queue: Iterator[int], seed: int | None,
-             rendered: range) -> Any:
+def _control(env: UserEnv, mask: torch.Tensor, episode: list[int], queue: Iterator[int], seed: int | None,
+             rendered: range | frozenset[int]) -> TensorDict:
     """Assigns the next episodes to the masked workers; builds the reset TensorDict."""
     k = len(episode)
     seeds = torch.full((k,), -1, dtype=torch.int64)
@@ -274,7 +281,7 @@ def _control(env: Any, mask: Any, episode: list[int], queue: Iterator[int], seed
     return TensorDict({SEED_KEY: seeds, RENDER_KEY: render, "_reset": reset}, batch_size=[k])
 
 
-def _records(td: Any, episode: list[int], seed: int | None, mask: Any) -> Iterator[StepRecord]:
+def _records(td: Any, episode: list[int], seed: int | None, mask: torch.Tensor) -> Iterator[StepRecord]:
     for i in range(len(episode)):
         if mask[i] and episode[i] >= 0:
             row = td[i]
@@ -282,7 +289,7 @@ def _records(td: Any, episode: list[int], seed: int | None, mask: Any) -> Iterat
                              frames=_frames_of(row), slot=i)
 
 
-def _record(td: Any, i: int, ep: int, step: int, seed: int | None, reward_key: Any, done_key: Any,
+def _record(td: Any, i: int, ep: int, step: int, seed: int | None, reward_key: NestedKey, done_key: NestedKey,
             max_steps: int | None) -> StepRecord:
     row = td[i]
     nxt = row.get("next")
