@@ -7,11 +7,16 @@ constructor; ``auto`` then tries the next one and notes why it skipped each.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
+from ..contracts import UserEnv
 from ..errors import BackendUnavailable
 from ..registry import AUTO_ORDER, BACKENDS
 from .base import RenderBackend
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 
 __all__ = ["AutoBackend"]
 
@@ -22,7 +27,7 @@ class AutoBackend:
     """``auto``: the first backend of ``AUTO_ORDER`` that can serve the env."""
 
     @classmethod
-    def from_config(cls, env: Any, cfg: Any) -> RenderBackend:
+    def from_config(cls, env: UserEnv, cfg: RenderConfig) -> RenderBackend:
         reasons = []
         for name in AUTO_ORDER:
             try:

@@ -19,7 +19,15 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..contracts import UserEnv
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from ..config import RenderConfig
+
 
 __all__ = ["RenderBackend"]
 
@@ -38,7 +46,7 @@ class RenderBackend(ABC):
         self.notes: list[str] = []
 
     @classmethod
-    def from_config(cls, env: Any, cfg: Any) -> RenderBackend:
+    def from_config(cls, env: UserEnv, cfg: RenderConfig) -> RenderBackend:
         """Builds the backend for ``env`` with the options it needs from ``cfg``."""
         return cls()
 
@@ -46,7 +54,7 @@ class RenderBackend(ABC):
     def capture(self, td: Any) -> dict[str, Any] | None:
         """Frames for the step that ``td`` describes (reset or ``next`` view)."""
 
-    def submit(self, td: Any) -> Any:
+    def submit(self, td: Any) -> Future[dict[str, Any] | None]:
         """Starts the frames for ``td``; a :class:`~concurrent.futures.Future` of what ``capture`` returns.
 
         The state is read now; the pixels may still be drawing when this returns (the

@@ -11,12 +11,17 @@ The frame reflects the simulator's state after the step, as ``env.render()`` wou
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..contracts import UserEnv
 from ..envs.unwrap import underlying_env
 from ..errors import BackendUnavailable
 from .base import RenderBackend
 from .mujoco import grow_offscreen_buffer, resolve_camera_id
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 
 __all__ = ["EnvRenderBackend"]
 
@@ -44,7 +49,7 @@ class EnvRenderBackend(RenderBackend):
         self.size = size
 
     @classmethod
-    def from_config(cls, env: Any, cfg: Any) -> EnvRenderBackend:
+    def from_config(cls, env: UserEnv, cfg: RenderConfig) -> EnvRenderBackend:
         raw = underlying_env(env)
         cameras = list(getattr(cfg, "camera", None) or ["default"])
         physics = getattr(raw, "physics", None)
@@ -55,7 +60,7 @@ class EnvRenderBackend(RenderBackend):
         return cls._for_other(raw, cameras)
 
     @classmethod
-    def _for_gymnasium(cls, raw: Any, cameras: list[str]) -> EnvRenderBackend:
+    def _for_gymnasium(cls, raw: UserEnv, cameras: list[str]) -> EnvRenderBackend:
         mode = raw.render_mode
         if mode != "rgb_array":
             raise BackendUnavailable(
@@ -70,7 +75,7 @@ class EnvRenderBackend(RenderBackend):
         return cls(lambda camera: raw.render(), cameras, "gymnasium")
 
     @classmethod
-    def _for_dm_control(cls, physics: Any, cameras: list[str], cfg: Any) -> EnvRenderBackend:
+    def _for_dm_control(cls, physics: Any, cameras: list[str], cfg: RenderConfig) -> EnvRenderBackend:
         width, height = int(getattr(cfg, "width", 480)), int(getattr(cfg, "height", 480))
         model = getattr(physics.model, "ptr", physics.model)
         ids = {name: _dm_camera(model, name) for name in cameras}
@@ -83,7 +88,7 @@ class EnvRenderBackend(RenderBackend):
         return backend
 
     @classmethod
-    def _for_other(cls, raw: Any, cameras: list[str]) -> EnvRenderBackend:
+    def _for_other(cls, raw: UserEnv, cameras: list[str]) -> EnvRenderBackend:
         render = getattr(raw, "render", None)
         if not callable(render):
             raise BackendUnavailable(

@@ -16,11 +16,16 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..contracts import UserEnv
 from ..frames import to_uint8_hwc
 from ..registry import BACKENDS
 from .base import RenderBackend
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 
 __all__ = ["Uint8Frames", "make_backend"]
 
@@ -50,6 +55,6 @@ class Uint8Frames(RenderBackend):
         self.inner.close()
 
 
-def make_backend(cfg: Any, env: Any) -> RenderBackend:
+def make_backend(cfg: RenderConfig, env: UserEnv) -> RenderBackend:
     """The backend ``cfg.render_backend`` names, built on ``env``, giving uint8 HWC frames."""
     return Uint8Frames(BACKENDS.load(cfg.render_backend).from_config(env, cfg))

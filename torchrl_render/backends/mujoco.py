@@ -28,14 +28,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..contracts import UserEnv
 from ..envs.gl import ensure_headless_gl, gl_notes
 from ..envs.mujoco_state import MujocoStateReader  # torchrl.render's torchrl.render.backends.mujoco name
 from ..envs.unwrap import SIMULATION_PLACES, describe_env, find_simulation, underlying_env
 from ..errors import BackendUnavailable, ConfigError
 from .base import RenderBackend, log
 from .mjgl import Canvas, make_drawer
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from ..config import RenderConfig
+
 
 __all__ = ["QUALITY", "MujocoBackend", "MujocoStateReader", "camera_names", "free_gymnasium_gl",
            "grow_offscreen_buffer", "resolve_camera_id"]
@@ -92,7 +99,7 @@ def grow_offscreen_buffer(model: Any, width: int, height: int) -> str | None:
             f"it was raised to {glob.offwidth}x{glob.offheight} (a visual-only change)")
 
 
-def _find_simulation(raw: Any) -> tuple[Any, Any, str, Any]:
+def _find_simulation(raw: UserEnv) -> tuple[Any, Any, str, Any]:
     """``(model, data, kind, gymnasium_renderer)`` of the raw env, or ``BackendUnavailable``."""
     physics = getattr(raw, "physics", None)
     if physics is not None and hasattr(physics, "model") and hasattr(physics.model, "ptr"):
@@ -168,7 +175,7 @@ class MujocoBackend(RenderBackend):
         self.draw_thread = self._drawer.threaded
 
     @classmethod
-    def from_config(cls, env: Any, cfg: Any) -> MujocoBackend:
+    def from_config(cls, env: UserEnv, cfg: RenderConfig) -> MujocoBackend:
         model, data, _kind, gym_renderer = _find_simulation(underlying_env(env))
         return cls(model, data, list(getattr(cfg, "camera", None) or ["default"]),
                    width=getattr(cfg, "width", 480), height=getattr(cfg, "height", 480),
@@ -230,7 +237,7 @@ class MujocoBackend(RenderBackend):
         cam.fixedcamid = cam_id
         return cam, (lambda: None)
 
-    def submit(self, td: Any) -> Any:
+    def submit(self, td: Any) -> Future:  # the drawer's (mjgl): a frame per camera, never None
         """Fills a scene buffer from ``data`` now and draws it (on the drawing thread when there is one)."""
         drawer = self._drawer
         if drawer is None:
@@ -291,7 +298,7 @@ def _gl_errors(mujoco: Any) -> tuple[type[Exception], ...]:
     return tuple(errors)
 
 
-def free_gymnasium_gl(env: Any) -> None:
+def free_gymnasium_gl(env: UserEnv) -> None:
     """Frees the GL objects of a gymnasium MuJoCo env's own viewers, each in its own context.
 
     gymnasium's ``env.close()`` destroys its viewers' GL contexts but leaves their

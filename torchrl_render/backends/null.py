@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..contracts import UserEnv
 from .base import RenderBackend
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 
 __all__ = ["NullBackend", "NullRenderBackend"]
 
@@ -15,7 +20,7 @@ class NullBackend(RenderBackend):
     name = "null"
 
     @classmethod
-    def from_config(cls, env: Any, cfg: Any) -> NullBackend:
+    def from_config(cls, env: UserEnv, cfg: RenderConfig) -> NullBackend:
         return cls()
 
     def capture(self, td: Any) -> None:

@@ -20,18 +20,24 @@ Example:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..contracts import UserEnv
 from ..envs.unwrap import plain_gymnasium, space_keys
 from ..errors import BackendUnavailable
+from ..keys import NestedKey
 from .base import RenderBackend
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 
 __all__ = ["PixelsBackend", "TensorDictPixelsBackend"]
 
 log = logging.getLogger("torchrl_render")
 
 
-def _spec_keys(env: Any) -> set[Any] | None:
+def _spec_keys(env: UserEnv) -> set[Any] | None:
     """Every (nested) key of the env's observation spec, or ``None`` when it has none."""
     raw = plain_gymnasium(env)
     if raw is not None:  # the keys torchrl's GymWrapper would give, read from the space without torchrl
@@ -72,14 +78,14 @@ class PixelsBackend(RenderBackend):
 
     name = "pixels"
 
-    def __init__(self, pixel_key: Any = "pixels", camera: str = "default") -> None:
+    def __init__(self, pixel_key: NestedKey = "pixels", camera: str = "default") -> None:
         super().__init__()
         self.pixel_key = pixel_key
         self.camera = camera
         self._missing_noted = False
 
     @classmethod
-    def from_config(cls, env: Any, cfg: Any) -> PixelsBackend:
+    def from_config(cls, env: UserEnv, cfg: RenderConfig) -> PixelsBackend:
         pixel_key = getattr(cfg, "pixel_key", "pixels")
         cameras = list(getattr(cfg, "camera", None) or ["default"])
         keys = _spec_keys(env)
@@ -116,7 +122,7 @@ class PixelsBackend(RenderBackend):
         return {"render_backend": self.name, "pixel_key": _show(self.pixel_key), "cameras": [self.camera]}
 
 
-def _show(key: Any) -> str:
+def _show(key: NestedKey) -> str:
     return ".".join(key) if isinstance(key, tuple) else str(key)
 
 
