@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..backends.factory import make_backend
 from ..config import RenderConfig
@@ -128,8 +128,7 @@ def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, 
         notes.append(f"filmed episode 0 of {data.total} (--episodes chooses others: numbers, worst:N, best:N)")
     cfg = RenderConfig.from_dict({**cfg.to_dict(), "num_trajs": max(chosen, default=0) + 1})
     sidecar = Path(f"{cfg.out}.metadata.json")
-    # (cast: RenderConfig's __post_init__ makes out a Path, which its field's type, str | Path | None, does not say)
-    group = WriterGroup(cfg, cast(Path, cfg.out))
+    group = WriterGroup(cfg, cfg.out_path)
     for path in [*group.planned_paths(), sidecar]:
         check_os_name(path)
         folder = path.parent if str(path.parent) else Path(".")
