@@ -25,13 +25,19 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..contracts import UserEnv
 from ..data import Artifact, FrameBundle
 from ..errors import NoFramesError, WriterError
 from ..storage import commit, remove, temp_path
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+    from ..engine.records import Episode
+
 
 __all__ = [
     "Writer",
@@ -108,20 +114,20 @@ class Writer(ABC):
     frame_shape: tuple[int, int] | None = None
 
     @classmethod
-    def wants_frames(cls, cfg: Any, default: bool) -> bool:
+    def wants_frames(cls, cfg: RenderConfig, default: bool) -> bool:
         """Whether this writer consumes rendered frames for ``cfg`` (``default``: the table's ``needs_frames``)."""
         return default
 
     @classmethod
-    def wants_state(cls, cfg: Any, default: bool) -> bool:
+    def wants_state(cls, cfg: RenderConfig, default: bool) -> bool:
         """Whether this writer consumes simulator states for ``cfg`` (``default``: the table's ``needs_state``)."""
         return default
 
     @classmethod
-    def check(cls, path: Path, cfg: Any) -> None:
+    def check(cls, path: Path, cfg: RenderConfig) -> None:
         """Refuses, before any rollout, what would only fail at the end (raises a RenderError)."""
 
-    def side_paths(self, episodes: Any) -> list[Path]:
+    def side_paths(self, episodes: Iterable[int]) -> list[Path]:
         """Files this writer may write beside its artifact for the rendered ``episodes`` (none by default)."""
         return []
 
@@ -138,7 +144,7 @@ class Writer(ABC):
         self._aborted = False
 
     @classmethod
-    def from_config(cls, path: Path, cfg: Any) -> Writer:
+    def from_config(cls, path: Path, cfg: RenderConfig) -> Writer:
         """Builds the writer with the options it needs from ``cfg``."""
         return cls(path)
 
@@ -156,11 +162,11 @@ class Writer(ABC):
             raise frame_size_error(self.format, self.frame_shape, frame.shape, bundle)
         return frame
 
-    def bind_env(self, env: Any) -> None:
+    def bind_env(self, env: UserEnv) -> None:
         """Called once with the run's env, before any episode: a writer that describes the env (minari: its
         spaces and spec) reads it here; the others ignore it."""
 
-    def on_trajectory(self, episode: Any) -> None:
+    def on_trajectory(self, episode: Episode) -> None:
         """Data writers: called once per finished episode (after its frames), with its step arrays."""
 
     def on_episode(self, metrics: dict[str, Any]) -> None:

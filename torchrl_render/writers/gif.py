@@ -25,13 +25,17 @@ from __future__ import annotations
 import logging
 import struct
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from PIL import GifImagePlugin, Image
 
 from ..data import FrameBundle
 from ..errors import WriterError
 from .base import Writer, close_quietly, no_frames_error
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 
 __all__ = ["GifWriter"]
 
@@ -62,7 +66,7 @@ class GifWriter(Writer):
         self.delay_cs = max(2, round(100 / self.fps))
 
     @classmethod
-    def from_config(cls, path: Path, cfg: Any) -> GifWriter:
+    def from_config(cls, path: Path, cfg: RenderConfig) -> GifWriter:
         """Reads ``fps``."""
         return cls(path, fps=cfg.fps)
 

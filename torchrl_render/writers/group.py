@@ -15,12 +15,18 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..contracts import UserEnv
 from ..data import Artifact, FrameBundle
 from ..errors import ConfigError, WriterError
 from ..registry import WRITERS
 from .base import Writer, remove
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+    from ..engine.records import Episode
+
 
 __all__ = [
     "MAX_SPLIT_FILES",
@@ -57,7 +63,7 @@ def too_many_split_files(count: int) -> ConfigError:
             "--num-trajs, or drop --split-trajectories to write one file")
 
 
-def _rendered(cfg: Any, writers: Any) -> int:
+def _rendered(cfg: RenderConfig, writers: Any) -> int:
     """How many episodes get a file of their own: all, or the first ``max_episodes_rendered`` for frame formats."""
     limit = getattr(cfg, "max_episodes_rendered", None)
     total = cfg.num_trajs if cfg.num_trajs is not None else (limit or 0)  # eval_n_timesteps: not known ahead
@@ -73,10 +79,10 @@ class WriterGroup:
     output is refused before any rollout.
     """
 
-    def __init__(self, cfg: Any, out: Path, trajectories: Sequence[int] | None = None) -> None:
+    def __init__(self, cfg: RenderConfig, out: Path, trajectories: Sequence[int] | None = None) -> None:
         self.cfg = cfg
         self.out = Path(out)
-        self.cls = WRITERS.load(cfg.format)
+        self.cls = WRITERS.load(cfg.format_name)
         separate = cfg.camera_layout == "separate"
         self.streams = separate and self.cls.stream_per_file  # videos: one per (trajectory, camera)
         self.split = bool(cfg.split_trajectories) or self.streams
@@ -85,10 +91,10 @@ class WriterGroup:
         self.trajectories = trajectories if trajectories is not None else range(_rendered(cfg, WRITERS))
         if self.split and len(self.trajectories) * len(self.cameras) > MAX_SPLIT_FILES:
             raise too_many_split_files(len(self.trajectories) * len(self.cameras))
-        self.needs_state = bool(self.cls.wants_state(cfg, WRITERS.entry(cfg.format).needs_state))
-        self.takes_frames = WRITERS.entry(cfg.format).needs_frames or not self.needs_state  # html: states only
+        self.needs_state = bool(self.cls.wants_state(cfg, WRITERS.entry(cfg.format_name).needs_state))
+        self.takes_frames = WRITERS.entry(cfg.format_name).needs_frames or not self.needs_state  # html: states only
         self._writers: dict[tuple[int | None, str | None], Writer] = {}
-        self.env: Any = None  # the run's env, handed to each writer as it opens (bind_env)
+        self.env: UserEnv = None  # the run's env, handed to each writer as it opens (bind_env)
 
     def path_for(self, traj: int | None, camera: str | None) -> Path:
         """``run.mp4`` -> ``run_traj3.mp4`` (split), ``run_front.mp4`` (cameras), ``run_traj_003_front.mp4``
@@ -122,7 +128,7 @@ class WriterGroup:
                 writer.bind_env(self.env)
         return self._writers[key]
 
-    def bind_env(self, env: Any) -> None:
+    def bind_env(self, env: UserEnv) -> None:
         """Hands the run's env to the writers open now and to every one opened later."""
         self.env = env
         for writer in self._writers.values():
@@ -148,7 +154,7 @@ class WriterGroup:
         """A split file for an episode that is not rendered is never opened (it would get no frame)."""
         return self.split and traj not in self.trajectories
 
-    def on_trajectory(self, episode: Any) -> None:
+    def on_trajectory(self, episode: Episode) -> None:
         if self._skips(episode.index):
             return
         for camera in self.cameras:
@@ -231,7 +237,7 @@ class BackgroundWriters:
     def write(self, bundle: FrameBundle) -> None:
         self._put("write", bundle)
 
-    def on_trajectory(self, episode: Any) -> None:
+    def on_trajectory(self, episode: Episode) -> None:
         self._put("on_trajectory", episode)
 
     def on_episode(self, metrics: dict[str, Any]) -> None:

@@ -28,13 +28,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..checkpoint import sha256_file
 from ..data import FrameBundle
 from ..errors import WriterError
 from ..replay.page import assemble_page
 from .base import Writer, no_frames_error
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 
 __all__ = ["HtmlWriter"]
 
@@ -62,7 +66,7 @@ class HtmlWriter(Writer):
         self._current: dict[str, Any] | None = None
 
     @classmethod
-    def from_config(cls, path: Path, cfg: Any) -> HtmlWriter:
+    def from_config(cls, path: Path, cfg: RenderConfig) -> HtmlWriter:
         """Reads ``fps`` and the checkpoint's sha256 (hashed here from ``cfg.ckpt``)."""
         return cls(path, fps=cfg.fps, facts=cls.facts_from_config(cfg))
 

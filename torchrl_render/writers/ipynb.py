@@ -34,8 +34,9 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import callable_name
 from ..data import FrameBundle
@@ -51,6 +52,11 @@ from .base import Writer, commit, fresh_folder, no_frames_error, remove
 from .html import HtmlWriter
 from .mp4 import PRESET, Mp4Writer
 from .preview import Preview
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+    from ..engine.records import Episode
+
 
 __all__ = ["IpynbWriter"]
 
@@ -111,7 +117,7 @@ class IpynbWriter(Writer):
         self._viewer_facts: dict[str, Any] = {}
 
     @classmethod
-    def from_config(cls, path: Path, cfg: Any) -> IpynbWriter:
+    def from_config(cls, path: Path, cfg: RenderConfig) -> IpynbWriter:
         """Reads the notebook fields and the video options, after :meth:`check`."""
         cls.check(path, cfg)
         limit_mb = getattr(cfg, "notebook_embed_limit_mb", None)
@@ -128,13 +134,13 @@ class IpynbWriter(Writer):
         return writer
 
     @classmethod
-    def wants_state(cls, cfg: Any, default: bool = False) -> bool:
+    def wants_state(cls, cfg: RenderConfig, default: bool = False) -> bool:
         """MuJoCo states for the 3-D viewer (``mujoco_wasm``; ``auto``: when the env has a model)."""
         backend = getattr(cfg, "notebook_render_backend", "static")
         return backend in ("auto", "mujoco_wasm") and cfg.notebook_rollout_mode != "live"
 
     @classmethod
-    def check(cls, path: Path, cfg: Any) -> None:
+    def check(cls, path: Path, cfg: RenderConfig) -> None:
         """Refuses what would only fail at the end: missing nbclient/ipykernel/matplotlib (when executing),
         live cells that cannot import a lambda factory, and files beside the notebook that exist."""
         if getattr(cfg, "execute_notebook", True):
@@ -155,12 +161,12 @@ class IpynbWriter(Writer):
                                         fix="pass --overwrite (overwrite=True) or choose another --out")
 
     @classmethod
-    def wants_frames(cls, cfg: Any, default: bool = True) -> bool:
+    def wants_frames(cls, cfg: RenderConfig, default: bool = True) -> bool:
         """Frames are needed unless the notebook rolls out by itself (``live``) or none were asked for
         (``--render-backend null``: the notebook shows the metrics, and the 3-D replay of MuJoCo envs)."""
         return cfg.notebook_rollout_mode != "live" and cfg.render_backend != "null"
 
-    def side_paths(self, episodes: Any) -> list[Path]:
+    def side_paths(self, episodes: Iterable[int]) -> list[Path]:
         """Files this report may write beside the notebook (and its asset folder)."""
         folder = self.path.parent
         paths = [self.assets]
@@ -197,7 +203,7 @@ class IpynbWriter(Writer):
             preview.add(next(iter(bundle.frames.values())))
         self.num_frames += 1
 
-    def on_trajectory(self, episode: Any) -> None:
+    def on_trajectory(self, episode: Episode) -> None:
         """Saves the episode's TensorDict as ``rollouts/traj_<i>.pt`` in the asset folder (torchrl.render's
         layout, which its notebook cells and its users read back with ``torch.load``)."""
         if self.mode == "live" or getattr(episode, "trajectory", None) is None:

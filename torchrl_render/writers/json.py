@@ -33,13 +33,17 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data import FrameBundle
 from ..metrics import aggregate, json_ready
 from ..metrics.precision import sequential_entry
 from ..metrics.robust import DEFAULT_REPS
 from .base import Writer
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 
 __all__ = ["JsonWriter"]
 
@@ -64,7 +68,7 @@ class JsonWriter(Writer):
         self.precision = precision  # the run's config when it has --precision: its ``sequential`` entry
 
     @classmethod
-    def from_config(cls, path: Path, cfg: Any) -> JsonWriter:
+    def from_config(cls, path: Path, cfg: RenderConfig) -> JsonWriter:
         """Reads ``bootstrap_reps``, ``seed`` and ``precision``."""
         return cls(path, bootstrap_reps=getattr(cfg, "bootstrap_reps", DEFAULT_REPS), seed=getattr(cfg, "seed", None),
                    precision=cfg if getattr(cfg, "precision", None) is not None else None)

@@ -44,7 +44,7 @@ import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,6 +55,11 @@ from ..keys import key_to_string
 from ..metrics import aggregate, bootstrap_options, json_ready
 from ..storage import atomic_path
 from .base import Writer
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+    from ..engine.records import Episode
+
 
 __all__ = ["JsonlWriter"]
 
@@ -85,7 +90,7 @@ class JsonlWriter(Writer):
         self._cameras: dict[int, set[str]] = {}  # per trajectory, the cameras of its frame lines
 
     @classmethod
-    def from_config(cls, path: Path, cfg: Any) -> JsonlWriter:
+    def from_config(cls, path: Path, cfg: RenderConfig) -> JsonlWriter:
         """Reads ``action_key`` and the whole config (for the metadata line)."""
         return cls(path, action_key=cfg.action_key, config=cfg.to_dict())
 
@@ -96,7 +101,7 @@ class JsonlWriter(Writer):
         self._line({"type": "frame", "trajectory_index": bundle.trajectory_index, "step": bundle.step,
                     "cameras": sorted(bundle.frames), "metadata": bundle.metadata})
 
-    def on_trajectory(self, episode: Any) -> None:
+    def on_trajectory(self, episode: Episode) -> None:
         """Writes the episode's ``step`` lines (steps 1..n), from its arrays, when it ends."""
         self._open()
         n = episode.length

@@ -44,16 +44,22 @@ import json
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._version import __version__
+from ..contracts import UserEnv
 from ..data import FrameBundle
 from ..envs.unwrap import is_gymnasium, underlying_env
 from ..errors import ConfigError, WriterError
 from .base import Writer, fresh_folder
 from .minari_infos import InfoColumns
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+    from ..engine.records import Episode
+
 
 __all__ = ["BACKEND_PACKAGES", "MinariWriter", "default_dataset_id", "require_minari"]
 
@@ -147,19 +153,20 @@ class MinariWriter(Writer):
         self._infos = InfoColumns()
 
     @classmethod
-    def from_config(cls, path: Path, cfg: Any) -> MinariWriter:
+    def from_config(cls, path: Path, cfg: RenderConfig) -> MinariWriter:
         """Reads ``minari_dataset_id`` and ``minari_backend``."""
         return cls(path, dataset_id=getattr(cfg, "minari_dataset_id", None),
                    backend=getattr(cfg, "minari_backend", "hdf5"), config=cfg)
 
     @classmethod
-    def check(cls, path: Path, cfg: Any) -> None:
+    def check(cls, path: Path, cfg: RenderConfig) -> None:
         """Minari and the backend's package are importable, and an id given is one Minari loads."""
         require_minari(getattr(cfg, "minari_backend", "hdf5"))
-        if getattr(cfg, "minari_dataset_id", None) is not None:
-            check_dataset_id(cfg.minari_dataset_id)
+        dataset_id = getattr(cfg, "minari_dataset_id", None)
+        if dataset_id is not None:
+            check_dataset_id(dataset_id)
 
-    def bind_env(self, env: Any) -> None:
+    def bind_env(self, env: UserEnv) -> None:
         """Keeps the gymnasium env behind the run's env: its spaces and its spec go into the dataset."""
         raw = underlying_env(env)
         self._env = raw if is_gymnasium(raw) else None
@@ -167,7 +174,7 @@ class MinariWriter(Writer):
     def write(self, bundle: FrameBundle) -> None:
         """A data format: frames are not written."""
 
-    def on_trajectory(self, episode: Any) -> None:
+    def on_trajectory(self, episode: Episode) -> None:
         """Appends the finished episode to the dataset (the storage is made at the first one)."""
         if episode.observations is None or episode.actions is None:
             raise WriterError("the minari format needs each step's observation and action, and this episode has "

@@ -23,7 +23,7 @@ import logging
 import os
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import av
 import numpy as np
@@ -31,6 +31,10 @@ import numpy as np
 from ..data import FrameBundle
 from ..errors import WriterError
 from .base import Writer, no_frames_error
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 
 __all__ = ["Mp4Writer"]
 
@@ -80,7 +84,7 @@ class Mp4Writer(Writer):
         self._canonical = _check_codec(self.codec)
 
     @classmethod
-    def from_config(cls, path: Path, cfg: Any) -> Mp4Writer:
+    def from_config(cls, path: Path, cfg: RenderConfig) -> Mp4Writer:
         """Reads ``fps``, ``video_codec``, ``video_crf`` and ``video_preset``."""
         return cls(path, fps=cfg.fps, codec=cfg.video_codec, crf=cfg.video_crf,
                    preset=getattr(cfg, "video_preset", PRESET))

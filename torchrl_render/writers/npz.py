@@ -41,7 +41,7 @@ import shutil
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +50,11 @@ from ..errors import WriterError
 from ..keys import key_to_string
 from ..storage import atomic_path
 from .base import Writer, close_quietly, frame_size_error
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+    from ..engine.records import Episode
+
 
 __all__ = ["NpzWriter"]
 
@@ -80,17 +85,17 @@ class NpzWriter(Writer):
         self._missing: set[str] = set()
 
     @classmethod
-    def from_config(cls, path: Path, cfg: Any) -> NpzWriter:
+    def from_config(cls, path: Path, cfg: RenderConfig) -> NpzWriter:
         """Reads ``obs_key``, ``action_key`` and ``npz_frames``."""
         return cls(path, obs_key=cfg.obs_key, action_key=cfg.action_key,
                    frames=cls.wants_frames(cfg), config=cfg.to_dict())
 
     @classmethod
-    def wants_frames(cls, cfg: Any, default: bool = False) -> bool:
+    def wants_frames(cls, cfg: RenderConfig, default: bool = False) -> bool:
         """Frames only when ``npz_frames`` is set."""
         return bool(getattr(cfg, "npz_frames", False))
 
-    def on_trajectory(self, episode: Any) -> None:
+    def on_trajectory(self, episode: Episode) -> None:
         """Writes the finished episode's arrays (and its spooled frames) into the file, and every tensor of its
         TensorDict as torchrl.render's ``traj_<iii>/<dotted key>``."""
         trajectory = getattr(episode, "trajectory", None)
