@@ -12,20 +12,41 @@ names none of them. It sees the run through a small :class:`RunContext`, not the
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+
+import numpy as np
 
 from .config import RenderConfig
 from .data import FrameBundle
-from .engine.records import Episode
+from .engine.records import Episode, StepRecord
 from .envs.mujoco_state import LiveStates
 from .errors import NoFramesError
 from .frames import apply_layout, draw_overlay, to_uint8_hwc
 from .metrics import read_success, step_success
 from .metrics.precision import PrecisionRule
 
-__all__ = ["Observer", "Progress", "RunContext", "Sink", "rendered_range"]
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from tensordict import TensorDictBase
+
+    from .backends.base import RenderBackend
+
+__all__ = ["Observer", "Progress", "RunContext", "RunWriters", "Sink", "rendered_range"]
+
+
+class RunWriters(Protocol):
+    """The run's writers as the sink calls them (``writers.group.BackgroundWriters``, ``InlineWriters`` and
+    ``KeptFrames``; a measuring pass's ``rerun.NoWriters``): a frame or state bundle, a finished episode, its
+    metrics."""
+
+    def write(self, bundle: FrameBundle) -> None: ...
+
+    def on_trajectory(self, episode: Episode) -> None: ...
+
+    def on_episode(self, metrics: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -33,13 +54,15 @@ class RunContext:
     """What the sink needs of its run: the config, the writers, where warnings go, and what to make."""
 
     cfg: RenderConfig
-    writers: Any
+    writers: RunWriters
     warnings: list[str] = field(default_factory=list)
     needs_frames: bool = False  # the backend renders the rendered episodes' steps
     needs_state: bool = False  # writers take MuJoCo state bundles
     format_frames: bool = True  # the format itself needs frames (not only RenderResult.frames)
-    rendered: Any = None  # the episodes that get frames (None: rendered_range(cfg)); a set for chosen episodes
-    relabel: Any = None  # metrics -> the metrics handed to the writers (a re-run: the first pass's, labelled)
+    #: the episodes that get frames (None: rendered_range(cfg)); a set for chosen episodes
+    rendered: range | frozenset[int] | None = None
+    #: metrics -> the metrics handed to the writers (a re-run: the first pass's, labelled)
+    relabel: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 @runtime_checkable
@@ -53,9 +76,9 @@ class Observer(Protocol):
 
     current_frames: bool
 
-    def on_step(self, record: Any, metrics: dict[str, Any]) -> None: ...
+    def on_step(self, record: StepRecord, metrics: dict[str, Any]) -> None: ...
 
-    def on_frame(self, frame: Any, record: Any, metrics: dict[str, Any]) -> None: ...
+    def on_frame(self, frame: np.ndarray, record: StepRecord, metrics: dict[str, Any]) -> None: ...
 
     def on_episode(self, episodes: list[dict[str, Any]]) -> None: ...
 
@@ -73,21 +96,21 @@ class Sink:
     handed to the writers (``on_trajectory``, then ``on_episode``).
     """
 
-    def __init__(self, run: RunContext, backend: Any, observers: Sequence[Observer] = (),
-                 on_episode: Any = None) -> None:
+    def __init__(self, run: RunContext, backend: RenderBackend | None, observers: Sequence[Observer] = (),
+                 on_episode: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.run, self.cfg, self.backend = run, run.cfg, backend
         self.on_episode = on_episode
         self.observers = list(observers)
         self._late = [o for o in self.observers if o.current_frames]  # called once the step's frame is finished
         self.episodes: list[dict[str, Any]] = []
-        self.trajectories: list[Any] = []
-        self.pending: tuple[Any, Any, dict[str, Any]] | None = None
+        self.trajectories: list[TensorDictBase | None] = []
+        self.pending: tuple[Future[dict[str, Any] | None], StepRecord, dict[str, Any]] | None = None
         self.frames: dict[int, int] = {}
         self.running: dict[int, list[Any]] = {}
         self.rendered = run.rendered if run.rendered is not None else rendered_range(self.cfg)
-        self._live: Any = None
+        self._live: LiveStates | None = None
 
-    def consume(self, item: Any) -> bool:
+    def consume(self, item: StepRecord | Episode) -> bool:
         """Takes a step record or a finished episode; returns True when it was an episode."""
         if isinstance(item, Episode):
             self._episode(item)
@@ -138,7 +161,7 @@ class Sink:
         kept = [observer.close(finished) for observer in observers]
         return [k for k in kept if k is not None]
 
-    def _running(self, record: Any) -> dict[str, Any]:
+    def _running(self, record: StepRecord) -> dict[str, Any]:
         """The rendered episode's numbers so far, for overlays and the replay page."""
         total = self.running.setdefault(record.trajectory, [0.0, None])
         total[0] += record.reward
@@ -149,7 +172,7 @@ class Sink:
             metrics["success"] = total[1]
         return metrics
 
-    def _mujoco_state(self, record: Any, metrics: dict[str, Any]) -> None:
+    def _mujoco_state(self, record: StepRecord, metrics: dict[str, Any]) -> None:
         """The MuJoCo state of a rendered step, as a state bundle, for writers that take states."""
         if not self.run.needs_state:
             return
@@ -160,10 +183,11 @@ class Sink:
             self.run.writers.write(bundle)
             self.frames[record.trajectory] = self.frames.get(record.trajectory, 0) + self._live.counts_frames
 
-    def _frame(self, record: Any, metrics: dict[str, Any]) -> None:
+    def _frame(self, record: StepRecord, metrics: dict[str, Any]) -> None:
         if record.frames is not None:  # rendered in an env worker
             self._finish(record.frames, record, metrics)
             return
+        assert self.backend is not None  # a run that needs frames built one (only a measuring pass has none)
         if record.step == 0:
             self.backend.begin_episode()
         submitted = (self.backend.submit(record.td), record, metrics)
@@ -177,12 +201,13 @@ class Sink:
             future, record, metrics = pending
             self._finish(self._drawn(future), record, metrics)
 
-    def _drawn(self, future: Any) -> dict[str, Any] | None:
+    def _drawn(self, future: Future[dict[str, Any] | None]) -> dict[str, Any] | None:
         """The submitted frame, once drawn (the only place the rollout waits for the renderer)."""
         return future.result()
 
-    def _finish(self, captured: dict[str, Any] | None, record: Any, metrics: dict[str, Any]) -> None:
+    def _finish(self, captured: dict[str, Any] | None, record: StepRecord, metrics: dict[str, Any]) -> None:
         if not captured:
+            assert self.backend is not None  # frames were asked of it (worker frames: the run built one too)
             if record.step == 0 and getattr(self.run, "format_frames", True):  # not when only result.frames asked
                 raise NoFramesError(
                     f"the {self.backend.name!r} render backend returned no frame, and format {self.cfg.format!r} "
