@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from .contracts import UserEnv
 from .engine import Engine
 from .engine.records import Episode
 from .errors import ConfigError
 from .selection import choose, differ_note, missing_seeds, reconcile, summary
 from .sink import Progress, RunContext, Sink
+
+if TYPE_CHECKING:
+    from .backends.base import RenderBackend
+    from .data import FrameBundle
 
 __all__ = ["NoWriters", "film_chosen", "refuse_batched_env"]
 
@@ -34,17 +40,17 @@ __all__ = ["NoWriters", "film_chosen", "refuse_batched_env"]
 class NoWriters:
     """The first pass's writers: none (its episodes are only measured)."""
 
-    def write(self, bundle: Any) -> None:
+    def write(self, bundle: FrameBundle) -> None:
         pass
 
-    def on_trajectory(self, episode: Any) -> None:
+    def on_trajectory(self, episode: Episode) -> None:
         pass
 
     def on_episode(self, metrics: dict[str, Any]) -> None:
         pass
 
 
-def refuse_batched_env(env: Any) -> None:
+def refuse_batched_env(env: UserEnv) -> None:
     """An env that is K envs already (Isaac Lab) cannot re-run one episode alone."""
     if getattr(env, "_torchrl_render_batched", False):
         raise ConfigError("render_select re-runs chosen episodes one by one, and this env is a batch of envs "
@@ -52,7 +58,10 @@ def refuse_batched_env(env: Any) -> None:
                           fix="drop --render-select (or use --render-select first:N)")
 
 
-def film_chosen(run: Any, engine: Any, backend: Any) -> tuple[list[dict[str, Any]], list[Any], dict[str, Any]]:
+# run: api's Run, a layer above. It stays Any: this module sets its ``measured`` sink, which Run does not declare,
+# so no Protocol of what is read here would match Run.
+def film_chosen(run: Any, engine: Engine, backend: RenderBackend
+                ) -> tuple[list[dict[str, Any]], list[Any], dict[str, Any]]:
     """Both passes; returns the per-episode metrics (the chosen ones reconciled), the trajectories and the
     metadata's ``render_select`` entry. ``run`` is the :class:`~torchrl_render.api.Run`."""
     started = time.perf_counter()
@@ -88,7 +97,7 @@ def film_chosen(run: Any, engine: Any, backend: Any) -> tuple[list[dict[str, Any
     return episodes, first.trajectories, summary(run.selectors, episodes, first_s, time.perf_counter() - started)
 
 
-def _measure(run: Any, engine: Any) -> tuple[Sink, dict[int, int]]:
+def _measure(run: Any, engine: Engine) -> tuple[Sink, dict[int, int]]:
     """The first pass: every episode, no frames, no writers (``on_episode`` still hears each one); returns
     its sink and the env slot each episode ran in."""
     context = RunContext(run.cfg, NoWriters(), run.notes, False, False, False, rendered=range(0))
@@ -103,7 +112,8 @@ def _measure(run: Any, engine: Any) -> tuple[Sink, dict[int, int]]:
     return sink, rows
 
 
-def _film(run: Any, engine: Any, backend: Any, indices: list[int], relabel: Any, rows: dict[int, int]) -> None:
+def _film(run: Any, engine: Engine, backend: RenderBackend, indices: list[int],
+          relabel: Callable[[dict[str, Any]], dict[str, Any]], rows: dict[int, int]) -> None:
     """The second pass: the chosen episodes on the run's own env, one by one, rendered into the writers."""
     cfg = dataclasses.replace(run.cfg, num_envs=1, env_batch_mode="serial", render_select=[],
                               max_episodes_rendered=None)
