@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from ..checkpoint import find_state_dict, load_into_policy
 from ..config import Deferred, RenderConfig, RenderPolicySpec
+from ..contracts import Payload, UserEnv
 from ..envs.handle import loaded_class
 from ..errors import PolicyError, UserPolicyError
 from ..resolve import call_factory, factory_name, resolve
@@ -31,7 +32,7 @@ __all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type"
            "non_finite_action", "policy_kind", "visible_keys"]
 
 
-def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
+def build_policy(cfg: RenderConfig, env: UserEnv, payload: Payload, digest: str | None,
                  notes: list[str]) -> PolicyRunner:
     """Calls the policy factory, loads the checkpoint's weights, and adapts the result."""
     import torch
@@ -62,7 +63,7 @@ def build_policy(cfg: RenderConfig, env: Any, payload: Any, digest: str | None,
     return runner
 
 
-def factory_specs(env: Any) -> Any:
+def factory_specs(env: UserEnv) -> Any:
     """The single env's specs as the user's env has them: without the success entries that our
     gymnasium info reader adds (they are bookkeeping, not observations)."""
     specs = getattr(env, "specs", None)
@@ -76,7 +77,7 @@ def factory_specs(env: Any) -> Any:
     return specs
 
 
-def _load_weights(cfg: RenderConfig, policy: Any, payload: Any, notes: list[str]) -> None:
+def _load_weights(cfg: RenderConfig, policy: Any, payload: Payload, notes: list[str]) -> None:
     import torch
 
     if cfg.ckpt is None and not isinstance(cfg.policy, torch.nn.Module):  # an object brings its own weights
@@ -110,7 +111,7 @@ def _samplers(policy: Any) -> list[Any]:
     return [m for m in policy.modules() if isinstance(m, kinds)]
 
 
-def _check_exploration(runner: PolicyRunner, env: Any, notes: list[str]) -> None:
+def _check_exploration(runner: PolicyRunner, env: UserEnv, notes: list[str]) -> None:
     """Notes a --stochastic that cannot change anything; refuses a mode the policy's distribution lacks."""
     mode = runner.mode
     samplers = _samplers(runner.policy)
@@ -132,7 +133,7 @@ def _check_exploration(runner: PolicyRunner, env: Any, notes: list[str]) -> None
                                         "distribution's deterministic sample, e.g. tanh of the mean for TanhNormal)")
 
 
-def _probe(runner: PolicyRunner, env: Any, mode: str) -> str | None:
+def _probe(runner: PolicyRunner, env: UserEnv, mode: str) -> str | None:
     """Calls the policy once on the env's zero TensorDict under ``mode``; the error text, or ``None``."""
     td = env.fake_tensordict().exclude("next")
     if env.batch_size:

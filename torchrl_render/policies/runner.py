@@ -13,15 +13,20 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import RenderConfig
+from ..contracts import UserEnv
 from ..envs import as_torchrl
 from ..envs.unwrap import plain_gymnasium
 from ..errors import PolicyError, RenderError, UserPolicyError
 from ..keys import key_to_string
 from .actions import ActionChecker, gym_action_layout
 from .adapters import both_failed, policy_kind
+
+if TYPE_CHECKING:
+    import torch
+
 
 __all__ = ["MODES", "PolicyRunner", "exploration_mode", "exploration_type", "visible_keys"]
 
@@ -76,7 +81,7 @@ class PolicyRunner:
 
     policy: Any
     cfg: RenderConfig
-    env: Any
+    env: UserEnv
     notes: list[str]
     _noted: set[str] = field(default_factory=set)
     _copies: dict[int, PolicyRunner] = field(default_factory=dict)
@@ -177,7 +182,7 @@ class PolicyRunner:
                                                       _fast_for={})
         return self._copies[index]
 
-    def adapt_env(self, env: Any) -> Any:
+    def adapt_env(self, env: UserEnv) -> UserEnv:
         """Adds ``is_init`` tracking and zero-state primers for recurrent torchrl policies."""
         primers = self._primers()
         if primers is None:
@@ -230,7 +235,7 @@ class PolicyRunner:
             td.set(self.cfg.action_key, checked)
         return td
 
-    def act(self, obs: dict[Any, Any], batch: tuple[int, ...] = ()) -> Any:
+    def act(self, obs: dict[Any, Any], batch: tuple[int, ...] = ()) -> torch.Tensor:
         """The checked action for observation tensors (``batch`` leading dims), without a step TensorDict
         for tensor policies: the engine's hot path.
 
