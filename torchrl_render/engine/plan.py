@@ -32,7 +32,11 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..metrics.precision import PrecisionRule
 
 __all__ = ["EpisodePlan"]
 
@@ -48,7 +52,7 @@ class EpisodePlan:
     """
 
     def __init__(self, num_trajs: int | None = None, min_timesteps: int | None = None,
-                 indices: Any = None, stop: Any = None) -> None:
+                 indices: Iterable[int] | None = None, stop: PrecisionRule | None = None) -> None:
         self.order = sorted(set(indices)) if indices is not None else None
         if self.order is not None:
             num_trajs = len(self.order)
@@ -59,7 +63,7 @@ class EpisodePlan:
         self.num_trajs, self.min_timesteps, self.stop = num_trajs, min_timesteps, stop
         self.issued = 0
         self.lengths: dict[int, int] = {}
-        self.values: dict[int, tuple[Any, Any]] = {}  # what the stop rule reads, until it reads it
+        self.values: dict[int, tuple[float | None, bool | None]] = {}  # what the stop rule reads, until it reads it
         self.prefix, self.total = 0, 0
         self.cutoff: int | None = num_trajs
         self.decided = min_timesteps is None and stop is None  # whether the cut is final
