@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..contracts import UserEnv
 from ..data import Artifact, FrameBundle
 from ..errors import ConfigError, WriterError
-from ..registry import WRITERS
+from ..registry import WRITERS, Registry
 from .base import Writer, remove
 
 if TYPE_CHECKING:
@@ -63,11 +63,11 @@ def too_many_split_files(count: int) -> ConfigError:
             "--num-trajs, or drop --split-trajectories to write one file")
 
 
-def _rendered(cfg: RenderConfig, writers: Any) -> int:
+def _rendered(cfg: RenderConfig, writers: Registry) -> int:
     """How many episodes get a file of their own: all, or the first ``max_episodes_rendered`` for frame formats."""
     limit = getattr(cfg, "max_episodes_rendered", None)
     total = cfg.num_trajs if cfg.num_trajs is not None else (limit or 0)  # eval_n_timesteps: not known ahead
-    if limit is None or not writers.entry(cfg.format).needs_frames:
+    if limit is None or not writers.entry(cfg.format_name).needs_frames:
         return total
     return min(total, limit)
 
@@ -301,7 +301,7 @@ class KeptFrames:
     memory grows with the run (the writers still stream; state bundles are not kept).
     """
 
-    def __init__(self, writers: Any) -> None:
+    def __init__(self, writers: BackgroundWriters) -> None:
         self.writers = writers
         self.kept: list[list[FrameBundle]] = []
 
