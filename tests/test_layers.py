@@ -40,3 +40,17 @@ def test_no_module_imports_itself_back_through_another():
     class from cli/parser.py, not from the package that imports them)."""
     tool = _graph_tool()
     assert tool.figures(ROOT, tool.read_layers(ROOT / "pyproject.toml"), {})["module cycles"] == []
+
+
+def test_a_cycle_that_runs_is_found_and_an_annotations_import_is_not_one(tmp_path):
+    """A module cycle is one Python runs: ``b`` importing ``a`` back at its top is one; ``b`` naming ``a``'s class
+    in an annotation, imported under ``if TYPE_CHECKING:``, is not (it never runs); the layers count both."""
+    tool = _graph_tool()
+    package = tmp_path / "torchrl_render"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from .a import X\n")
+    assert tool.figures(tmp_path, [], {})["module cycles"] == []
+    (package / "b.py").write_text("from .a import X\n")
+    assert tool.figures(tmp_path, [], {})["module cycles"] == [["torchrl_render.a", "torchrl_render.b"]]

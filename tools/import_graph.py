@@ -63,18 +63,29 @@ def function_level(tree: ast.Module) -> set[int]:
     return inner
 
 
-def import_edges(root: Path) -> tuple[set[str], list[tuple[str, str, bool, int]]]:
-    """Every module of the package, and its (importer, imported, inside a function, line) edges."""
+def annotations_only(tree: ast.Module) -> set[int]:
+    """ids of the import nodes under ``if TYPE_CHECKING:``: imports for the type checker, which never run."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            found.update(id(sub) for stmt in node.body for sub in ast.walk(stmt)
+                         if isinstance(sub, (ast.Import, ast.ImportFrom)))
+    return found
+
+
+def import_edges(root: Path) -> tuple[set[str], list[tuple[str, str, bool, int, bool]]]:
+    """Every module of the package, and its (importer, imported, inside a function, line, under TYPE_CHECKING)
+    edges."""
     paths = {module_name(p, root): p for p in (root / PACKAGE).rglob("*.py")}
     modules, edges = set(paths), []
     for module, path in sorted(paths.items()):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        inner = function_level(tree)
+        inner, typing_only = function_level(tree), annotations_only(tree)
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for target in own_targets(node, module, path.name == "__init__.py", modules):
                     if target != module:
-                        edges.append((module, target, id(node) in inner, node.lineno))
+                        edges.append((module, target, id(node) in inner, node.lineno, id(node) in typing_only))
     return modules, edges
 
 
@@ -129,8 +140,11 @@ def figures(root: Path, layers: list[list[str]], home: dict[str, str]) -> dict:
     modules, edges = import_edges(root)
     rank = {name: i for i, layer in enumerate(layers) for name in layer}
     cap_graph, module_graph, up = defaultdict(set), defaultdict(set), set()
-    for a, b, _lazy, _line in edges:
-        module_graph[a].add(b)
+    for a, b, _lazy, _line, typing_only in edges:
+        # a module cycle is one that runs: an annotation's import (under TYPE_CHECKING, which
+        # `from __future__ import annotations` leaves unevaluated) does not; the layers count every import
+        if not typing_only:
+            module_graph[a].add(b)
         ca, cb = (home.get(c, c) for c in (capability(a), capability(b)))
         if ca != cb and ca != "__init__" and cb != "__init__":
             cap_graph[ca].add(cb)
@@ -200,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{key}: {len(value) if isinstance(value, list) else value}"
                   + (f"  {value}" if isinstance(value, list) and value else ""))
     if args.list_lazy:
-        counts = Counter(a for a, _b, lazy, _line in import_edges(args.root)[1] if lazy)
+        counts = Counter(a for a, _b, lazy, _line, _typing in import_edges(args.root)[1] if lazy)
         for module, n in counts.most_common():
             print(f"  {n:3d} {module}")
     if args.svg:
