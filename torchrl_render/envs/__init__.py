@@ -12,6 +12,8 @@ in numpy, so most runs never import torchrl). :func:`build_env` always gives the
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import inspect
 import logging
 from typing import Any
@@ -93,9 +95,21 @@ def _from_shortcut(name: str, spec: RenderEnvSpec) -> Any:
     return _gymnasium(name, spec)
 
 
+def import_namespace(env_id: str) -> None:
+    """Imports the package that an id's namespace names (``gym_pusht/PushT-v0``: ``gym_pusht``) when the id is
+    not registered yet: LeRobot's env packages (gym_pusht, gym_aloha, gym_xarm) register their ids on import,
+    which a fresh interpreter has not done. Nothing happens when no such package is installed."""
+    import gymnasium
+
+    namespace = env_id.split("/", 1)[0] if "/" in env_id else ""
+    if env_id not in gymnasium.registry and namespace.isidentifier() and importlib.util.find_spec(namespace):
+        importlib.import_module(namespace)
+
+
 def _gymnasium(env_id: str, spec: RenderEnvSpec) -> Any:
     import gymnasium
 
+    import_namespace(env_id)
     if env_id not in gymnasium.registry:
         raise EnvError(f"{env_id!r} is neither 'module:object' nor a registered gymnasium id."
                        f"{did_you_mean(env_id, gymnasium.registry)}",

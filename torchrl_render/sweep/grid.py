@@ -32,6 +32,7 @@ from typing import Any
 from ..checkpoint import sha256_file
 from ..checkpoint.step import checkpoint_step
 from ..config import RenderConfig, _f, load_mapping
+from ..envs import import_namespace
 from ..errors import ConfigError, did_you_mean
 from ..metrics.robust import check_baselines
 from ..writers import WRITERS
@@ -350,6 +351,7 @@ def _check_gymnasium_ids(tasks: Mapping[str, str]) -> None:
     import gymnasium
 
     for name, spec in ids.items():
+        import_namespace(spec)
         if spec not in gymnasium.registry:
             label = "" if name == spec else f" (task {name!r})"
             raise ConfigError(f"{spec!r}{label} is neither 'module:object' nor a registered gymnasium id."
