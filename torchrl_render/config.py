@@ -151,7 +151,9 @@ class RenderConfig:
     """
 
     ckpt: str | Path | None = _f(None, help="Local checkpoint file handed to the policy factory.")
-    policy: str | Callable[..., Any] | None = _f(None, help="Policy factory: module:object or path/file.py:object.")
+    policy: str | Callable[..., Any] | None = _f(None, help="Policy factory: module:object, path/file.py:object, "
+                                                     "or lerobot (a LeRobot policy: --ckpt names its "
+                                                     "pretrained_model folder).")
     env: str | Callable[..., Any] | None = _f(None, help="Env factory (module:object), a gymnasium id such as "
                                                     "HalfCheetah-v5, or dm_control/DOMAIN-TASK.")
     num_trajs: int | None = _f(None, help="Number of trajectories (episodes; default 1); trajectory i is seeded "

@@ -182,6 +182,25 @@ def test_safetensors(tmp_path):
     assert find_state_dict(payload)[1] == "<root>"
 
 
+def test_a_save_pretrained_folder_stands_for_its_model_safetensors(tmp_path):
+    # the layout Hugging Face's save_pretrained writes (LeRobot's pretrained_model, transformers' models): the
+    # folder as --ckpt loads its weights file and hashes it; a folder with the weights but no config is refused
+    from safetensors.torch import save_file
+
+    from torchrl_render.checkpoint import check_checkpoint_path, checkpoint_hash
+
+    folder = tmp_path / "pretrained_model"
+    folder.mkdir()
+    sd = torch.nn.Linear(2, 2).state_dict()
+    save_file(sd, str(folder / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="save_pretrained folder"):
+        check_checkpoint_path(folder)
+    (folder / "config.json").write_text('{"type": "act"}')
+    assert check_checkpoint_path(folder) == folder / "model.safetensors"
+    assert torch.equal(load_checkpoint(folder)["weight"], sd["weight"])
+    assert checkpoint_hash(folder) == hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+
+
 # -- TorchRL's own checkpoint format (torchrl.checkpoint.Checkpoint), written by torchrl's savers --------------
 
 def _policy():

@@ -301,22 +301,23 @@ def test_cli_renders_a_lerobot_folder(act_folder: Path, tmp_path: Path, num_envs
         [_episode_return(loaded, seed, 12) for seed in (0, 1)], rel=1e-12, abs=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="a fresh interpreter has not imported gym_pusht, which registers the "
-                                       "gym_pusht/ ids, and the env id shortcut does not import an id's namespace")
 def test_cli_takes_the_gym_pusht_id(act_folder: Path, tmp_path: Path) -> None:
-    """``--env gym_pusht/PushT-v0`` as lerobot's docs name the env, without a factory file of one's own."""
+    """``--env gym_pusht/PushT-v0`` as lerobot's docs name the env, without a factory file of one's own: the id's
+    namespace, gym_pusht, is imported, which registers it (a fresh interpreter has not imported it)."""
     done = cli(tmp_path, act_folder / "model.safetensors", "gym_pusht/PushT-v0", "--out", "eval_info.json")
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="the checkpoint check refuses a folder without a TorchRL manifest.json "
-                                       "before the policy factory sees it")
 def test_cli_takes_the_pretrained_model_folder(act_folder: Path, tmp_path: Path) -> None:
-    """``--ckpt path/to/pretrained_model``, the folder itself, as LeRobot users name a checkpoint."""
-    (tmp_path / "pusht_env.py").write_text(PUSHT_FACTORY)
-    done = cli(tmp_path, act_folder, "pusht_env.py:make_env", "--policy-kwargs", json.dumps({"env_type": "pusht"}),
-               "--out", "eval_info.json")
-    assert done.returncode == 0, done.stderr
+    """``--ckpt path/to/pretrained_model``, the folder itself, as LeRobot users name a checkpoint (a save_pretrained
+    folder stands for its model.safetensors): the same numbers as the file's."""
+    by_folder = cli(tmp_path, act_folder, "gym_pusht/PushT-v0", "--out", "folder.json")
+    assert by_folder.returncode == 0, by_folder.stderr
+    by_file = cli(tmp_path, act_folder / "model.safetensors", "gym_pusht/PushT-v0", "--out", "file.json")
+    assert by_file.returncode == 0, by_file.stderr
+    numbers = [[(e["seed"], e["sum_reward"], e["length"], e["success"]) for e in
+                json.loads((tmp_path / name).read_text())["per_episode"]] for name in ("folder.json", "file.json")]
+    assert numbers[0] == numbers[1] and len(numbers[0]) == 2
 
 
 def _episode_return(policy: LeRobotPolicy, seed: int, steps: int) -> float:

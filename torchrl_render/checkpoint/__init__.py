@@ -95,8 +95,14 @@ def checkpoint_hash(path: str | Path) -> str:
 
 
 
+#: The weights file of a ``save_pretrained`` folder (Hugging Face's layout, which LeRobot and transformers write:
+#: ``config.json`` beside it): such a folder as ``--ckpt`` stands for this file.
+PRETRAINED_WEIGHTS = "model.safetensors"
+
+
 def check_checkpoint_path(path: str | Path) -> Path:
-    """Refuses remote URLs, missing files and folders that are not TorchRL checkpoints."""
+    """Refuses remote URLs, missing files and folders that are not checkpoints; a ``save_pretrained`` folder gives
+    its ``model.safetensors``."""
     text = _URL.sub(r"\1://", str(path))  # Path("https://x") reads "https:/x": give the URL back its slashes
     if text.lower().startswith(_REMOTE) or "://" in text:
         raise CheckpointError(f"Only local checkpoint paths are read, and checkpoint {text!r} is a URL",
@@ -115,10 +121,13 @@ def check_checkpoint_path(path: str | Path) -> Path:
         raise CheckpointError(f"checkpoint {text!r} does not exist", expected="an existing local file", got=text,
                               fix="check the path passed to --ckpt")
     if p.is_dir() and not (p / MANIFEST).is_file():
+        if (p / PRETRAINED_WEIGHTS).is_file() and (p / "config.json").is_file():
+            return p / PRETRAINED_WEIGHTS
         inside = sorted(c.name for c in p.iterdir())[:8]
         raise CheckpointError(f"checkpoint {text!r} is a folder, and not a TorchRL checkpoint folder (no {MANIFEST})",
-                              expected="a checkpoint file (.pt, .pth, .safetensors) or a TorchRL checkpoint "
-                                       "(folder or .torchrl archive with manifest.json)",
+                              expected="a checkpoint file (.pt, .pth, .safetensors), a TorchRL checkpoint "
+                                       "(folder or .torchrl archive with manifest.json) or a save_pretrained folder "
+                                       "(config.json and model.safetensors)",
                               got=f"a folder holding {inside}", fix="point --ckpt at the file inside the folder")
     return p
 

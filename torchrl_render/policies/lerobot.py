@@ -13,8 +13,8 @@ own queue), one row per call. Episode ``i`` is then the same for any K, and an e
 episode at once instead of waiting for the slowest env of a wave, as lerobot-eval's batches do; the price is K
 policy calls per step instead of one batched call, and K copies of the weights.
 
-``--ckpt`` names the folder's ``model.safetensors`` (the folder is the file's parent; the checkpoint check refuses a
-folder without a TorchRL ``manifest.json`` before this factory runs). ``--policy-kwargs`` may hold ``env_type``
+``--ckpt`` names the folder or its ``model.safetensors`` (the checkpoint loader takes a ``save_pretrained`` folder
+for its ``model.safetensors``; this factory reads the folder beside it). ``--policy-kwargs`` may hold ``env_type``
 (LeRobot's env config name, e.g. ``"pusht"``: ``make_policy`` reads the features from it, and the env processors
 come from it; guessed from ``--env``'s gymnasium id when not given), ``task`` (the language instruction handed to
 the policy; empty by default, as lerobot-eval gives envs without one) and ``device``.
@@ -73,7 +73,7 @@ def pretrained_folder(ckpt: Path | str | None) -> Path:
     if ckpt is None:
         raise PolicyError("--policy lerobot needs --ckpt, the pretrained_model folder that LeRobot saved",
                           expected="a folder holding config.json and model.safetensors", got="no --ckpt",
-                          fix="pass --ckpt path/to/pretrained_model/model.safetensors")
+                          fix="pass --ckpt path/to/pretrained_model")
     path = Path(ckpt).expanduser()
     folder = path if path.is_dir() else path.parent
     missing = [name for name in ("config.json", "model.safetensors") if not (folder / name).is_file()]
