@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 
 import pytest
@@ -80,7 +81,7 @@ def test_sidecar_contents(tmp_path):
     result = run(tmp_path, ckpt=ckpt, num_trajs=2)
     meta = json.loads((tmp_path / "run.mp4.metadata.json").read_text())
     assert meta["checkpoint"]["sha256"] == hashlib.sha256(ckpt.read_bytes()).hexdigest()
-    assert meta["config"]["num_trajs"] == 2 and meta["versions"]["torch"] == torch.__version__
+    assert meta["config"]["num_trajs"] == 2 and meta["versions"]["torch"] == importlib.metadata.version("torch")
     assert [t["seed"] for t in meta["trajectories"]] == [0, 1]
     assert [t["num_frames"] for t in meta["trajectories"]] == [t["num_steps"] + 1 for t in meta["trajectories"]]
     assert meta["metrics"]["aggregated"]["n_episodes"] == 2

@@ -120,7 +120,7 @@ def test_a_tensor_policy_on_dm_control_names_its_keys_and_the_fix_works(tmp_path
 
 
 def test_sb3_predict_without_the_index_is_refused_and_the_fix_works(tmp_path):
-    import stable_baselines3
+    stable_baselines3 = pytest.importorskip("stable_baselines3")
 
     from helpers.sb3models import MODELS, trained
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import gymnasium
 import pytest
 
+pytest.importorskip("stable_baselines3", reason="needs stable-baselines3 (the dev extra; test-min goes without it)")
+
 from torchrl_render import RenderConfig, render_policy
 
 from helpers.sb3models import MODELS, trained

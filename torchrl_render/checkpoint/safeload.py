@@ -82,7 +82,8 @@ def torch_load(fh: Any, label: str, size: int, trust: bool, map_location: Any = 
             fix=("re-save it as a plain state dict (torchrl_render.save_render_checkpoint), or, only if you "
                  "trust where the file came from, pass --trust-checkpoint (trust_checkpoint=True)")) from exc
     except Exception as exc:  # torch's reader raises RuntimeError/EOFError/... on damaged input
-        text = " ".join(str(exc).split())[:300]
+        # torch's first sentence: what follows it differs between releases (2.7 adds four about miniz)
+        text = " ".join(str(exc).split()).split(". ")[0][:300]
         raise CheckpointError(f"checkpoint {label!r} cannot be read: {type(exc).__name__}"
                               + (f": {text}" if text else " (the file ends early)"),
                               expected="a file written by torch.save or safetensors", got=f"{size} bytes",
