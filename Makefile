@@ -42,10 +42,15 @@ test:
 	@start=$$(date +%s); $(MAKE) --no-print-directory test-steps; rc=$$?; \
 	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s wall (set-up, lint and tests)"; exit $$rc
 
+# mypy runs beside the tests, at the lowest priority: it takes the CPU they leave idle (they wait on subprocesses,
+# servers and sleeps) instead of its ~25 s of wall time before them; the target fails if either does.
 test-steps: $(STAMP)
 	bash tools/test_setup.sh $(VPY)
-	$(MAKE) --no-print-directory lint
-	$(PYTEST) -p no:randomly --durations=20
+	$(RUFF_AND_LAYERS)
+	@out=$$(mktemp); nice -n 19 $(VPY) -m mypy > $$out 2>&1 & mypy=$$!; \
+	$(PYTEST) -p no:randomly --durations=20; rc=$$?; \
+	wait $$mypy; typed=$$?; echo "mypy (beside the tests):"; cat $$out; rm -f $$out; \
+	test $$rc -eq 0 && test $$typed -eq 0
 
 # The whole suite in a shuffled order (pytest-randomly): make test-random SEED=N replays the order of seed N.
 SEED    ?= $(shell date +%s)
@@ -74,9 +79,13 @@ test-wheel:
 
 # ruff with the house's rules, the import-linter layers contract and mypy over the package (all configured in
 # pyproject.toml).
+define RUFF_AND_LAYERS
+$(VENV)/bin/ruff check torchrl_render tests tools benchmarks examples
+$(VENV)/bin/lint-imports --no-cache
+endef
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check torchrl_render tests tools benchmarks examples
-	$(VENV)/bin/lint-imports --no-cache
+	$(RUFF_AND_LAYERS)
 	$(VPY) -m mypy
 
 # The benchmarks (docs/benchmarks.md): rendering side by side with torchrl.render (run.py), evaluation throughput
