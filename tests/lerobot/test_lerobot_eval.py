@@ -337,3 +337,27 @@ def _episode_return(policy: LeRobotPolicy, seed: int, steps: int) -> float:
             break
     env.close()
     return total
+
+
+def test_a_sweep_over_lerobot_checkpoints_takes_their_steps_and_films_the_worst(act_folder: Path,
+                                                                             tmp_path: Path) -> None:
+    """``sweep`` over a LeRobot training run's checkpoints (``checkpoints/<step>/pretrained_model``): each cell's
+    step is its folder's number, its episodes equal a single run's, and ``--render-select worst:1`` films one."""
+    import shutil
+
+    for step in ("000100", "000200"):
+        shutil.copytree(act_folder, tmp_path / "checkpoints" / step / "pretrained_model")
+    argv = [sys.executable, "-m", "torchrl_render", "sweep", "--ckpt",
+            str(tmp_path / "checkpoints" / "*" / "pretrained_model" / "model.safetensors"), "--policy", "lerobot",
+            "--env", "pusht=gym_pusht/PushT-v0", "--env-kwargs",
+            json.dumps({"obs_type": OBS_TYPE, "max_episode_steps": 12}), "--num-trajs", "2",
+            "--render-select", "worst:1", "--workers", "1", "--no-report", "--out", str(tmp_path / "sw")]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    info = json.loads((tmp_path / "sw" / "eval_info.json").read_text())
+    assert [e["step"] for e in info["per_checkpoint"]] == [100, 200]
+    single = ours(act_folder, tmp_path, 1, 2, seed=0, steps=12, out="single.json")
+    expected = single.metrics["aggregated"]["avg_sum_reward"]  # both folders hold the same weights
+    assert [e["per_task"]["pusht"]["avg_sum_reward"] for e in info["per_checkpoint"]] == pytest.approx(
+        [expected, expected], rel=1e-12)
+    assert len(list((tmp_path / "sw").rglob("gallery/*.mp4"))) == 2  # worst:1 of each cell

@@ -3,11 +3,15 @@
 TorchRL's ``save_render_checkpoint`` stores it as ``frames`` (and TorchRL's unified checkpoints'
 trainer state as ``frames`` / ``collected_frames``); ours and training loops as ``step`` and its
 synonyms. Without one, the last number of the file name (``step_1000.pt``, ``ckpt-2000.pt``,
-``3000.pt``). The sweeps' x axis and the loggers' step.
+``3000.pt``); a ``save_pretrained`` folder's ``model.safetensors``, whose name never says it, takes the number of
+the folder that holds the checkpoint (LeRobot's ``checkpoints/005000/pretrained_model/model.safetensors``). The
+sweeps' x axis and the loggers' step.
 
 Example:
     >>> checkpoint_step("runs/none/ckpt-2000.pt"), checkpoint_step("3000.pt"), checkpoint_step("last.pt")
     (2000, 3000, None)
+    >>> step_from_name("act/checkpoints/005000/pretrained_model/model.safetensors")
+    5000
     >>> step_from_payload({"model_state_dict": {}, "frames": 4096})
     4096
 """
@@ -40,8 +44,14 @@ def step_from_payload(payload: Any) -> int | None:
 
 
 def step_from_name(path: str | Path) -> int | None:
-    """The last number of the file name (without its suffix), else None."""
-    numbers = re.findall(r"\d+", Path(path).stem)
+    """The last number of the file name (without its suffix), else None; for a ``save_pretrained`` folder's
+    ``model.safetensors``, of the folder's name, or its parent's when the folder is LeRobot's ``pretrained_model``."""
+    p = Path(path)
+    name = p.stem
+    if p.name == "model.safetensors":
+        folder = p.parent.parent if p.parent.name == "pretrained_model" else p.parent
+        name = folder.name
+    numbers = re.findall(r"\d+", name)
     return int(numbers[-1]) if numbers else None
 
 
