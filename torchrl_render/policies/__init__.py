@@ -15,8 +15,7 @@ The package: this module builds the policy (factory, weights, exploration probe)
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..checkpoint import find_state_dict, load_into_policy
 from ..config import Deferred, RenderConfig, RenderPolicySpec
@@ -43,8 +42,7 @@ def build_policy(cfg: RenderConfig, env: UserEnv, payload: Payload, digest: str 
         notes.append(f"the policy was given as an object ({type(policy).__name__}): used as it is, not called as a "
                      "factory")
     else:
-        ckpt = cast(Path | None, cfg.ckpt)  # RenderConfig's __post_init__ turns a str ckpt into a Path
-        spec = RenderPolicySpec(ckpt_path=ckpt, checkpoint=payload, checkpoint_hash=digest, device=device,
+        spec = RenderPolicySpec(ckpt_path=cfg.ckpt_path, checkpoint=payload, checkpoint_hash=digest, device=device,
                                 env_specs=Deferred(lambda: factory_specs(env)), policy_kwargs=dict(cfg.policy_kwargs),
                                 config=cfg)
         policy = call_factory(resolve(cfg.policy, "policy"), spec, cfg.policy_kwargs, "policy")
