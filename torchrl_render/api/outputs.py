@@ -88,21 +88,22 @@ class RunOutputs:
                                   got=str(path), fix="choose a file name for --out (e.g. run.mp4)")
             check_replaceable(path, cfg.overwrite)
 
-    def write_sidecars(self, meta: dict[str, Any]) -> None:
-        """The metadata sidecar, and the metadata kept inside artifacts (jsonl, npz, the notebook's asset folder)."""
+    def write_sidecars(self, meta: dict[str, Any], cfg: RenderConfig) -> None:
+        """The metadata sidecar, and the metadata kept inside artifacts (jsonl, npz, the notebook's asset folder).
+        ``cfg``: the run's config as it ran (Isaac Lab's env may have changed it since the paths were planned)."""
         meta = json_ready(meta)  # NaN returns are null in every copy
         write_json(self.sidecar, meta)
         for artifact in meta.get("artifacts", []):
             hook = getattr(WRITERS.load(artifact["format"]), "add_metadata", None) if artifact["format"] in \
                 WRITERS.names() else None
             if hook is not None:
-                hook(Path(artifact["path"]), meta, self.cfg)
+                hook(Path(artifact["path"]), meta, cfg)
 
-    def write_partial(self, episodes: list[dict[str, Any]], exc: BaseException) -> None:
-        """Keeps the metrics of the episodes that finished beside the (absent) artifact; the error says where."""
+    def write_partial(self, episodes: list[dict[str, Any]], exc: BaseException, cfg: RenderConfig) -> None:
+        """Keeps the metrics of the episodes that finished beside the (absent) artifact; the error says where.
+        ``cfg``: the run's config as it ran."""
         if not episodes:
             return
-        cfg = self.cfg
         data = {"error": f"{type(exc).__name__}: {exc}", "config": cfg.to_dict(),
                 "metrics": {"per_episode": episodes,
                             "aggregated": aggregate(episodes, 0.0, reps=cfg.bootstrap_reps, seed=cfg.seed)}}

@@ -113,10 +113,21 @@ class Run:
         self.format_frames = needs_frames(cfg)
         self.needs_frames = self.format_frames or cfg.result_frames  # result_frames: torchrl.render's frames
         self.outputs = RunOutputs(cfg)
-        self.groups: list[WriterGroup] = self.outputs.groups
-        self.sidecar, self.rollout_dir = self.outputs.sidecar, self.outputs.rollout_dir
         self.needs_state = any(group.needs_state for group in self.groups)  # html, the notebook's 3-D viewer
         self.writers: BackgroundWriters | KeptFrames
+
+    # what compat's two-step pipeline and rerun read of the run's outputs
+    @property
+    def groups(self) -> list[WriterGroup]:
+        return self.outputs.groups
+
+    @property
+    def sidecar(self) -> Path:
+        return self.outputs.sidecar
+
+    @property
+    def rollout_dir(self) -> Path | None:
+        return self.outputs.rollout_dir
 
     @property
     def needs(self) -> Needs:
@@ -207,7 +218,7 @@ class Run:
 
     def write_sidecars(self, meta: dict[str, Any]) -> None:
         """The metadata sidecar, and the metadata kept inside artifacts (jsonl, npz, the notebook's asset folder)."""
-        self.outputs.write_sidecars(meta)
+        self.outputs.write_sidecars(meta, self.cfg)
 
     def planned_paths(self) -> list[Path]:
         """Every path the run will write: the artifacts, the sidecar, the rollout folder."""
@@ -260,7 +271,7 @@ class Run:
         except BaseException as exc:
             sink.close(finished=False)  # the live page and the viewer end with the run
             self.writers.abort()
-            self.outputs.write_partial(sink.episodes, exc)
+            self.outputs.write_partial(sink.episodes, exc, self.cfg)
             raise
         self.lingering = sink.close()  # the stream ends; the server stops once the artifacts are written
         return sink.episodes, sink.trajectories
@@ -279,7 +290,7 @@ class Run:
         except BaseException as exc:
             self.writers.abort()
             measured = getattr(self, "measured", None)
-            self.outputs.write_partial(measured.episodes if measured is not None else [], exc)
+            self.outputs.write_partial(measured.episodes if measured is not None else [], exc, self.cfg)
             raise
 
     def _close_writers(self) -> list[Artifact]:
