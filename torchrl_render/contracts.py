@@ -3,9 +3,16 @@
 A run (``api``) hands these from stage to stage; the classes that implement each contract live with their
 capability, and each contract is either a class of its own there or a :class:`typing.Protocol` here:
 
-- :data:`UserEnv` and :data:`Payload`: what the user's factories and checkpoint give (the boundary: any
-  gymnasium, TorchRL, dm_control or Isaac Lab env; a state dict, a module or a torchrl.render checkpoint).
-  They stay ``Any`` on purpose: nothing of ours may assume more than ``envs/`` and ``checkpoint/`` checked.
+- :data:`UserEnv`, :data:`UserPolicy`, :data:`Payload` and :data:`UserValue`: what the user's factories, checkpoint
+  and keyword arguments give (the boundary: any gymnasium, TorchRL, dm_control or Isaac Lab env; a module, a
+  callable, an SB3 model or a LeRobot policy; a state dict or a torchrl.render checkpoint; the kwargs of the user's
+  own factories). They stay ``Any`` on purpose, and they are the only ``Any`` of the package (mypy's
+  ``disallow_any_explicit``): nothing of ours may assume more than ``envs/``, ``policies/`` and ``checkpoint/``
+  checked.
+- :data:`Json`: a value read from a JSON (or YAML/TOML) document, to be narrowed before use.
+- :data:`StepView`: the state of one step as a render backend reads it.
+- :class:`EpisodeMetrics`: one episode's numbers, as the metadata's ``per_episode`` rows and every consumer of an
+  episode (selection, the sweep, the loggers, the live page) read them.
 - :class:`EnvSlots`: K gymnasium envs as one set of arrays (``engine.env_slots``: in this process, or split with
   worker processes on shared memory), which the engine's slot loop steps.
 - :data:`ActFn` and :data:`BeginFn`: the policy as the slot loop calls it (``engine.gym_loop.actor``).
@@ -22,11 +29,16 @@ This module imports nothing of the package, so every layer may name these.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict
 
 import numpy as np
 
-__all__ = ["ActFn", "BeginFn", "EnvSlots", "FrameSource", "Payload", "UserEnv"]
+if TYPE_CHECKING:
+    import torch
+    from tensordict import TensorDictBase
+
+__all__ = ["ActFn", "BeginFn", "EnvSlots", "EpisodeMetrics", "FrameSource", "Frames", "Json", "Payload", "RerunNumbers",
+           "StepView", "UserEnv", "UserPolicy", "UserValue"]
 
 #: What the env factory returned (or what ``envs.open_env`` made of a gymnasium id): a gymnasium env, a TorchRL
 #: ``EnvBase``, a dm_control environment, an Isaac Lab env. The user's boundary: ``envs/`` finds out which.
@@ -35,6 +47,55 @@ UserEnv: TypeAlias = Any
 #: What ``--ckpt`` loaded (``checkpoint.load_checkpoint``): a state dict, a whole module (trusted loads only),
 #: a torchrl.render render checkpoint, or None without ``--ckpt``. The policy factory decides what it means.
 Payload: TypeAlias = Any
+
+#: What the policy factory returned (or what ``policies/`` made of a checkpoint): a ``torch.nn.Module``, a
+#: TensorDictModule, a plain callable, an SB3 model, a LeRobot policy. ``policies.normalize`` finds out which.
+UserPolicy: TypeAlias = Any
+
+#: A value the user hands over for their own code, which we pass on unread: a factory's keyword arguments
+#: (``env_kwargs``, ``policy_kwargs``), a config field's value before ``config.validate`` has checked it.
+UserValue: TypeAlias = Any
+
+#: A value parsed from a JSON, YAML or TOML document (ours or the user's): narrow it (``isinstance``) before use.
+Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
+
+#: The state of one step as a render backend reads it: the step's TensorDict (torchrl path: the reset's at step 0,
+#: ``next`` after), or the observation entries as tensors (gymnasium path).
+StepView: TypeAlias = "TensorDictBase | dict[str, torch.Tensor]"
+
+#: A step's frames by camera name: ``(H, W, 3)`` uint8 arrays (a depth camera's: ``(H, W)`` float32).
+Frames: TypeAlias = dict[str, np.ndarray]
+
+
+class RerunNumbers(TypedDict):
+    """A ``--render-select`` re-run's numbers, where they differ from the first pass's."""
+
+    sum_reward: float
+    length: int
+    success: bool | None
+
+
+class EpisodeMetrics(TypedDict):
+    """One episode's numbers (``engine.records.Episode.metrics``): the metadata's ``per_episode`` rows, with the
+    names lerobot-eval uses. ``seed`` is None for an env reset without one; ``max_reward`` None for an episode of
+    no step; ``success`` None where the env never reported it; ``sum_reward_fn`` only with ``--reward-fn``. A
+    ``--render-select`` run's chosen episodes also carry why they were chosen (``render_reason``), whether the
+    filmed re-run reproduced the first pass (``reproduced``) and, where not, the re-run's numbers (``rerun``)."""
+
+    episode_ix: int
+    seed: int | None
+    sum_reward: float
+    max_reward: float | None
+    length: int
+    success: bool | None
+    terminated: bool
+    truncated: bool
+    wall_s: float
+    num_frames: int
+    sum_reward_fn: NotRequired[float]
+    render_reason: NotRequired[str]
+    reproduced: NotRequired[bool]
+    rerun: NotRequired[RerunNumbers]
 
 #: ``act(active) -> actions``: the actions of the slots whose indices are in ``active`` (the other rows are left
 #: as they were), as a ``[K, ...]`` array the env takes.
@@ -60,13 +121,13 @@ class EnvSlots(Protocol):
     terminated: np.ndarray
     truncated: np.ndarray
     success: np.ndarray
-    infos: dict[int, list[dict[str, Any]]] | None
+    infos: dict[int, list[dict[str, object]]] | None
 
     def reset(self, rows: Sequence[int], seeds: Sequence[int | None]) -> None: ...
 
     def step(self, rows: Sequence[int], actions: np.ndarray) -> None: ...
 
-    def take_infos(self, i: int) -> list[dict[str, Any]]: ...
+    def take_infos(self, i: int) -> list[dict[str, object]]: ...
 
     def env(self, i: int) -> UserEnv: ...
 
@@ -78,7 +139,7 @@ class FrameSource(Protocol):
     ``capture(td)`` gives the step's frames by camera name (None: none this step), ``begin_episode()`` at each
     reset, ``close()`` once. ``backends.base.RenderBackend`` implements it."""
 
-    def capture(self, td: Any) -> dict[str, Any] | None: ...
+    def capture(self, td: StepView | None) -> Frames | None: ...
 
     def begin_episode(self) -> None: ...
 

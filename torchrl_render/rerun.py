@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .contracts import UserEnv
+from .contracts import EpisodeMetrics, UserEnv
 from .engine import Engine
 from .engine.records import Episode
 from .errors import ConfigError
@@ -46,7 +46,7 @@ class NoWriters:
     def on_trajectory(self, episode: Episode) -> None:
         pass
 
-    def on_episode(self, metrics: dict[str, Any]) -> None:
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
         pass
 
 

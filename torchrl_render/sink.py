@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 import numpy as np
 
 from .config import RenderConfig
+from .contracts import EpisodeMetrics
 from .data import FrameBundle
 from .engine.records import Episode, StepRecord
 from .envs.mujoco_state import LiveStates
@@ -46,7 +47,7 @@ class RunWriters(Protocol):
 
     def on_trajectory(self, episode: Episode) -> None: ...
 
-    def on_episode(self, metrics: dict[str, Any]) -> None: ...
+    def on_episode(self, metrics: EpisodeMetrics) -> None: ...
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Observer(Protocol):
 
     def on_frame(self, frame: np.ndarray, record: StepRecord, metrics: dict[str, Any]) -> None: ...
 
-    def on_episode(self, episodes: list[dict[str, Any]]) -> None: ...
+    def on_episode(self, episodes: list[EpisodeMetrics]) -> None: ...
 
     def stopped_because(self, finished: int) -> str | None: ...
 

@@ -7,12 +7,12 @@ its per-step arrays, assembled in stacked storage, and its TensorDict when asked
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..contracts import UserEnv
+from ..contracts import EpisodeMetrics, Frames, StepView, UserEnv
 
 if TYPE_CHECKING:
     from tensordict import TensorDictBase
@@ -41,15 +41,15 @@ class StepRecord:
 
     trajectory: int
     step: int
-    td: Any
-    transition: Any | None
+    td: StepView
+    transition: TensorDictBase | None
     seed: int | None
     reward: float = 0.0
     done: bool = False
     terminated: bool = False
     truncated: bool = False
     wall: float = 0.0
-    frames: dict[str, np.ndarray] | None = None
+    frames: Frames | None = None
     env: UserEnv = None
     slot: int | None = None
 
@@ -74,7 +74,7 @@ class Episode:
             or the extra entries of each step's TensorDict (torchrl path), when a data writer stores them.
         trajectory: The episode's transitions as one TensorDict ``[T]``, when kept.
         wall_s: Seconds from its reset to its last step.
-        extra: Further per-episode metrics (e.g. ``sum_reward_fn``).
+        sum_reward_fn: The return under ``--reward-fn``, summed as ``sum_reward`` is (None without one).
         slot: The env slot it ran in (K envs), not a metric: a re-run in the same batch row.
 
     Example:
@@ -96,22 +96,23 @@ class Episode:
     actions: np.ndarray | None = None
     trajectory: TensorDictBase | None = None
     wall_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    sum_reward_fn: float | None = None
     slot: int | None = None
     step_success: np.ndarray | None = None
-    step_infos: list[dict[str, Any]] | None = None
+    step_infos: list[dict[str, object]] | None = None
 
     @property
     def length(self) -> int:
         return int(self.rewards.shape[0])
 
-    def metrics(self, num_frames: int = 0) -> dict[str, Any]:
+    def metrics(self, num_frames: int = 0) -> EpisodeMetrics:
         """The per-episode metrics dict (names as in the metadata and lerobot-eval)."""
         n = self.length
-        out = {"episode_ix": self.index, "seed": self.seed, "sum_reward": float(self.sum_reward),
+        out: EpisodeMetrics = {"episode_ix": self.index, "seed": self.seed, "sum_reward": float(self.sum_reward),
                "max_reward": float(self.rewards.max()) if n else None, "length": n, "success": self.success,
                "terminated": bool(self.terminated[-1]) if n else False,
                "truncated": bool(self.truncated[-1]) if n else False, "wall_s": self.wall_s,
                "num_frames": num_frames}
-        out.update(self.extra)
+        if self.sum_reward_fn is not None:
+            out["sum_reward_fn"] = self.sum_reward_fn
         return out

@@ -270,7 +270,7 @@ class SlotLoop:
                      sum_reward=float(self.ret[i]), success=None if succ < 0 else bool(succ),
                      wall_s=time.perf_counter() - float(self.t0[i]), slot=i)
         if self.reward_fn is not None:
-            ep.extra["sum_reward_fn"] = float(self.fn_ret[i])
+            ep.sum_reward_fn = float(self.fn_ret[i])
         if self.keep:
             assert self.actions is not None and self.step_succ is not None  # allocated when keep
             obs: dict[NestedKey, np.ndarray] = {k: v[i, :n + 1].copy() for k, v in self.obs.items()}

@@ -112,7 +112,7 @@ def _episode(engine: Engine, g: _Gathered, wall: float) -> Episode:
     ep = Episode(g.index, g.seed, np.asarray(g.rewards, np.float64), flags[:, 0], flags[:, 1], flags[:, 2],
                  sum_reward=g.total, success=g.success, wall_s=wall - g.t0, slot=g.slot)
     if engine.reward_fn is not None:
-        ep.extra["sum_reward_fn"] = g.fn_total
+        ep.sum_reward_fn = g.fn_total
     if traj is not None and engine.keep:
         obs = traj.get(cfg.obs_key, None)
         if obs is not None:

@@ -28,6 +28,7 @@ import logging
 import time
 from typing import Any
 
+from ..contracts import EpisodeMetrics
 from ..envs.unwrap import find_simulation
 from ..notebook.display import display_page
 from .server import LiveHub, LiveServer
@@ -131,7 +132,7 @@ class LiveFeed:
             self.hub.set_frame(frame, {"episode": record.trajectory, "step": record.step,
                                        "return": metrics.get("return")})
 
-    def on_episode(self, episodes: list[dict[str, Any]]) -> None:
+    def on_episode(self, episodes: list[EpisodeMetrics]) -> None:
         """An episode ended: the metrics so far (always sent, whatever the rate)."""
         self.hub.set_metrics(running_metrics(episodes))
 

@@ -41,6 +41,7 @@ import threading
 import time
 from typing import Any
 
+from ..contracts import EpisodeMetrics
 from ..envs.gl import library_loads
 from ..envs.unwrap import find_simulation, underlying_env
 from ..errors import NoDisplayError, ViewerError
@@ -158,7 +159,7 @@ class Viewer:
         if self.window is not None:
             self.window.show_frame(frame)
 
-    def on_episode(self, episodes: list[dict[str, Any]]) -> None:
+    def on_episode(self, episodes: list[EpisodeMetrics]) -> None:
         """The window shows episodes as they run; a finished one changes nothing on screen."""
 
     def stopped_because(self, finished: int) -> str | None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..contracts import UserEnv
+from ..contracts import EpisodeMetrics, UserEnv
 from ..data import Artifact, FrameBundle
 from ..errors import NoFramesError, WriterError
 from ..storage import commit, remove, temp_path
@@ -169,7 +169,7 @@ class Writer(ABC):
     def on_trajectory(self, episode: Episode) -> None:
         """Data writers: called once per finished episode (after its frames), with its step arrays."""
 
-    def on_episode(self, metrics: dict[str, Any]) -> None:
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
         """Data writers: called when an episode ends."""
 
     def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..contracts import UserEnv
+from ..contracts import EpisodeMetrics, UserEnv
 from ..data import Artifact, FrameBundle
 from ..errors import ConfigError, WriterError
 from ..registry import WRITERS, Registry
@@ -162,7 +162,7 @@ class WriterGroup:
             with _os_errors(writer):
                 writer.on_trajectory(episode)
 
-    def on_episode(self, metrics: dict[str, Any]) -> None:
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
         if self._skips(metrics["episode_ix"]):
             return
         for camera in self.cameras:
@@ -240,7 +240,7 @@ class BackgroundWriters:
     def on_trajectory(self, episode: Episode) -> None:
         self._put("on_trajectory", episode)
 
-    def on_episode(self, metrics: dict[str, Any]) -> None:
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
         self._put("on_episode", metrics)
 
     def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..checkpoint import sha256_file
+from ..contracts import EpisodeMetrics
 from ..data import FrameBundle
 from ..errors import WriterError
 from ..replay.page import assemble_page
@@ -100,7 +101,7 @@ class HtmlWriter(Writer):
         if chunk is not None:
             self._put(chunk)
 
-    def on_episode(self, metrics: dict[str, Any]) -> None:
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
         """Keeps the episode's facts (seed, return, length, success) for the page."""
         if self._current is not None and self._current["episode_ix"] == metrics.get("episode_ix"):
             self._current["metrics"] = {k: metrics.get(k) for k in

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import callable_name
+from ..contracts import EpisodeMetrics
 from ..data import FrameBundle
 from ..errors import ConfigError, OutputExistsError, WriterError
 from ..live.notebook_viewer import write_mujoco_wasm_viewer
@@ -225,7 +226,7 @@ class IpynbWriter(Writer):
         with atomic_path(folder / "metadata.json") as tmp:
             tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
-    def on_episode(self, metrics: dict[str, Any]) -> None:
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
         """Keeps the metrics and finishes the episode's mp4."""
         self._episodes.append(metrics)
         self._close_video(metrics["episode_ix"])

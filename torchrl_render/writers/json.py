@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..contracts import EpisodeMetrics
 from ..data import FrameBundle
 from ..metrics import aggregate, json_ready
 from ..metrics.precision import sequential_entry
@@ -76,7 +77,7 @@ class JsonWriter(Writer):
     def write(self, bundle: FrameBundle) -> None:
         """A data format: frames are not written."""
 
-    def on_episode(self, metrics: dict[str, Any]) -> None:
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
         self._episodes.append(dict(metrics))
 
     def _finish(self) -> dict[str, Any]:

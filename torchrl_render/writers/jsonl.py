@@ -49,6 +49,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from .._version import __version__
+from ..contracts import EpisodeMetrics
 from ..data import FrameBundle
 from ..errors import WriterError
 from ..keys import key_to_string
@@ -117,7 +118,7 @@ class JsonlWriter(Writer):
             self._line(line)
         self._steps += n
 
-    def on_episode(self, metrics: dict[str, Any]) -> None:
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
         """Writes an ``episode`` line."""
         self._episodes.append(metrics)
         index = metrics.get("episode_ix")

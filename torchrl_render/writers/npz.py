@@ -45,6 +45,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..contracts import EpisodeMetrics
 from ..data import FrameBundle
 from ..errors import WriterError
 from ..keys import key_to_string
@@ -122,7 +123,7 @@ class NpzWriter(Writer):
         self._index.append((episode.index, -1 if episode.seed is None else int(episode.seed), episode.length,
                             float(episode.sum_reward)))
 
-    def on_episode(self, metrics: dict[str, Any]) -> None:
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
         """Nothing more: the trajectory was written by :meth:`on_trajectory`."""
 
     def write(self, bundle: FrameBundle) -> None:
