@@ -10,7 +10,10 @@ capability, and each contract is either a class of its own there or a :class:`ty
   ``disallow_any_explicit``): nothing of ours may assume more than ``envs/``, ``policies/`` and ``checkpoint/``
   checked.
 - :data:`Json`: a value read from a JSON (or YAML/TOML) document, to be narrowed before use.
+- :data:`Array`: a numpy array of any dtype (``np.ndarray``, which mypy refuses elsewhere for numpy's own ``Any``).
 - :data:`StepView`: the state of one step as a render backend reads it.
+- :data:`StepMetrics`: a rendered step's running numbers (reward, return so far), as the overlay, the observers
+  and the writers read them.
 - :class:`EpisodeMetrics`: one episode's numbers, as the metadata's ``per_episode`` rows and every consumer of an
   episode (selection, the sweep, the loggers, the live page) read them.
 - :class:`EnvSlots`: K gymnasium envs as one set of arrays (``engine.env_slots``: in this process, or split with
@@ -37,8 +40,8 @@ if TYPE_CHECKING:
     import torch
     from tensordict import TensorDictBase
 
-__all__ = ["ActFn", "BeginFn", "EnvSlots", "EpisodeMetrics", "FrameSource", "Frames", "Json", "Payload", "RerunNumbers",
-           "StepView", "UserEnv", "UserPolicy", "UserValue"]
+__all__ = ["ActFn", "Array", "BeginFn", "EnvSlots", "EpisodeMetrics", "FrameSource", "Frames", "Json", "Payload",
+           "RerunNumbers", "StepMetrics", "StepView", "UserEnv", "UserPolicy", "UserValue"]
 
 #: What the env factory returned (or what ``envs.open_env`` made of a gymnasium id): a gymnasium env, a TorchRL
 #: ``EnvBase``, a dm_control environment, an Isaac Lab env. The user's boundary: ``envs/`` finds out which.
@@ -63,8 +66,21 @@ Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | Non
 #: ``next`` after), or the observation entries as tensors (gymnasium path).
 StepView: TypeAlias = "TensorDictBase | dict[str, torch.Tensor]"
 
+#: A numpy array of a dtype and shape that vary (an observation, an action, a frame of either kind). It is named
+#: here because mypy counts the ``Any`` of numpy's own default type parameters (``np.ndarray`` is ``ndarray[tuple[Any,
+#: ...], dtype[Any]]``) as an explicit one, outside this module; where the dtype is known, ``NDArray[np.uint8]`` (or
+#: ``np.float64``, ...) says more and is no ``Any``.
+Array: TypeAlias = np.ndarray
+
 #: A step's frames by camera name: ``(H, W, 3)`` uint8 arrays (a depth camera's: ``(H, W)`` float32).
 Frames: TypeAlias = dict[str, np.ndarray]
+
+#: A rendered step's running numbers (``sink.Sink`` makes them, as do the replays of saved episodes; the overlay,
+#: the observers and the writers read them, ``FrameBundle.metrics``): the step's index in its episode, its reward,
+#: the episode's return so far and, once the env has reported it, whether the episode has succeeded so far. Every
+#: key may be missing (a bundle built without numbers has ``{}``): read them with ``in`` or ``get``. A functional
+#: TypedDict, since ``return`` is a keyword.
+StepMetrics = TypedDict("StepMetrics", {"step": int, "reward": float, "return": float, "success": bool}, total=False)
 
 
 class RerunNumbers(TypedDict):

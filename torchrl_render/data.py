@@ -10,28 +10,69 @@ Example:
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict, Unpack
 
-__all__ = ["Artifact", "FrameBundle", "RenderResult", "frame_paths", "register_display"]
+import numpy as np
+from numpy.typing import NDArray
+
+from .contracts import EpisodeMetrics, StepMetrics
+
+if TYPE_CHECKING:
+    from mujoco import MjModel
+    from tensordict import TensorDictBase
+
+__all__ = ["Artifact", "DisplayFunctions", "FrameBundle", "MimeTypes", "RenderResult", "RunMetrics", "SimState",
+           "frame_paths", "register_display"]
+
+#: What Jupyter hands ``_repr_mimebundle_`` as ``include`` / ``exclude``: mime types, or None for all.
+MimeTypes: TypeAlias = "Collection[str] | None"
 
 
-def _plain_html(obj: Any, *args: Any) -> Any:
+
+class SimState(TypedDict):
+    """A MuJoCo state to draw (``FrameBundle.state``): the model, and the state's arrays (``qpos`` always; the
+    others where the env has them, as ``envs.mujoco_state.MujocoStateReader.read`` gives them: float64)."""
+
+    model: MjModel
+    qpos: NDArray[np.float64]
+    qvel: NotRequired[NDArray[np.float64]]
+    act: NotRequired[NDArray[np.float64]]
+    ctrl: NotRequired[NDArray[np.float64]]
+    mocap_pos: NotRequired[NDArray[np.float64]]
+    mocap_quat: NotRequired[NDArray[np.float64]]
+    time: NotRequired[NDArray[np.float64]]
+
+
+class DisplayFunctions(TypedDict, total=False):
+    """How artifacts and results show themselves in Jupyter (:func:`register_display`'s keyword arguments)."""
+
+    artifact_html: Callable[[Artifact], str]
+    artifact_mimebundle: Callable[[Artifact, MimeTypes, MimeTypes], dict[str, str]]
+    result_html: Callable[[RenderResult], str]
+    result_mimebundle: Callable[[RenderResult, MimeTypes, MimeTypes], dict[str, str]]
+
+
+def _plain_html(obj: object) -> str:
     """A result's HTML before :mod:`torchrl_render.notebook` is there: its repr (never the case once the
     package is imported, which imports the notebook display)."""
-    text = f"<pre>{html.escape(repr(obj))}</pre>"
-    return {"text/html": text, "text/plain": repr(obj)} if args else text
+    return f"<pre>{html.escape(repr(obj))}</pre>"
+
+
+def _plain_mimebundle(obj: object, include: MimeTypes = None, exclude: MimeTypes = None) -> dict[str, str]:
+    """A result's mime bundle before :mod:`torchrl_render.notebook` is there: its repr, as HTML and text."""
+    return {"text/html": _plain_html(obj), "text/plain": repr(obj)}
 
 
 #: How artifacts and results show themselves in Jupyter, by name: :mod:`torchrl_render.notebook` registers
 #: its functions when it is imported (:func:`register_display`), so this module needs nothing above it.
-_DISPLAY: dict[str, Callable[..., Any]] = dict.fromkeys(
-    ("artifact_html", "artifact_mimebundle", "result_html", "result_mimebundle"), _plain_html)
+_DISPLAY: DisplayFunctions = {"artifact_html": _plain_html, "artifact_mimebundle": _plain_mimebundle,
+                              "result_html": _plain_html, "result_mimebundle": _plain_mimebundle}
 
 
-def register_display(**functions: Callable[..., Any]) -> None:
+def register_display(**functions: Unpack[DisplayFunctions]) -> None:
     """Sets the Jupyter display of artifacts and results (``artifact_html``, ``artifact_mimebundle``,
     ``result_html``, ``result_mimebundle``); the notebook package calls it as it is imported.
 
@@ -44,6 +85,16 @@ def register_display(**functions: Callable[..., Any]) -> None:
     if unknown:
         raise TypeError(f"register_display() takes {sorted(_DISPLAY)}, not {sorted(unknown)}")
     _DISPLAY.update(functions)
+
+
+class RunMetrics(TypedDict, total=False):
+    """``RenderResult.metrics`` (and the sidecar's ``metrics``): the per-episode rows, their aggregates
+    (:func:`torchrl_render.metrics.aggregate`) and, with ``--precision``, the ``sequential`` entry. A run
+    always fills the first two; a result built by hand may have none."""
+
+    per_episode: list[EpisodeMetrics]
+    aggregated: Mapping[str, object]
+    sequential: Mapping[str, object]
 
 
 @dataclass
@@ -59,18 +110,18 @@ class FrameBundle:
         trajectory_index: Trajectory (episode) index.
         timestamp: Seconds since the run started, if known.
         metadata: Backend-specific notes.
-        metrics: Running numbers at this step (``reward``, ``return``).
+        metrics: Running numbers at this step (``step``, ``reward``, ``return``, ``success``).
         state: Simulator state for formats that draw it themselves (``html``): ``qpos`` and the
             ``mujoco.MjModel`` under ``"model"``; ``frames`` is then empty.
     """
 
-    frames: dict[str, Any]
+    frames: dict[str, NDArray[np.uint8]]
     step: int
     trajectory_index: int
     timestamp: float | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, float] = field(default_factory=dict)
-    state: dict[str, Any] | None = None
+    metadata: dict[str, object] = field(default_factory=dict)
+    metrics: StepMetrics = field(default_factory=lambda: StepMetrics())
+    state: SimState | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -92,17 +143,17 @@ class Artifact:
     path: Path
     format: str
     num_frames: int = 0
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, object] = field(default_factory=dict)
 
     def _repr_html_(self) -> str:
         """Jupyter: plays a video/GIF artifact inline (see :mod:`torchrl_render.notebook`)."""
         return _DISPLAY["artifact_html"](self)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: MimeTypes = None, exclude: MimeTypes = None) -> dict[str, str]:
         """Jupyter: HTML plus a plain-text summary."""
         return _DISPLAY["artifact_mimebundle"](self, include, exclude)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready form."""
         return {"path": str(self.path), "format": self.format,
                 "num_frames": self.num_frames, **self.info}
@@ -112,8 +163,8 @@ class Artifact:
 class RenderResult:
     """What :func:`torchrl_render.render_policy` returns.
 
-    Field names follow ``torchrl.render.RenderResult``; ``frames`` stays empty
-    because frames are streamed to the writers and never held.
+    Field names follow ``torchrl.render.RenderResult``; ``frames`` stays empty (unless ``result_frames`` asks
+    for it) because frames are streamed to the writers and never held.
 
     Args:
         artifact_path: Main artifact, if one was written.
@@ -121,19 +172,19 @@ class RenderResult:
         frame_paths: Files written by the writers (videos, PNGs).
         metadata: The JSON sidecar's content.
         warnings: Non-fatal fallbacks and notes, also in the sidecar.
-        frames: Always ``[]``: kept for drop-in compatibility.
+        frames: ``[]``, kept for drop-in compatibility; with ``result_frames``, each trajectory's frame bundles.
         artifacts: Every artifact written, main one first.
         metrics: ``{"per_episode": [...], "aggregated": {...}}``.
     """
 
     artifact_path: Path | None
-    trajectories: list[Any]
+    trajectories: list[TensorDictBase | None]
     frame_paths: list[Path]
-    metadata: dict[str, Any]
+    metadata: dict[str, object]
     warnings: list[str]
-    frames: list[Any] = field(default_factory=list)
+    frames: list[list[FrameBundle]] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: RunMetrics = field(default_factory=lambda: RunMetrics())
 
     def __repr__(self) -> str:
         """A few lines: the paths, the metrics summary and counts (not every trajectory and all metadata).
@@ -167,7 +218,7 @@ class RenderResult:
         """Jupyter: the video(s) and the metrics table (see :mod:`torchrl_render.notebook`)."""
         return _DISPLAY["result_html"](self)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: MimeTypes = None, exclude: MimeTypes = None) -> dict[str, str]:
         """Jupyter: HTML plus a plain-text summary."""
         return _DISPLAY["result_mimebundle"](self, include, exclude)
 
