@@ -66,11 +66,11 @@ Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | Non
 #: ``next`` after), or the observation entries as tensors (gymnasium path).
 StepView: TypeAlias = "TensorDictBase | dict[str, torch.Tensor]"
 
-#: A numpy array of a dtype and shape that vary (an observation, an action, a frame of either kind). It is named
-#: here because mypy counts the ``Any`` of numpy's own default type parameters (``np.ndarray`` is ``ndarray[tuple[Any,
-#: ...], dtype[Any]]``) as an explicit one, outside this module; where the dtype is known, ``NDArray[np.uint8]`` (or
+#: A numpy array of a dtype and shape that vary (an observation, an action, a frame of either kind): ``np.ndarray``
+#: with numpy's own default type parameters written out. It is named here because mypy counts the ``Any`` of those
+#: defaults as an explicit one outside this module; where the dtype is known, ``NDArray[np.uint8]`` (or
 #: ``np.float64``, ...) says more and is no ``Any``.
-Array: TypeAlias = np.ndarray
+Array: TypeAlias = np.ndarray[tuple[Any, ...], np.dtype[Any]]
 
 #: A step's frames by camera name: ``(H, W, 3)`` uint8 arrays (a depth camera's: ``(H, W)`` float32).
 Frames: TypeAlias = dict[str, np.ndarray]

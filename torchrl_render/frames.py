@@ -12,18 +12,23 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
+from .contracts import Array, StepMetrics
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["LAYOUTS", "apply_layout", "draw_overlay", "overlay_lines", "to_uint8_hwc"]
 
 LAYOUTS = ("single", "grid", "horizontal", "vertical", "separate")
 
 
-def to_uint8_hwc(frame: Any) -> np.ndarray:
+def to_uint8_hwc(frame: ArrayLike | torch.Tensor) -> NDArray[np.uint8]:
     """Returns ``frame`` as a C-contiguous ``uint8`` array of shape ``(H, W, 3)``.
 
     Accepts numpy arrays and torch tensors, HWC or CHW, with 1, 3 or 4 channels
@@ -60,7 +65,7 @@ def _channels_first(shape: tuple[int, ...]) -> bool:
     return (shape[0] in (1, 3) and shape[-1] != 3) or (shape[0] == 4 and shape[-1] not in (1, 3, 4))
 
 
-def _as_numpy(frame: Any) -> np.ndarray:
+def _as_numpy(frame: ArrayLike | torch.Tensor) -> Array:
     if isinstance(frame, np.ndarray):
         return frame
     detach = getattr(frame, "detach", None)
@@ -69,7 +74,7 @@ def _as_numpy(frame: Any) -> np.ndarray:
     return np.asarray(frame)
 
 
-def _to_uint8(arr: np.ndarray) -> np.ndarray:
+def _to_uint8(arr: Array) -> NDArray[np.uint8]:
     if arr.dtype == np.bool_:
         return arr.astype(np.uint8) * 255
     if np.issubdtype(arr.dtype, np.floating):
@@ -80,7 +85,7 @@ def _to_uint8(arr: np.ndarray) -> np.ndarray:
     return np.clip(arr, 0, 255).astype(np.uint8)
 
 
-def apply_layout(frames: dict[str, np.ndarray], layout: str) -> dict[str, np.ndarray]:
+def apply_layout(frames: dict[str, NDArray[np.uint8]], layout: str) -> dict[str, NDArray[np.uint8]]:
     """Combines per-camera frames into what the writers receive.
 
     ``single`` keeps the first camera; ``separate`` keeps every camera under its
@@ -109,7 +114,7 @@ def apply_layout(frames: dict[str, np.ndarray], layout: str) -> dict[str, np.nda
     return {layout: np.concatenate(grid, axis=0)}
 
 
-def _pad(image: np.ndarray, h: int, w: int) -> np.ndarray:
+def _pad(image: NDArray[np.uint8], h: int, w: int) -> NDArray[np.uint8]:
     if image.shape[:2] == (h, w):
         return image
     out = np.zeros((h, w, 3), np.uint8)
@@ -129,7 +134,7 @@ _GLYPHS = {
 }
 
 
-def overlay_lines(metrics: dict[str, Any]) -> list[str]:
+def overlay_lines(metrics: StepMetrics) -> list[str]:
     """The text drawn by :func:`draw_overlay`: step, reward, return, success (when known).
 
     Example:
@@ -146,7 +151,7 @@ def overlay_lines(metrics: dict[str, Any]) -> list[str]:
     return lines
 
 
-def draw_overlay(frame: np.ndarray, metrics: dict[str, Any]) -> np.ndarray:
+def draw_overlay(frame: NDArray[np.uint8], metrics: StepMetrics) -> NDArray[np.uint8]:
     """Returns a copy of ``frame`` (uint8 HxWx3) with the metrics drawn in its top-left corner.
 
     White 3x5-pixel glyphs, scaled by ``max(1, H // 120)``, on a darkened box: readable at
@@ -165,7 +170,7 @@ def draw_overlay(frame: np.ndarray, metrics: dict[str, Any]) -> np.ndarray:
     return out
 
 
-def _blit(out: np.ndarray, glyph: str, top: int, left: int, scale: int) -> None:
+def _blit(out: NDArray[np.uint8], glyph: str, top: int, left: int, scale: int) -> None:
     bitmap = np.array([c == "1" for c in glyph], bool).reshape(5, 3)
     bitmap = np.kron(bitmap, np.ones((scale, scale), bool))
     h = max(0, min(bitmap.shape[0], out.shape[0] - top))

@@ -14,12 +14,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .config import RenderConfig
-from .contracts import EpisodeMetrics
+from .contracts import EpisodeMetrics, Frames, StepMetrics
 from .data import FrameBundle
 from .engine.records import Episode, StepRecord
 from .envs.mujoco_state import LiveStates
@@ -32,10 +33,11 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from tensordict import TensorDictBase
+    from tqdm.auto import tqdm
 
     from .backends.base import RenderBackend
 
-__all__ = ["Observer", "Progress", "RunContext", "RunWriters", "Sink", "rendered_range"]
+__all__ = ["Lingering", "Observer", "Progress", "RunContext", "RunWriters", "Sink", "rendered_range"]
 
 
 class RunWriters(Protocol):
@@ -63,7 +65,14 @@ class RunContext:
     #: the episodes that get frames (None: rendered_range(cfg)); a set for chosen episodes
     rendered: range | frozenset[int] | None = None
     #: metrics -> the metrics handed to the writers (a re-run: the first pass's, labelled)
-    relabel: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    relabel: Callable[[EpisodeMetrics], EpisodeMetrics] | None = None
+
+
+class Lingering(Protocol):
+    """What an observer leaves running after the run (the live page, still serving): the run stops it once
+    the artifacts are written (``finished``) or when the run failed after its rollout."""
+
+    def stop(self, finished: bool = True) -> None: ...
 
 
 @runtime_checkable
@@ -77,15 +86,23 @@ class Observer(Protocol):
 
     current_frames: bool
 
-    def on_step(self, record: StepRecord, metrics: dict[str, Any]) -> None: ...
+    def on_step(self, record: StepRecord, metrics: StepMetrics) -> None: ...
 
-    def on_frame(self, frame: np.ndarray, record: StepRecord, metrics: dict[str, Any]) -> None: ...
+    def on_frame(self, frame: NDArray[np.uint8], record: StepRecord, metrics: StepMetrics) -> None: ...
 
     def on_episode(self, episodes: list[EpisodeMetrics]) -> None: ...
 
     def stopped_because(self, finished: int) -> str | None: ...
 
-    def close(self, finished: bool = True) -> Any: ...
+    def close(self, finished: bool = True) -> Lingering | None: ...
+
+
+@dataclass
+class _SoFar:
+    """A rendered episode's numbers so far: its return, and whether it has succeeded (None: never reported)."""
+
+    ret: float = 0.0
+    success: bool | None = None
 
 
 class Sink:
@@ -98,16 +115,16 @@ class Sink:
     """
 
     def __init__(self, run: RunContext, backend: RenderBackend | None, observers: Sequence[Observer] = (),
-                 on_episode: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_episode: Callable[[EpisodeMetrics], None] | None = None) -> None:
         self.run, self.cfg, self.backend = run, run.cfg, backend
         self.on_episode = on_episode
         self.observers = list(observers)
         self._late = [o for o in self.observers if o.current_frames]  # called once the step's frame is finished
-        self.episodes: list[dict[str, Any]] = []
+        self.episodes: list[EpisodeMetrics] = []
         self.trajectories: list[TensorDictBase | None] = []
-        self.pending: tuple[Future[dict[str, Any] | None], StepRecord, dict[str, Any]] | None = None
+        self.pending: tuple[Future[Frames | None], StepRecord, StepMetrics] | None = None
         self.frames: dict[int, int] = {}
-        self.running: dict[int, list[Any]] = {}
+        self.running: dict[int, _SoFar] = {}
         self.rendered = run.rendered if run.rendered is not None else rendered_range(self.cfg)
         self._live: LiveStates | None = None
 
@@ -151,29 +168,29 @@ class Sink:
         self.run.writers.on_trajectory(episode)
         self.run.writers.on_episode(metrics)
         if self.on_episode is not None:
-            self.on_episode(dict(metrics))
+            self.on_episode(metrics.copy())
         for observer in self.observers:
             observer.on_episode(self.episodes)
 
-    def close(self, finished: bool = True) -> list[Any]:
+    def close(self, finished: bool = True) -> list[Lingering]:
         """Tells each observer the run is over; returns what must outlive it (after a finished run, the
         live page, which the caller stops once the artifacts are written)."""
         observers, self.observers, self._late = self.observers, [], []
         kept = [observer.close(finished) for observer in observers]
         return [k for k in kept if k is not None]
 
-    def _running(self, record: StepRecord) -> dict[str, Any]:
+    def _running(self, record: StepRecord) -> StepMetrics:
         """The rendered episode's numbers so far, for overlays and the replay page."""
-        total = self.running.setdefault(record.trajectory, [0.0, None])
-        total[0] += record.reward
+        total = self.running.setdefault(record.trajectory, _SoFar())
+        total.ret += record.reward
         if record.step and record.td is not None:  # the reset's report is no step's (the episode ignores it too)
-            total[1] = step_success(self.cfg.success_rule, total[1], read_success(record.td))
-        metrics = {"step": record.step, "reward": record.reward, "return": total[0]}
-        if total[1] is not None:
-            metrics["success"] = total[1]
+            total.success = step_success(self.cfg.success_rule, total.success, read_success(record.td))
+        metrics: StepMetrics = {"step": record.step, "reward": record.reward, "return": total.ret}
+        if total.success is not None:
+            metrics["success"] = total.success
         return metrics
 
-    def _mujoco_state(self, record: StepRecord, metrics: dict[str, Any]) -> None:
+    def _mujoco_state(self, record: StepRecord, metrics: StepMetrics) -> None:
         """The MuJoCo state of a rendered step, as a state bundle, for writers that take states."""
         if not self.run.needs_state:
             return
@@ -184,7 +201,7 @@ class Sink:
             self.run.writers.write(bundle)
             self.frames[record.trajectory] = self.frames.get(record.trajectory, 0) + self._live.counts_frames
 
-    def _frame(self, record: StepRecord, metrics: dict[str, Any]) -> None:
+    def _frame(self, record: StepRecord, metrics: StepMetrics) -> None:
         if record.frames is not None:  # rendered in an env worker
             self._finish(record.frames, record, metrics)
             return
@@ -202,11 +219,11 @@ class Sink:
             future, record, metrics = pending
             self._finish(self._drawn(future), record, metrics)
 
-    def _drawn(self, future: Future[dict[str, Any] | None]) -> dict[str, Any] | None:
+    def _drawn(self, future: Future[Frames | None]) -> Frames | None:
         """The submitted frame, once drawn (the only place the rollout waits for the renderer)."""
         return future.result()
 
-    def _finish(self, captured: dict[str, Any] | None, record: StepRecord, metrics: dict[str, Any]) -> None:
+    def _finish(self, captured: Frames | None, record: StepRecord, metrics: StepMetrics) -> None:
         if not captured:
             assert self.backend is not None  # frames were asked of it (worker frames: the run built one too)
             if record.step == 0 and getattr(self.run, "format_frames", True):  # not when only result.frames asked
@@ -233,7 +250,7 @@ class Progress:
 
     def __init__(self, cfg: RenderConfig) -> None:
         self.cfg = cfg
-        self.bar = None
+        self.bar: tqdm | None = None
         self.rule: PrecisionRule | None = None
 
     def __enter__(self) -> Self:
@@ -244,7 +261,7 @@ class Progress:
             self.rule = PrecisionRule.from_config(self.cfg)
         return self
 
-    def episode_done(self, episodes: list[dict[str, Any]]) -> None:
+    def episode_done(self, episodes: list[EpisodeMetrics]) -> None:
         if self.bar is None:
             return
         mean = sum(e["sum_reward"] for e in episodes) / len(episodes)
