@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -28,8 +29,9 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar, Unpack, get_args
 
+from .contracts import Json, Payload, UserEnv, UserFactory, UserPolicy, UserValue
 from .data import FrameBundle, RenderResult  # torchrl.render's config module holds them too
 from .errors import ConfigError, did_you_mean
 from .keys import NestedKey, key_to_string, parse_nested_key
@@ -37,6 +39,10 @@ from .metrics import SUCCESS_RULES
 from .metrics.sequential import parse_precision
 from .registry import BACKENDS, WRITERS, needs_frames
 from .selection import check_selection
+
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
+    from torchrl.data import Composite
 
 __all__ = ["CameraLayout", "EnvBackendName", "ExplorationMode", "FrameBundle", "NotebookRenderBackendName",
            "NotebookRolloutMode", "RenderBackendName", "RenderConfig", "RenderEnvSpec", "RenderFormat",
@@ -93,7 +99,7 @@ class _Number:
     inclusive: bool = False
     kind: str = "a number"
 
-    def __call__(self, cfg: Any, name: str) -> None:
+    def __call__(self, cfg: RenderConfig, name: str) -> None:
         value = getattr(cfg, name)
         if isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
@@ -111,7 +117,7 @@ class _Int:
     most: int | None = None
     low: int | None = None
 
-    def __call__(self, cfg: Any, name: str) -> None:
+    def __call__(self, cfg: RenderConfig, name: str) -> None:
         value = getattr(cfg, name)
         if self.low is not None:  # a range (video_crf): its own wording
             _check_type(name, value, int, f"an integer {self.low}-{self.most}")
@@ -125,14 +131,16 @@ class _Int:
                               fix=f"pass a smaller --{name}")
 
 
-def _f(default: Any = dataclasses.MISSING, help: str = "", **meta: Any) -> Any:
-    """A dataclass field whose metadata carries the CLI help and options."""
-    kwargs: dict[str, Any] = {"metadata": {"help": help, **meta}}
+_T = TypeVar("_T")
+
+
+def _f(default: _T, help: str = "", **meta: object) -> _T:
+    """A dataclass field whose metadata carries the CLI help and options (a list or dict default: a copy per
+    config)."""
+    metadata = {"help": help, **meta}
     if isinstance(default, (list, dict)):
-        kwargs["default_factory"] = (lambda d=default: type(d)(d))
-    elif default is not dataclasses.MISSING:
-        kwargs["default"] = default
-    return field(**kwargs)
+        return field(default_factory=lambda: copy.copy(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass
@@ -151,11 +159,12 @@ class RenderConfig:
     """
 
     ckpt: str | Path | None = _f(None, help="Local checkpoint file handed to the policy factory.")
-    policy: str | Callable[..., Any] | None = _f(None, help="Policy factory: module:object, path/file.py:object, "
+    policy: str | UserFactory[UserPolicy] | None = _f(None, help="Policy factory: module:object, path/file.py:object, "
                                                      "or lerobot (a LeRobot policy: --ckpt names its "
                                                      "pretrained_model folder).")
-    env: str | Callable[..., Any] | None = _f(None, help="Env factory (module:object), a gymnasium id such as "
-                                                    "HalfCheetah-v5, or dm_control/DOMAIN-TASK.")
+    # an env object (the user's, with reset and step) is taken too, as it is (one env only)
+    env: str | UserFactory[UserEnv] | UserEnv | None = _f(None, help="Env factory (module:object), a gymnasium id "
+                                                          "such as HalfCheetah-v5, or dm_control/DOMAIN-TASK.")
     num_trajs: int | None = _f(None, help="Number of trajectories (episodes; default 1); trajectory i is seeded "
                                           "seed+i. Exactly one of --num-trajs and --eval-n-timesteps.")
     format: str | None = _f(None, help="Artifact format; inferred from the --out suffix, else mp4.", choices="formats")
@@ -180,8 +189,10 @@ class RenderConfig:
                                            "episode's return lies in, for a bounded (exact, tighter) sequence "
                                            "instead of the asymptotic one; a return outside it is an error.",
                                            nargs=2, metavar=("LO", "HI"))
-    reward_fn: str | Callable[..., Any] | None = _f(None, help="Reward override: module:object, a callable from "
-                                                    "the step TensorDict to a reward, reported beside the env's.")
+    # the callable's reward: whatever torch.as_tensor takes (a tensor, an array, a number), summed
+    reward_fn: str | Callable[[TensorDictBase], object] | None = _f(None, help="Reward override: module:object, a "
+                                                                    "callable from the step TensorDict to a reward, "
+                                                                    "reported beside the env's.")
     success_rule: str = _f("any", help="An episode's success from the steps that report it: any (true at some "
                            "step, as lerobot-eval) or final (the last step's report, as SB3's EvalCallback).",
                            choices=SUCCESS_RULES)
@@ -219,8 +230,8 @@ class RenderConfig:
     env_backend: str = _f("auto", help="How the env factory's result is wrapped (isaaclab: Isaac Lab's batched "
                           "torch envs, whose copies become the env slots; see docs/migrating.md).",
                           choices=ENV_BACKENDS)
-    env_kwargs: dict[str, Any] = _f({}, help="Env factory kwargs: inline JSON or a JSON/YAML/TOML file.")
-    policy_kwargs: dict[str, Any] = _f({}, help="Policy factory kwargs: inline JSON or a JSON/YAML/TOML file.")
+    env_kwargs: dict[str, UserValue] = _f({}, help="Env factory kwargs: inline JSON or a JSON/YAML/TOML file.")
+    policy_kwargs: dict[str, UserValue] = _f({}, help="Policy factory kwargs: inline JSON or a JSON/YAML/TOML file.")
     checkpoint_key: str | None = _f(None, help="Key of the checkpoint payload holding the policy's entry.")
     state_dict_key: str | None = _f(None, help="Key of the state dict to load into the policy.")
     strict_load: bool = _f(True, help="Load the state dict strictly.")
@@ -349,7 +360,7 @@ class RenderConfig:
         return self.format
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> RenderConfig:
+    def from_dict(cls, data: Mapping[str, UserValue], **overrides: UserValue) -> RenderConfig:
         """Builds a config from a mapping; unknown keys get a did-you-mean."""
         merged = {**data, **overrides}
         names = [f.name for f in dataclasses.fields(cls)]
@@ -361,11 +372,11 @@ class RenderConfig:
         return cls(**merged)
 
     @classmethod
-    def from_file(cls, path: str | Path, **overrides: Any) -> RenderConfig:
+    def from_file(cls, path: str | Path, **overrides: UserValue) -> RenderConfig:
         """Loads a JSON, YAML or TOML file; ``overrides`` win over the file."""
         return cls.from_dict(load_mapping(path), **overrides)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """A JSON-serializable dict; loading it back gives an equal config."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for name in _PATH_FIELDS:
@@ -378,12 +389,27 @@ class RenderConfig:
                 data[name] = callable_name(data[name])
         data["camera"] = list(data["camera"])
         data["mujoco_asset_paths"] = [str(p) for p in data["mujoco_asset_paths"]]
-        return json.loads(json.dumps(data, default=str))
+        parsed: dict[str, Json] = json.loads(json.dumps(data, default=str))  # a dict dumped: a dict back
+        return parsed
 
-    def to_json(self, **kwargs: Any) -> str:
+    def to_json(self, **kwargs: Unpack[_DumpOptions]) -> str:
         """:meth:`to_dict` as JSON."""
         kwargs.setdefault("indent", 2)
         return json.dumps(self.to_dict(), **kwargs)
+
+
+class _DumpOptions(TypedDict, total=False):
+    """:func:`json.dumps`'s options (:meth:`RenderConfig.to_json` hands them on)."""
+
+    skipkeys: bool
+    ensure_ascii: bool
+    check_circular: bool
+    allow_nan: bool
+    cls: type[json.JSONEncoder] | None
+    indent: int | str | None
+    separators: tuple[str, str] | None
+    default: Callable[[object], object] | None
+    sort_keys: bool
 
 
 def _normalise(cfg: RenderConfig) -> None:
@@ -442,7 +468,7 @@ def _normalise_replay(cfg: RenderConfig) -> None:
     if cfg.mujoco_model_path is not None:
         _check_type("mujoco_model_path", cfg.mujoco_model_path, (str, Path), "a path")
         cfg.mujoco_model_path = Path(cfg.mujoco_model_path)
-    assets: Any = cfg.mujoco_asset_paths  # what the user passed: checked here
+    assets: UserValue = cfg.mujoco_asset_paths  # what the user passed: checked here
     if isinstance(assets, (str, Path)):
         assets = [a.strip() for a in str(assets).split(",") if a.strip()]
     elif isinstance(assets, (list, tuple)) and all(isinstance(a, str) for a in assets):  # repeated flags
@@ -570,7 +596,7 @@ def _precision(cfg: RenderConfig) -> None:
     """``precision`` parses (METRIC:HALFWIDTH), stops a run whose length is a cap (``num_trajs``, not
     ``eval_n_timesteps``); ``return_bounds`` is LO < HI, finite, and only with a return precision."""
     if cfg.return_bounds is not None:
-        bounds: Any = cfg.return_bounds  # what the user passed: checked here
+        bounds: UserValue = cfg.return_bounds  # what the user passed: checked here
         if isinstance(bounds, str):  # a config file's "0 500" or "0,500"
             bounds = bounds.replace(",", " ").split()
         try:
@@ -610,7 +636,7 @@ def _precision(cfg: RenderConfig) -> None:
                           f"{cfg.return_bounds[1]:g}", fix="drop --return-bounds, or use --precision return:HALFWIDTH")
 
 
-def precision_target(cfg: Any) -> tuple[str, float]:
+def precision_target(cfg: RenderConfig) -> tuple[str, float]:
     """``(metric, half-width)`` of ``cfg.precision``; a malformed one is a :class:`ConfigError` with the fix.
 
     Example:
@@ -661,7 +687,7 @@ def _validate_viewer(cfg: RenderConfig) -> None:
                           got=cfg.render_fps, fix="pass e.g. --render-fps 30, or leave it out (the env's render_fps)")
 
 
-def _is_env_object(obj: Any) -> bool:
+def _is_env_object(obj: object) -> bool:
     """An env instance (it has reset and step), as opposed to a factory function or class."""
     return not isinstance(obj, (str, type)) and callable(getattr(obj, "reset", None)) and \
         callable(getattr(obj, "step", None))
@@ -691,14 +717,14 @@ def _positive_int(cfg: RenderConfig, name: str, example: str) -> None:
                           fix=f"pass e.g. {example}")
 
 
-def _check_type(name: str, value: Any, types: Any, expected: str) -> None:
+def _check_type(name: str, value: object, types: type | tuple[type, ...], expected: str) -> None:
     wrong_bool = isinstance(value, bool) and types in (int, float)
     if wrong_bool or not isinstance(value, types):
         raise ConfigError(f"{name} has the wrong type", expected=expected,
                           got=f"{value!r} ({type(value).__name__})", fix=f"pass {expected} for {name}")
 
 
-def _validate_device(name: str, value: Any) -> None:
+def _validate_device(name: str, value: object) -> None:
     if value is None:
         return
     if not isinstance(value, str):
@@ -708,7 +734,7 @@ def _validate_device(name: str, value: Any) -> None:
                           fix=f"pass e.g. --{name.replace('_', '-')} cpu")
 
 
-def callable_name(obj: Any) -> str:
+def callable_name(obj: object) -> str:
     """``module:qualname`` of a callable, for metadata."""
     module = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None)
@@ -717,7 +743,7 @@ def callable_name(obj: Any) -> str:
     return f"{module}:{qualname}" if module else repr(obj)
 
 
-def load_mapping(path: str | Path) -> dict[str, Any]:
+def load_mapping(path: str | Path) -> dict[str, Json]:
     """Reads a JSON (.json), YAML (.yaml/.yml) or TOML (.toml) file into a dict."""
     path = Path(path)
     if not path.is_file():
@@ -725,6 +751,7 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
                           got=str(path), fix="check the path")
     text = path.read_text(encoding="utf-8")
     suffix = path.suffix.lower()
+    data: Json
     try:
         if suffix == ".toml":
             import tomllib
@@ -748,15 +775,16 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_mapping_or_inline(value: str, name: str) -> dict[str, Any]:
+def load_mapping_or_inline(value: str, name: str) -> dict[str, Json]:
     """Inline JSON (``'{"a": 1}'``) or a path to a JSON/YAML/TOML file."""
     text = value.strip()
     if text.startswith("{"):
         try:
-            data = json.loads(text)
+            data: Json = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{name} is not valid JSON: {exc}", expected='an object such as {"key": 1}',
                               got=text, fix="quote keys and strings with double quotes") from exc
+        assert isinstance(data, dict)  # JSON text that starts with "{" and parses is an object
         return data
     if not text:
         return {}
@@ -781,14 +809,14 @@ class RenderEnvSpec:
     pixels_only: bool
     camera: list[str]
     render_mode: str | None
-    env_kwargs: dict[str, Any]
+    env_kwargs: dict[str, UserValue]
     config: RenderConfig
-    checkpoint: Any | None = None
+    checkpoint: Payload = None
     width: int = 480
     height: int = 480
 
     @classmethod
-    def from_config(cls, config: RenderConfig, checkpoint: Any | None = None,
+    def from_config(cls, config: RenderConfig, checkpoint: Payload = None,
                     render_mode: str | None = None) -> RenderEnvSpec:
         """The spec for ``config`` (``render_mode`` overrides the config's)."""
         return cls(device=config.env_device or config.device, seed=config.seed, max_steps=config.max_steps,
@@ -801,7 +829,7 @@ class Deferred:
     """A value computed at its first read (:class:`RenderPolicySpec`'s ``env_specs``: torchrl's specs of a
     gymnasium env cost torchrl's import, which a factory that never reads them should not pay)."""
 
-    def __init__(self, make: Any) -> None:
+    def __init__(self, make: Callable[[], object]) -> None:
         self.make = make
 
 
@@ -811,7 +839,7 @@ class _DeferredField:
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = f"_{name}"
 
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+    def __get__(self, obj: object, owner: type | None = None) -> object:
         if obj is None:
             raise AttributeError(self.name)  # no class-level default: the field stays required
         value = obj.__dict__[self.name]
@@ -819,7 +847,7 @@ class _DeferredField:
             value = obj.__dict__[self.name] = value.make()
         return value
 
-    def __set__(self, obj: Any, value: Any) -> None:
+    def __set__(self, obj: object, value: object) -> None:
         obj.__dict__[self.name] = value
 
 
@@ -831,12 +859,12 @@ class RenderPolicySpec:
     """
 
     ckpt_path: Path | None
-    checkpoint: Any | None
+    checkpoint: Payload
     checkpoint_hash: str | None
     device: str
     # a descriptor as the default keeps env_specs a required argument (see _DeferredField.__get__), which mypy
     # cannot see: to it, the two fields after it follow a default
-    env_specs: Any | None = _DeferredField()
-    policy_kwargs: dict[str, Any]  # type: ignore[misc]
+    env_specs: Composite | None = _DeferredField()
+    policy_kwargs: dict[str, UserValue]  # type: ignore[misc]
     config: RenderConfig  # type: ignore[misc]
 

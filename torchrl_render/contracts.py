@@ -9,6 +9,7 @@ capability, and each contract is either a class of its own there or a :class:`ty
   own factories). They stay ``Any`` on purpose, and they are the only ``Any`` of the package (mypy's
   ``disallow_any_explicit``): nothing of ours may assume more than ``envs/``, ``policies/`` and ``checkpoint/``
   checked.
+- :class:`UserFactory`: a callable of the user's (an env or policy factory), called by its own signature.
 - :data:`Json`: a value read from a JSON (or YAML/TOML) document, to be narrowed before use.
 - :data:`Array`: a numpy array of any dtype (``np.ndarray``, which mypy refuses elsewhere for numpy's own ``Any``).
 - :data:`StepView`: the state of one step as a render backend reads it.
@@ -32,7 +33,7 @@ This module imports nothing of the package, so every layer may name these.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar
 
 import numpy as np
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from tensordict import TensorDictBase
 
 __all__ = ["ActFn", "Array", "BeginFn", "EnvSlots", "EpisodeMetrics", "FrameSource", "Frames", "Json", "Payload",
-           "RerunNumbers", "StepMetrics", "StepView", "UserEnv", "UserPolicy", "UserValue"]
+           "RerunNumbers", "StepMetrics", "StepView", "UserEnv", "UserFactory", "UserPolicy", "UserValue"]
 
 #: What the env factory returned (or what ``envs.open_env`` made of a gymnasium id): a gymnasium env, a TorchRL
 #: ``EnvBase``, a dm_control environment, an Isaac Lab env. The user's boundary: ``envs/`` finds out which.
@@ -59,12 +60,26 @@ UserPolicy: TypeAlias = Any
 #: (``env_kwargs``, ``policy_kwargs``), a config field's value before ``config.validate`` has checked it.
 UserValue: TypeAlias = Any
 
+_R_co = TypeVar("_R_co", covariant=True)
+
+
+class UserFactory(Protocol[_R_co]):
+    """A callable of the user's that we call by its own signature: an env or policy factory (``config.RenderConfig``'s
+    ``env`` / ``policy``, or the one a ``module:object`` spec names), whose parameters ``resolve.call_factory`` binds
+    by their names. It takes what its signature declares (so any callable is one: hence :data:`UserValue`, where
+    ``Callable[..., R]`` would be an explicit ``Any`` to mypy) and returns ``_R_co`` (:data:`UserEnv`,
+    :data:`UserPolicy`; ``object`` where nothing is known of it yet)."""
+
+    def __call__(self, *args: UserValue, **kwargs: UserValue) -> _R_co: ...
+
+
 #: A value parsed from a JSON, YAML or TOML document (ours or the user's): narrow it (``isinstance``) before use.
 Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
 
 #: The state of one step as a render backend reads it: the step's TensorDict (torchrl path: the reset's at step 0,
-#: ``next`` after), or the observation entries as tensors (gymnasium path).
-StepView: TypeAlias = "TensorDictBase | dict[str, torch.Tensor]"
+#: ``next`` after), or the observation entries as tensors (gymnasium path), keyed as in a TensorDict: an extra entry
+#: under a nested ``mujoco_qpos_key`` (and its mocap siblings) has a tuple key.
+StepView: TypeAlias = "TensorDictBase | dict[str | tuple[str, ...], torch.Tensor]"
 
 #: A numpy array of a dtype and shape that vary (an observation, an action, a frame of either kind): ``np.ndarray``
 #: with numpy's own default type parameters written out. It is named here because mypy counts the ``Any`` of those
@@ -124,7 +139,8 @@ BeginFn: TypeAlias = Callable[[int, "int | None"], None]
 class EnvSlots(Protocol):
     """K envs as one set of arrays: ``reset`` and ``step`` fill the given rows only.
 
-    ``obs[key]`` is ``[K, ...]``, ``reward`` ``[K]`` float64, ``terminated`` / ``truncated`` ``[K]`` bool,
+    ``obs[key]`` is ``[K, ...]`` (the layout's entries, then any extra such as MuJoCo's qpos under its TensorDict
+    key, which may be nested), ``reward`` ``[K]`` float64, ``terminated`` / ``truncated`` ``[K]`` bool,
     ``success`` ``[K]`` int8 (-1: the env reported none). ``infos`` is None unless the slots were made to keep
     each episode's info dicts, which ``take_infos(i)`` then hands over once.
     """
@@ -132,7 +148,7 @@ class EnvSlots(Protocol):
     kind: str
     num: int
     layout: dict[str, tuple[tuple[int, ...], np.dtype]]
-    obs: dict[str, np.ndarray]
+    obs: dict[str | tuple[str, ...], np.ndarray]
     reward: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray

@@ -33,11 +33,18 @@ import importlib
 import importlib.util
 import inspect
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeVar
 
+from .contracts import UserFactory, UserValue
 from .errors import RenderError, ResolveError, did_you_mean
+
+if TYPE_CHECKING:
+    from .config import RenderEnvSpec, RenderPolicySpec
+
+_R = TypeVar("_R")
 
 __all__ = ["SHORTHANDS", "call_factory", "import_file", "import_module", "is_path", "receives", "resolve"]
 
@@ -46,7 +53,7 @@ __all__ = ["SHORTHANDS", "call_factory", "import_file", "import_module", "is_pat
 SHORTHANDS: dict[str, dict[str, str]] = {"policy": {"lerobot": "torchrl_render.policies.lerobot:make_policy"}}
 
 
-def resolve(spec: str | Callable[..., Any] | None, kind: str) -> Callable[..., Any]:
+def resolve(spec: str | UserFactory[object] | None, kind: str) -> UserFactory[object]:
     """Returns the callable named by ``spec`` (``kind`` is "env" or "policy", for messages); ``None`` (no spec
     given) is refused like any spec without a colon."""
     if callable(spec) and not isinstance(spec, str):
@@ -62,7 +69,7 @@ def resolve(spec: str | Callable[..., Any] | None, kind: str) -> Callable[..., A
         raise ResolveError(f"the {kind} spec {spec!r} is incomplete", expected="'module:object'", got=spec,
                            fix="name both the module and the object, e.g. 'mypkg.policy:make'")
     module = import_file(target, kind) if is_path(target) else import_module(target, kind)
-    obj: Any = module
+    obj: object = module
     for part in attr.split("."):
         if not hasattr(obj, part):
             public = [n for n in dir(obj) if not n.startswith("_")]
@@ -81,7 +88,7 @@ def is_path(target: str) -> bool:
     return target.endswith(".py") or "/" in target or "\\" in target
 
 
-def import_module(name: str, kind: str) -> Any:
+def import_module(name: str, kind: str) -> ModuleType:
     """Imports a dotted module named in a ``kind`` spec; a failure is one :class:`ResolveError` paragraph."""
     try:
         return importlib.import_module(name)
@@ -99,7 +106,7 @@ def import_module(name: str, kind: str) -> Any:
                            fix=f"fix the error in {name!r}") from exc
 
 
-def import_file(target: str, kind: str) -> Any:
+def import_file(target: str, kind: str) -> ModuleType:
     """Imports a ``.py`` file named in a ``kind`` spec under a private module name (errors: as import_module)."""
     path = Path(target).expanduser().resolve()
     if not path.is_file():
@@ -128,7 +135,8 @@ def import_file(target: str, kind: str) -> Any:
 SPEC_LIKE = ("spec", "cfg", "config", "conf", "settings", "options", "opts", "args", "params")
 
 
-def call_factory(factory: Callable[..., Any], spec: Any, user_kwargs: Mapping[str, Any], kind: str) -> Any:
+def call_factory(factory: UserFactory[_R], spec: RenderEnvSpec | RenderPolicySpec, user_kwargs: Mapping[str, UserValue],
+                 kind: str) -> _R:
     """Calls ``factory`` following the protocol above; its own errors are wrapped with its name."""
     args, kwargs, blind = _bind(factory, spec, dict(user_kwargs), kind)
     try:
@@ -142,7 +150,8 @@ def call_factory(factory: Callable[..., Any], spec: Any, user_kwargs: Mapping[st
                            fix=f"fix the {kind} factory or the {kind}_kwargs passed to it") from exc
 
 
-def receives(factory: Callable[..., Any], spec: Any, user_kwargs: Mapping[str, Any], field: str, kind: str) -> bool:
+def receives(factory: UserFactory[object], spec: RenderEnvSpec | RenderPolicySpec, user_kwargs: Mapping[str, UserValue],
+             field: str, kind: str) -> bool:
     """Whether calling ``factory`` hands it the spec field ``field`` (by name or inside the spec)."""
     try:
         args, kwargs, _ = _bind(factory, spec, dict(user_kwargs), kind)
@@ -151,7 +160,8 @@ def receives(factory: Callable[..., Any], spec: Any, user_kwargs: Mapping[str, A
     return field in kwargs or any(value is spec for value in [*args, *kwargs.values()])
 
 
-def _blind_error(factory: Callable[..., Any], spec: Any, kind: str, name: str, exc: Exception) -> ResolveError:
+def _blind_error(factory: UserFactory[object], spec: RenderEnvSpec | RenderPolicySpec, kind: str, name: str,
+                 exc: Exception) -> ResolveError:
     """A lone parameter that no field names got the spec, and the factory failed: say so, as for two."""
     fields = ", ".join(sorted(f.name for f in dataclasses.fields(spec)))
     return ResolveError(
@@ -164,15 +174,16 @@ def _blind_error(factory: Callable[..., Any], spec: Any, kind: str, name: str, e
             f"and read the fields you need from it")
 
 
-def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: str) -> tuple[list, dict, str | None]:
+def _bind(factory: UserFactory[object], spec: RenderEnvSpec | RenderPolicySpec, user: dict[str, UserValue],
+          kind: str) -> tuple[list[object], dict[str, object], str | None]:
     """``(args, kwargs, blind)``: ``blind`` names a lone parameter that got the spec without asking for it."""
     try:
         params = list(inspect.signature(factory).parameters.values())
     except (TypeError, ValueError):  # builtins without a signature
         return [spec], {}, None
     fields = {f.name for f in dataclasses.fields(spec)}
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
+    args: list[object] = []
+    kwargs: dict[str, object] = {}
     unmatched = []
     spec_given = False
     for p in params:
@@ -215,7 +226,7 @@ def _bind(factory: Callable[..., Any], spec: Any, user: dict[str, Any], kind: st
     return args, kwargs, blind
 
 
-def factory_name(factory: Any) -> str:
+def factory_name(factory: str | UserFactory[object] | None) -> str:
     """How every message names a factory: ``'module:qualname'``, a file's factory as ``'file.py:qualname'``.
 
     ``factory`` is the callable, or the spec string it came from (``"pkg.mod:make"``, ``"path/file.py:make"``).
@@ -224,7 +235,7 @@ def factory_name(factory: Any) -> str:
         path, sep, obj = factory.rpartition(":")
         return repr(f"{Path(path).name}:{obj}" if sep and path.endswith(".py") else factory)
     module = getattr(factory, "__module__", "") or ""
-    if module.startswith("_torchrl_render_user_"):
+    if module.startswith("_torchrl_render_user_") and factory is not None:  # a file's factory (None: no module)
         module = Path(inspect.getsourcefile(factory) or module).name
     qualname = getattr(factory, "__qualname__", None) or f"<{type(factory).__qualname__} instance>"
     return f"'{module}:{qualname}'"
