@@ -16,9 +16,16 @@ Example:
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..registry import AUTO_ORDER, BACKENDS
+
+if TYPE_CHECKING:  # what __getattr__ gives at run time, named for the type checker
+    from ..envs.mujoco_state import MujocoStateReader
+    from .base import RenderBackend
+    from .env import EnvRenderBackend
+    from .null import NullBackend as NullRenderBackend
+    from .pixels import PixelsBackend as TensorDictPixelsBackend
 
 __all__ = ["AUTO_ORDER", "BACKENDS", "EnvRenderBackend", "MujocoStateReader", "NullRenderBackend", "RenderBackend",
            "TensorDictPixelsBackend"]
@@ -33,7 +40,7 @@ _TORCHRL_NAMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> type:
     target = _TORCHRL_NAMES.get(name)
     if target is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

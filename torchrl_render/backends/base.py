@@ -19,19 +19,34 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-from ..contracts import UserEnv
+from ..contracts import Array, StepView, UserEnv
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    import torch
 
     from ..config import RenderConfig
 
 
-__all__ = ["RenderBackend"]
+__all__ = ["DrawnFrames", "PendingFrames", "RenderBackend"]
 
 log = logging.getLogger("torchrl_render")
+
+#: A step's frames as a backend drew them, by camera name: numpy arrays or tensors, HWC or CHW, uint8 or float
+#: (:func:`torchrl_render.frames.to_uint8_hwc` makes the uint8 HWC :data:`~torchrl_render.contracts.Frames` of
+#: them; ``backends.factory.Uint8Frames`` does it for the engine's workers). A ``Mapping``, read-only, so that a
+#: backend's narrower frames (the ``mujoco`` backend's numpy ``Frames``) are drawn frames too.
+DrawnFrames: TypeAlias = "Mapping[str, Array | torch.Tensor]"
+
+
+class PendingFrames(Protocol):
+    """What :meth:`RenderBackend.submit` hands back: a :class:`~concurrent.futures.Future` as its caller uses it
+    (waits for the frames). Read-only, so that a backend's future of narrower frames is one too (a ``Future``
+    itself is invariant: it can also be given a result)."""
+
+    def result(self, timeout: float | None = None) -> DrawnFrames | None: ...
 
 
 class RenderBackend(ABC):
@@ -51,10 +66,11 @@ class RenderBackend(ABC):
         return cls()
 
     @abstractmethod
-    def capture(self, td: Any) -> dict[str, Any] | None:
-        """Frames for the step that ``td`` describes (reset or ``next`` view)."""
+    def capture(self, td: StepView | None) -> DrawnFrames | None:
+        """Frames for the step that ``td`` describes (reset or ``next`` view; None: the backend reads the
+        simulation itself)."""
 
-    def submit(self, td: Any) -> Future[dict[str, Any] | None]:
+    def submit(self, td: StepView | None) -> PendingFrames:
         """Starts the frames for ``td``; a :class:`~concurrent.futures.Future` of what ``capture`` returns.
 
         The state is read now; the pixels may still be drawing when this returns (the
@@ -63,14 +79,14 @@ class RenderBackend(ABC):
         """
         from concurrent.futures import Future
 
-        future: Future = Future()
+        future: Future[DrawnFrames | None] = Future()
         future.set_result(self.capture(td))
         return future
 
     def begin_episode(self) -> None:
         """Called before the first frame of every episode (a camera may be set up from that state)."""
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, object]:
         """Facts for the metadata sidecar (GL backend, cameras, size...)."""
         return {"render_backend": self.name}
 
@@ -80,5 +96,5 @@ class RenderBackend(ABC):
     def __enter__(self) -> RenderBackend:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

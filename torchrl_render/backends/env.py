@@ -11,19 +11,27 @@ The frame reflects the simulator's state after the step, as ``env.render()`` wou
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
 
-from ..contracts import UserEnv
+from ..contracts import Array, StepView, UserEnv
 from ..envs.unwrap import underlying_env
 from ..errors import BackendUnavailable
-from .base import RenderBackend
+from .base import DrawnFrames, RenderBackend
 from .mujoco import grow_offscreen_buffer, resolve_camera_id
 
 if TYPE_CHECKING:
+    import mujoco
+    import torch
+    from dm_control.mujoco import Physics
+
     from ..config import RenderConfig
 
 
 __all__ = ["EnvRenderBackend"]
+
+#: An env's renderer for one camera: the image (an array or a tensor), or None when it has none this step.
+Render: TypeAlias = "Callable[[str], Array | torch.Tensor | None]"
 
 _RENDER_MODE_FIX = ("make the env with render_mode='rgb_array' (gymnasium.make(..., render_mode='rgb_array'), "
                     "--render-mode rgb_array), or use --from-pixels or --render-backend mujoco")
@@ -41,9 +49,9 @@ class EnvRenderBackend(RenderBackend):
 
     name = "env"
 
-    def __init__(self, render: Any, cameras: list[str], source: str, size: tuple[int, int] | None = None) -> None:
+    def __init__(self, render: Render, cameras: list[str], source: str, size: tuple[int, int] | None = None) -> None:
         super().__init__()
-        self._render = render
+        self._render: Render | None = render
         self.cameras = list(cameras)
         self.source = source
         self.size = size
@@ -75,7 +83,7 @@ class EnvRenderBackend(RenderBackend):
         return cls(lambda camera: raw.render(), cameras, "gymnasium")
 
     @classmethod
-    def _for_dm_control(cls, physics: Any, cameras: list[str], cfg: RenderConfig) -> EnvRenderBackend:
+    def _for_dm_control(cls, physics: Physics, cameras: list[str], cfg: RenderConfig) -> EnvRenderBackend:
         width, height = int(getattr(cfg, "width", 480)), int(getattr(cfg, "height", 480))
         model = getattr(physics.model, "ptr", physics.model)
         ids = {name: _dm_camera(model, name) for name in cameras}
@@ -110,10 +118,10 @@ class EnvRenderBackend(RenderBackend):
                 expected="camera 'default'", got=cameras, fix="use --render-backend mujoco, or keep --camera default")
         return cls(lambda camera: render(), cameras, "torchrl")
 
-    def capture(self, td: Any) -> dict[str, Any] | None:
+    def capture(self, td: StepView | None) -> DrawnFrames | None:
         if self._render is None:
             raise RuntimeError("capture() after close()")
-        frames = {}
+        frames: dict[str, Array | torch.Tensor] = {}
         for camera in self.cameras:
             frame = self._render(camera)
             if frame is None:
@@ -123,8 +131,8 @@ class EnvRenderBackend(RenderBackend):
             frames[camera] = frame
         return frames
 
-    def info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"render_backend": self.name, "source": self.source, "cameras": list(self.cameras)}
+    def info(self) -> dict[str, object]:
+        info: dict[str, object] = {"render_backend": self.name, "source": self.source, "cameras": list(self.cameras)}
         if self.size is not None:
             info["width"], info["height"] = self.size
         return info
@@ -133,13 +141,13 @@ class EnvRenderBackend(RenderBackend):
         self._render = None
 
 
-def _dm_camera(model: Any, name: str) -> int:
+def _dm_camera(model: mujoco.MjModel, name: str) -> int:
     """dm_control's camera id for ``name`` (``"default"``: camera 0 if any, else the free camera -1)."""
     if name == "default":
         return 0 if model.ncam > 0 else -1
     return resolve_camera_id(model, name)
 
 
-def _is_image(value: Any) -> bool:
+def _is_image(value: object) -> bool:
     shape = getattr(value, "shape", None)
     return shape is not None and 2 <= len(shape) <= 4

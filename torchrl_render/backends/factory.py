@@ -16,9 +16,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..contracts import UserEnv
+from ..contracts import Frames, StepView, UserEnv
 from ..frames import to_uint8_hwc
 from ..registry import BACKENDS
 from .base import RenderBackend
@@ -31,7 +31,8 @@ __all__ = ["Uint8Frames", "make_backend"]
 
 
 class Uint8Frames(RenderBackend):
-    """A backend whose captured frames are converted to ``uint8`` ``(H, W, 3)`` arrays.
+    """A backend whose captured frames are converted to ``uint8`` ``(H, W, 3)`` arrays: the
+    :class:`~torchrl_render.contracts.FrameSource` the engine's torchrl env workers call.
 
     Args:
         inner: The backend that draws.
@@ -41,10 +42,10 @@ class Uint8Frames(RenderBackend):
         super().__init__()
         self.inner, self.name, self.notes = inner, inner.name, inner.notes
 
-    def capture(self, td: Any) -> dict[str, Any] | None:
+    def capture(self, td: StepView | None) -> Frames | None:
         """The inner backend's frames, as uint8 HWC arrays (``None`` when it has none)."""
         frames = self.inner.capture(td)
-        return {name: to_uint8_hwc(frame) for name, frame in frames.items()} if frames else frames
+        return {name: to_uint8_hwc(frame) for name, frame in frames.items()} if frames is not None else None
 
     def begin_episode(self) -> None:
         """Forwarded to the inner backend."""
@@ -55,6 +56,6 @@ class Uint8Frames(RenderBackend):
         self.inner.close()
 
 
-def make_backend(cfg: RenderConfig, env: UserEnv) -> RenderBackend:
+def make_backend(cfg: RenderConfig, env: UserEnv) -> Uint8Frames:
     """The backend ``cfg.render_backend`` names, built on ``env``, giving uint8 HWC frames."""
     return Uint8Frames(BACKENDS.load(cfg.render_backend).from_config(env, cfg))

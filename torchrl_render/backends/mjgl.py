@@ -25,7 +25,13 @@ import gc
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from ..contracts import Frames
+
+if TYPE_CHECKING:
+    import mujoco
 
 __all__ = ["Canvas", "InlineDrawer", "ThreadedDrawer", "make_drawer"]
 
@@ -37,7 +43,7 @@ class Canvas:
     creation: set those on the model before making the canvas.
     """
 
-    def __init__(self, mujoco: Any, model: Any, width: int, height: int) -> None:
+    def __init__(self, mujoco: ModuleType, model: mujoco.MjModel, width: int, height: int) -> None:
         import numpy as np
 
         self._mujoco = mujoco
@@ -52,11 +58,11 @@ class Canvas:
         self.rect = mujoco.MjrRect(0, 0, width, height)
         self._pixels = np.empty((height, width, 3), np.uint8)
 
-    def draw(self, scenes: Sequence[Any], names: Sequence[str]) -> dict[str, Any]:
+    def draw(self, scenes: Sequence[mujoco.MjvScene], names: Sequence[str]) -> Frames:
         """``{name: H x W x 3 uint8 frame}``, one per scene, top row first."""
         mujoco = self._mujoco
         self.gl_context.make_current()
-        frames = {}
+        frames: Frames = {}
         for name, scene in zip(names, scenes, strict=True):
             mujoco.mjr_render(self.rect, scene, self.context)
             mujoco.mjr_readPixels(self._pixels, None, self.rect, self.context)
@@ -83,8 +89,8 @@ class InlineDrawer:
         finally:
             after()
 
-    def submit(self, scenes: Sequence[Any], names: Sequence[str]) -> Future:
-        future: Future = Future()
+    def submit(self, scenes: Sequence[mujoco.MjvScene], names: Sequence[str]) -> Future[Frames]:
+        future: Future[Frames] = Future()
         collecting = gc.isenabled()
         gc.disable()  # a finaliser run now could free another MjrContext into our current GL context
         try:
@@ -134,7 +140,7 @@ class ThreadedDrawer:
         self.canvas = make_canvas()  # its context is now current on this thread: guard it from here on
         gc.callbacks.append(self._collector_hook)
 
-    def _collector_hook(self, phase: str, info: dict[str, Any]) -> None:
+    def _collector_hook(self, phase: str, info: dict[str, int]) -> None:
         """Unbinds our context while a collection runs on the drawing thread; binds it again after."""
         if threading.get_ident() != self._thread or self.canvas is None:
             return
@@ -145,7 +151,7 @@ class ThreadedDrawer:
             self._unbound = False
             self.canvas.gl_context.make_current()
 
-    def submit(self, scenes: Sequence[Any], names: Sequence[str]) -> Future:
+    def submit(self, scenes: Sequence[mujoco.MjvScene], names: Sequence[str]) -> Future[Frames]:
         if self.canvas is None:
             raise RuntimeError("submit() after close()")
         return self._pool.submit(self.canvas.draw, scenes, names)
@@ -172,7 +178,7 @@ class ThreadedDrawer:
             self._pool.shutdown(wait=True)
 
 
-def make_drawer(mujoco: Any, make_canvas: Callable[[], Canvas], hand_back: Callable[[], None],
+def make_drawer(mujoco: ModuleType, make_canvas: Callable[[], Canvas], hand_back: Callable[[], None],
                 threaded: bool | None = None) -> InlineDrawer | ThreadedDrawer:
     """A :class:`ThreadedDrawer` where the platform allows it (or ``threaded=True``), else an :class:`InlineDrawer`.
 
@@ -189,7 +195,7 @@ def make_drawer(mujoco: Any, make_canvas: Callable[[], Canvas], hand_back: Calla
     return ThreadedDrawer(make_canvas, unbind)
 
 
-def _unbinder(mujoco: Any) -> Callable[[], None] | None:
+def _unbinder(mujoco: ModuleType) -> Callable[[], None] | None:
     module = getattr(getattr(mujoco, "GLContext", None), "__module__", "") or ""
     if module.rpartition(".")[2] != "egl":
         return None

@@ -28,18 +28,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from ..contracts import UserEnv
+from ..contracts import Frames, StepView, UserEnv
 from ..envs.gl import ensure_headless_gl, gl_notes
 from ..envs.mujoco_state import MujocoStateReader  # torchrl.render's torchrl.render.backends.mujoco name
 from ..envs.unwrap import SIMULATION_PLACES, describe_env, find_simulation, underlying_env
 from ..errors import BackendUnavailable, ConfigError
 from .base import RenderBackend, log
-from .mjgl import Canvas, make_drawer
+from .mjgl import Canvas, InlineDrawer, ThreadedDrawer, make_drawer
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+    import mujoco
+    from gymnasium.envs.mujoco.mujoco_rendering import MujocoRenderer
 
     from ..config import RenderConfig
 
@@ -56,7 +60,7 @@ QUALITY: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
 }
 
 
-def camera_names(model: Any) -> list[str]:
+def camera_names(model: mujoco.MjModel) -> list[str]:
     """The model's camera names in id order (``""`` for unnamed ones); works on any MjModel-like object."""
     names = bytes(model.names)
     out = []
@@ -66,7 +70,7 @@ def camera_names(model: Any) -> list[str]:
     return out
 
 
-def resolve_camera_id(model: Any, camera: Any) -> int:
+def resolve_camera_id(model: mujoco.MjModel, camera: str | int) -> int:
     """The camera id of ``camera`` (a name, an index or ``"-1"`` for the free camera).
 
     Raises:
@@ -88,7 +92,7 @@ def resolve_camera_id(model: Any, camera: Any) -> int:
                       fix="pass one of the listed cameras with --camera")
 
 
-def grow_offscreen_buffer(model: Any, width: int, height: int) -> str | None:
+def grow_offscreen_buffer(model: mujoco.MjModel, width: int, height: int) -> str | None:
     """Raises the model's offscreen buffer to at least ``width`` x ``height``; a note when it changed it."""
     glob = model.vis.global_
     old = (int(glob.offwidth), int(glob.offheight))
@@ -99,7 +103,7 @@ def grow_offscreen_buffer(model: Any, width: int, height: int) -> str | None:
             f"it was raised to {glob.offwidth}x{glob.offheight} (a visual-only change)")
 
 
-def _find_simulation(raw: UserEnv) -> tuple[Any, Any, str, Any]:
+def _find_simulation(raw: UserEnv) -> tuple[mujoco.MjModel, mujoco.MjData, str, MujocoRenderer | None]:
     """``(model, data, kind, gymnasium_renderer)`` of the raw env, or ``BackendUnavailable``."""
     physics = getattr(raw, "physics", None)
     if physics is not None and hasattr(physics, "model") and hasattr(physics.model, "ptr"):
@@ -118,7 +122,7 @@ def _find_simulation(raw: UserEnv) -> tuple[Any, Any, str, Any]:
         fix="use --render-backend env with render_mode='rgb_array', or --from-pixels, for non-MuJoCo envs")
 
 
-def _is_mj(obj: Any, cls_name: str) -> bool:
+def _is_mj(obj: object, cls_name: str) -> bool:
     return type(obj).__name__ == cls_name and type(obj).__module__.startswith("mujoco")
 
 
@@ -139,12 +143,13 @@ class MujocoBackend(RenderBackend):
 
     name = "mujoco"
     render_qualities = tuple(QUALITY)
-    _drawer: Any = None  # class defaults: close() works whatever __init__ reached
-    _views: Sequence[tuple[str, Any, Callable[[], None]]] = ()  # (camera name, MjvCamera, prepare) each
-    _gym_renderer: Any = None
+    _drawer: InlineDrawer | ThreadedDrawer | None = None  # class defaults: close() works whatever __init__ reached
+    _views: Sequence[tuple[str, mujoco.MjvCamera, Callable[[], None]]] = ()  # (camera name, MjvCamera, prepare) each
+    _gym_renderer: MujocoRenderer | None = None
 
-    def __init__(self, model: Any, data: Any, cameras: list[str], width: int = 480, height: int = 480,
-                 render_quality: str = "default", gym_renderer: Any = None, threaded: bool | None = None) -> None:
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, cameras: list[str], width: int = 480,
+                 height: int = 480, render_quality: str = "default", gym_renderer: MujocoRenderer | None = None,
+                 threaded: bool | None = None) -> None:
         self._drawer = None
         self._gym_renderer = None
         self._views = []
@@ -169,7 +174,7 @@ class MujocoBackend(RenderBackend):
         max_geom = int(getattr(gym_renderer, "max_geom", None) or 10000)
         # two scene buffers: one is filled from the simulation while the drawing thread draws the other
         self._scenes = [[self._new_scene(max_geom) for _ in self._views] for _ in range(2)]
-        self._in_flight: list[Any] = [None, None]
+        self._in_flight: list[Future[Frames] | None] = [None, None]
         self._turn = 0
         self._drawer = self._make_drawer(threaded)
         self.draw_thread = self._drawer.threaded
@@ -181,14 +186,14 @@ class MujocoBackend(RenderBackend):
                    width=getattr(cfg, "width", 480), height=getattr(cfg, "height", 480),
                    render_quality=getattr(cfg, "render_quality", "default"), gym_renderer=gym_renderer)
 
-    def _new_scene(self, max_geom: int) -> Any:
+    def _new_scene(self, max_geom: int) -> mujoco.MjvScene:
         mujoco = self._mujoco
         scene = mujoco.MjvScene(self.model, maxgeom=max_geom)
         for flag in QUALITY[self.render_quality][0]:
             scene.flags[getattr(mujoco.mjtRndFlag, flag)] = 0
         return scene
 
-    def _make_drawer(self, threaded: bool | None) -> Any:
+    def _make_drawer(self, threaded: bool | None) -> InlineDrawer | ThreadedDrawer:
         mujoco, model = self._mujoco, self.model
         glob, quality = model.vis.global_, model.vis.quality
         settings = QUALITY[self.render_quality][1]
@@ -219,7 +224,7 @@ class MujocoBackend(RenderBackend):
             if reset is not None:
                 reset()
 
-    def _view(self, name: str, gym_renderer: Any) -> tuple[Any, Callable[[], None]]:
+    def _view(self, name: str, gym_renderer: MujocoRenderer | None) -> tuple[mujoco.MjvCamera, Callable[[], None]]:
         """``(MjvCamera, prepare)``; ``prepare()`` runs before each frame of that camera."""
         mujoco = self._mujoco
         cam = mujoco.MjvCamera()
@@ -237,7 +242,7 @@ class MujocoBackend(RenderBackend):
         cam.fixedcamid = cam_id
         return cam, (lambda: None)
 
-    def submit(self, td: Any) -> Future:  # the drawer's (mjgl): a frame per camera, never None
+    def submit(self, td: StepView | None) -> Future[Frames]:  # the drawer's (mjgl): a frame per camera, never None
         """Fills a scene buffer from ``data`` now and draws it (on the drawing thread when there is one)."""
         drawer = self._drawer
         if drawer is None:
@@ -251,10 +256,10 @@ class MujocoBackend(RenderBackend):
             prepare()
             mujoco.mjv_updateScene(self.model, self.data, self._option, None, cam, mujoco.mjtCatBit.mjCAT_ALL,
                                    scene)
-        self._in_flight[turn] = drawer.submit(scenes, self.cameras)
-        return self._in_flight[turn]
+        future = self._in_flight[turn] = drawer.submit(scenes, self.cameras)
+        return future
 
-    def capture(self, td: Any) -> dict[str, Any]:
+    def capture(self, td: StepView | None) -> Frames:
         return self.submit(td).result()
 
     def _hand_back_context(self) -> None:
@@ -269,7 +274,7 @@ class MujocoBackend(RenderBackend):
         if viewer is not None and callable(getattr(viewer, "make_context_current", None)):
             viewer.make_context_current()
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, object]:
         return {"render_backend": self.name, "gl": self.gl, "cameras": list(self.cameras),
                 "width": self.width, "height": self.height, "render_quality": self.render_quality,
                 "draw_thread": self.draw_thread}
@@ -287,7 +292,7 @@ class MujocoBackend(RenderBackend):
             pass
 
 
-def _gl_errors(mujoco: Any) -> tuple[type[Exception], ...]:
+def _gl_errors(mujoco: ModuleType) -> tuple[type[Exception], ...]:
     """What a failed GL context creation raises (anything else is a bug and surfaces)."""
     errors: list[type[Exception]] = [RuntimeError, ImportError, OSError, mujoco.FatalError]
     try:
@@ -330,7 +335,7 @@ def _ensure_gl(notes: list[str]) -> str | None:
     return gl or os.environ.get("MUJOCO_GL") or "glfw"
 
 
-def _no_context(mujoco: Any, exc: Exception) -> BackendUnavailable:
+def _no_context(mujoco: ModuleType, exc: Exception) -> BackendUnavailable:
     context, wanted = _context_name(mujoco), os.environ.get("MUJOCO_GL")
     what = f"MuJoCo could not create an OpenGL context ({type(exc).__name__}: {exc})"
     if wanted and not context.endswith("." + wanted.lower()):
@@ -343,12 +348,13 @@ def _no_context(mujoco: Any, exc: Exception) -> BackendUnavailable:
             "torchrl_render.envs.gl.ensure_headless_gl() first (apt-get install libegl1 or libosmesa6 if missing)")
 
 
-def _context_name(mujoco: Any) -> str:
+def _context_name(mujoco: ModuleType) -> str:
     context = getattr(mujoco, "GLContext", None)
     return getattr(context, "__module__", None) or "none"
 
 
-def _gymnasium_default(mujoco: Any, model: Any, data: Any, gym_renderer: Any, cam: Any) -> Callable[[], None]:
+def _gymnasium_default(mujoco: ModuleType, model: mujoco.MjModel, data: mujoco.MjData, gym_renderer: MujocoRenderer,
+                       cam: mujoco.MjvCamera) -> Callable[[], None]:
     """Sets ``cam`` up the way gymnasium's ``MujocoRenderer`` does, lazily at the first frame.
 
     gymnasium builds its camera on the first ``render()``: free, looking at the median
@@ -375,7 +381,8 @@ def _gymnasium_default(mujoco: Any, model: Any, data: Any, gym_renderer: Any, ca
     return prepare
 
 
-def _init_like_gymnasium(mujoco: Any, model: Any, data: Any, gym_renderer: Any, cam: Any) -> None:
+def _init_like_gymnasium(mujoco: ModuleType, model: mujoco.MjModel, data: mujoco.MjData,
+                         gym_renderer: MujocoRenderer, cam: mujoco.MjvCamera) -> None:
     import numpy as np
 
     cam.type = mujoco.mjtCamera.mjCAMERA_FREE
@@ -390,7 +397,7 @@ def _init_like_gymnasium(mujoco: Any, model: Any, data: Any, gym_renderer: Any, 
             setattr(cam, key, value)
 
 
-def _copy_camera(src: Any, dst: Any) -> None:
+def _copy_camera(src: mujoco.MjvCamera, dst: mujoco.MjvCamera) -> None:
     for key in ("type", "fixedcamid", "trackbodyid", "distance", "azimuth", "elevation", "orthographic"):
         setattr(dst, key, getattr(src, key))
     dst.lookat[:] = src.lookat

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..contracts import UserEnv
+from ..contracts import StepView, UserEnv
 from .base import RenderBackend
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ class NullBackend(RenderBackend):
     def from_config(cls, env: UserEnv, cfg: RenderConfig) -> NullBackend:
         return cls()
 
-    def capture(self, td: Any) -> None:
+    def capture(self, td: StepView | None) -> None:
         return None
 
 

@@ -20,15 +20,18 @@ Example:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..contracts import UserEnv
+from ..contracts import StepView, UserEnv
 from ..envs.unwrap import plain_gymnasium, space_keys
 from ..errors import BackendUnavailable
 from ..keys import NestedKey
-from .base import RenderBackend
+from .base import DrawnFrames, RenderBackend
 
 if TYPE_CHECKING:
+    import torch
+    from torchrl.data import Composite
+
     from ..config import RenderConfig
 
 
@@ -37,12 +40,12 @@ __all__ = ["PixelsBackend", "TensorDictPixelsBackend"]
 log = logging.getLogger("torchrl_render")
 
 
-def _spec_keys(env: UserEnv) -> set[Any] | None:
+def _spec_keys(env: UserEnv) -> set[NestedKey] | None:
     """Every (nested) key of the env's observation spec, or ``None`` when it has none."""
     raw = plain_gymnasium(env)
     if raw is not None:  # the keys torchrl's GymWrapper would give, read from the space without torchrl
         return space_keys(raw.observation_space)
-    keys: set[Any] = set()
+    keys: set[NestedKey] = set()
     found = False
     for attr in ("full_observation_spec", "observation_spec"):
         spec = getattr(env, attr, None)
@@ -53,7 +56,7 @@ def _spec_keys(env: UserEnv) -> set[Any] | None:
     return keys if found else None
 
 
-def _takes_nested(spec: Any) -> bool:
+def _takes_nested(spec: Composite) -> bool:
     try:
         spec.keys(True, True)
     except TypeError:
@@ -61,8 +64,8 @@ def _takes_nested(spec: Any) -> bool:
     return True
 
 
-def _same_key(a: Any, b: Any) -> bool:
-    def norm(k: Any) -> tuple:
+def _same_key(a: NestedKey, b: NestedKey) -> bool:
+    def norm(k: NestedKey) -> tuple[str, ...]:
         return k if isinstance(k, tuple) else (k,)
 
     return norm(a) == norm(b)
@@ -105,8 +108,8 @@ class PixelsBackend(RenderBackend):
                 fix="use --render-backend mujoco for several named cameras, or ask for one camera")
         return cls(pixel_key=pixel_key, camera=cameras[0])
 
-    def capture(self, td: Any) -> dict[str, Any] | None:
-        frame = td.get(self.pixel_key, None) if td is not None else None
+    def capture(self, td: StepView | None) -> DrawnFrames | None:
+        frame: torch.Tensor | None = td.get(self.pixel_key, None) if td is not None else None
         if frame is None:
             if not self._missing_noted:
                 self._missing_noted = True
@@ -118,7 +121,7 @@ class PixelsBackend(RenderBackend):
             frame = frame[0]
         return {self.camera: frame}
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, object]:
         return {"render_backend": self.name, "pixel_key": _show(self.pixel_key), "cameras": [self.camera]}
 
 

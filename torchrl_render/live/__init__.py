@@ -11,19 +11,23 @@ Nothing here is imported by ``import torchrl_render`` except the notebook viewer
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .feed import LiveFeed
 from .viewer import Viewer
 
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+    from ..sink import Observer
+
 __all__ = ["LiveFeed", "Viewer", "observers"]
 
 
-def observers(cfg: Any, makes_frames: bool) -> list[Any]:
+def observers(cfg: RenderConfig, makes_frames: bool) -> list[Observer]:
     """What watches this run: the ``--live`` page's feed (its server starts here) and the ``--viewer``
     window (it opens at the first step), each when asked for. Both follow :class:`torchrl_render.sink.Observer`.
     """
-    found: list[Any] = []
+    found: list[Observer] = []
     if getattr(cfg, "live", None) is not None:
         found.append(LiveFeed(cfg))
     if getattr(cfg, "viewer", None) is not None:

@@ -26,20 +26,30 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypedDict
 
-from ..contracts import EpisodeMetrics
+import numpy as np
+from numpy.typing import NDArray
+
+from ..contracts import EpisodeMetrics, StepMetrics, UserEnv
 from ..envs.unwrap import find_simulation
 from ..notebook.display import display_page
 from .server import LiveHub, LiveServer
 
-__all__ = ["LIVE_FPS", "LiveFeed", "running_metrics", "ssh_hint"]
+if TYPE_CHECKING:
+    import mujoco
+
+    from ..config import RenderConfig
+    from ..engine.records import StepRecord
+
+__all__ = ["LIVE_FPS", "LiveFeed", "RunningMetrics", "running_metrics", "ssh_hint"]
 
 log = logging.getLogger("torchrl_render")
 LIVE_FPS = 30.0  # updates a second at most: the page draws at the screen's rate; the run is not slowed
 
 
-def ssh_hint(server: Any) -> str:
+def ssh_hint(server: LiveServer) -> str:
     """Over SSH (``$SSH_CONNECTION`` set) and on loopback: the ``ssh -L`` command that reaches the page.
 
     Example:
@@ -57,7 +67,15 @@ def ssh_hint(server: Any) -> str:
     return f" (over SSH, first run on your machine: ssh -L {server.port}:127.0.0.1:{server.port} {parts[2]})"
 
 
-def running_metrics(episodes: list[dict[str, Any]]) -> dict[str, Any]:
+class RunningMetrics(TypedDict):
+    """A run's numbers so far, as the live page shows them (``None``: not known yet)."""
+
+    episodes_done: int
+    mean_return: float | None
+    success_rate: float | None
+
+
+def running_metrics(episodes: Sequence[EpisodeMetrics]) -> RunningMetrics:
     """Episodes done, mean return and success rate (over episodes that report success) so far."""
     known = [bool(e["success"]) for e in episodes if e.get("success") is not None]
     mean = sum(float(e["sum_reward"]) for e in episodes) / len(episodes) if episodes else None
@@ -72,16 +90,16 @@ class LiveFeed:
         cfg: The run's config (``live``: the port, ``live_host``, ``live_keep``; ``env`` for the title).
     """
 
-    def __init__(self, cfg: Any) -> None:
+    def __init__(self, cfg: RenderConfig) -> None:
         self.cfg, self.hub = cfg, LiveHub()
         title = cfg.env if isinstance(cfg.env, str) else type(cfg.env).__name__
         self.server = LiveServer(self.hub, host=cfg.live_host, port=int(cfg.live or 0), title=str(title))
         self._inline = display_page(self.server.url)  # in Jupyter: the page in the cell's output
         if self._inline is None:
             log.warning("live view of the run: %s%s", self.server.url, ssh_hint(self.server))
-        self._sims: dict[int, Any] = {}
-        self._data: Any = None
-        self._model: Any = None
+        self._sims: dict[int, tuple[mujoco.MjModel, mujoco.MjData] | None] = {}
+        self._data: mujoco.MjData | None = None  # a private MjData of the model shown, for the poses
+        self._model: mujoco.MjModel | None = None
         self._last = 0.0
         self._interval = 1.0 / LIVE_FPS
 
@@ -94,7 +112,7 @@ class LiveFeed:
 
     current_frames = False  # poses go out at the step; frames, when the env has no model, at on_frame
 
-    def on_step(self, record: Any, metrics: dict[str, Any]) -> None:
+    def on_step(self, record: StepRecord, metrics: StepMetrics) -> None:
         """A rendered step: the bodies' poses for MuJoCo envs (nothing otherwise; frames come by :meth:`on_frame`)."""
         if record.env is None or not self._due():
             return
@@ -110,13 +128,13 @@ class LiveFeed:
         self.hub.set_pose({"episode": record.trajectory, "step": record.step, "return": metrics.get("return"),
                            **pose_message(model, self._data, data.qpos, data.mocap_pos, data.mocap_quat)})
 
-    def _simulation(self, env: Any) -> Any:
+    def _simulation(self, env: UserEnv) -> tuple[mujoco.MjModel, mujoco.MjData] | None:
         key = id(env)
         if key not in self._sims:
             self._sims[key] = find_simulation(env)
         return self._sims[key]
 
-    def _use_model(self, model: Any) -> None:
+    def _use_model(self, model: mujoco.MjModel) -> None:
         import mujoco
 
         from ..replay.scene import export_scene  # imports mujoco
@@ -124,7 +142,7 @@ class LiveFeed:
         self._model, self._data = model, mujoco.MjData(model)
         self.hub.set_scene(export_scene(model))
 
-    def on_frame(self, frame: Any, record: Any, metrics: dict[str, Any]) -> None:
+    def on_frame(self, frame: NDArray[np.uint8], record: StepRecord, metrics: StepMetrics) -> None:
         """A finished frame (uint8 HxWx3) of an env without a MuJoCo model, kept by reference."""
         if self._model is not None or (record.env is not None and self._simulation(record.env) is not None):
             return
@@ -140,7 +158,7 @@ class LiveFeed:
         """The page never ends a run."""
         return None
 
-    def close(self, finished: bool = True) -> Any:
+    def close(self, finished: bool = True) -> LiveFeed | None:
         """The run is over. After a failed run the server stops now; after a finished one the stream ends
         and the feed is returned, still serving, so the last state stays visible while the artifacts are
         written (the caller then calls :meth:`stop`)."""

@@ -5,7 +5,7 @@ so neither imports the other at module top."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from types import ModuleType
 
 from ..errors import NoDisplayError
 
@@ -17,7 +17,7 @@ LIVE_FIX = ("watch it in the browser instead: --live 8765 serves a live page on 
              "ssh -L 8765:127.0.0.1:8765 <host>, then open the printed URL); or drop --viewer")
 
 
-def mjpython_error(viewer_module: Any) -> NoDisplayError | None:
+def mjpython_error(viewer_module: ModuleType) -> NoDisplayError | None:
     """macOS: MuJoCo's viewer opens only under ``mjpython`` (``launch_passive``'s own condition), else None."""
     if sys.platform != "darwin" or getattr(viewer_module, "_MJPYTHON", None) is not None:
         return None

@@ -43,14 +43,15 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from ..contracts import Json
 from ..envs.mujoco_state import MujocoStateReader, extract_qpos_trajectory, load_model
 from ..errors import ConfigError, ViewerError, ViewerTimeout
 from ..notebook.display import display_page, page_iframe
-from .playback import TrajectoryPlayer, full_qpos, qpos_vector, waypoints
+from .playback import Qpos, QposTrajectory, TrajectoryPlayer, full_qpos, qpos_vector, waypoints
 from .server import LiveHub, LiveServer
 
 __all__ = [
@@ -114,13 +115,13 @@ class MujocoViewer:
     def __init__(self, viewer_dir: Path, host: str, port: int, width: str = "100%", height: int = 720) -> None:
         import mujoco
 
-        manifest = _manifest(viewer_dir)
+        model_file, scene_file = _manifest(viewer_dir)
         self.viewer_dir, self.width, self.height = viewer_dir, width, height
-        self.model = mujoco.MjModel.from_binary_path(str(viewer_dir / manifest["model"]))
+        self.model = mujoco.MjModel.from_binary_path(str(model_file))
         self._data = mujoco.MjData(self.model)
         self.hub = LiveHub(run=False)
         self.server = LiveServer(self.hub, host=host, port=port, title=f"MuJoCo viewer: {viewer_dir.name}")
-        self.hub.set_scene(json.loads((viewer_dir / manifest["scene"]).read_text(encoding="utf-8")))
+        self.hub.set_scene(json.loads(scene_file.read_text(encoding="utf-8")))
         self._player: TrajectoryPlayer | None = None
         self.returncode: int | None = None
         self.set_qpos(self.model.qpos0)
@@ -132,13 +133,13 @@ class MujocoViewer:
     torchrl_mujoco_wasm_port = port
     torchrl_mujoco_wasm_origin = origin
 
-    def poses(self, qpos: Any, degrees: bool = False) -> dict[str, list[float]]:
+    def poses(self, qpos: Qpos, degrees: bool = False) -> dict[str, list[float]]:
         """The page's pose message for ``qpos`` (a full ``nq`` vector, or one value per hinge/slide joint)."""
         from ..replay.poses import pose_message  # imports mujoco
 
         return pose_message(self.model, self._data, full_qpos(self.model, qpos, degrees))
 
-    def set_qpos(self, qpos: Any, *, degrees: bool = False, wait: bool = False, timeout: float = 5.0,
+    def set_qpos(self, qpos: Qpos, *, degrees: bool = False, wait: bool = False, timeout: float = 5.0,
                  ack: bool = False, label: str = "state sent") -> int:
         """Shows the state ``qpos``; returns the pose's number.
 
@@ -155,7 +156,7 @@ class MujocoViewer:
                                     "<host>), or raise timeout")
         return seq
 
-    def play(self, waypoints: np.ndarray, dt: float, *, loop: bool, interpolate: bool,
+    def play(self, waypoints: NDArray[np.float64], dt: float, *, loop: bool, interpolate: bool,
              degrees: bool = False) -> TrajectoryPlayer:
         """Plays ``waypoints`` (``T x n``) ``dt`` seconds apart on a background thread (stops the last one)."""
         self.stop()
@@ -235,9 +236,9 @@ def display_mujoco_wasm_viewer(viewer_dir: str | Path, *, port: int = DEFAULT_VI
     return viewer
 
 
-def send_mujoco_wasm_qpos(qpos: Any, *, port: int = DEFAULT_VIEWER_PORT, viewer_origin: str | None = None,
+def send_mujoco_wasm_qpos(qpos: Qpos, *, port: int = DEFAULT_VIEWER_PORT, viewer_origin: str | None = None,
                           degrees: bool = False, pause: bool = True, wait: bool = False,
-                          timeout: float = 5.0) -> dict[str, Any] | None:
+                          timeout: float = 5.0) -> dict[str, object] | None:
     """Shows one state in the viewer serving on ``port`` (or ``viewer_origin``) in this process.
 
     Args:
@@ -259,11 +260,11 @@ def send_mujoco_wasm_qpos(qpos: Any, *, port: int = DEFAULT_VIEWER_PORT, viewer_
     return {"type": "torchrl:mujoco_wasm:qposApplied", "ok": True, "seq": seq} if wait else None
 
 
-def play_mujoco_wasm_trajectory(qpos: Any, *, dt: float | None = None, fps: float | None = None,
+def play_mujoco_wasm_trajectory(qpos: QposTrajectory, *, dt: float | None = None, fps: float | None = None,
                                 port: int = DEFAULT_VIEWER_PORT, viewer_origin: str | None = None,
                                 degrees: bool = False, pause: bool = True, loop: bool = False,
                                 interpolate: bool = True, wait: bool = False, timeout: float | None = None,
-                                viewer_dir: str | Path | None = None) -> dict[str, Any] | None:
+                                viewer_dir: str | Path | None = None) -> dict[str, object] | None:
     """Plays a qpos trajectory in a viewer of this process, in real time, on a background thread.
 
     Args:
@@ -332,16 +333,23 @@ def _viewer_for_dir(viewer_dir: Path, port: int) -> MujocoViewer:
     return found[0] if found else display_mujoco_wasm_viewer(viewer_dir, port=port)
 
 
-def _manifest(viewer_dir: Path) -> dict[str, Any]:
+def _manifest(viewer_dir: Path) -> tuple[Path, Path]:
+    """The viewer folder's compiled model and scene files, as its manifest names them."""
     path = viewer_dir / "manifest.json"
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest: Json = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{str(viewer_dir)!r} is not a viewer folder", expected="a folder written by "
                           "write_mujoco_wasm_viewer (with manifest.json)", got=f"{type(exc).__name__}: {exc}",
                           fix="call write_mujoco_wasm_viewer(viewer_dir, model_path) first") from exc
-    if manifest.get("format") != VIEWER_FORMAT:
+    found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+    if not isinstance(manifest, dict) or found != VIEWER_FORMAT:
         raise ConfigError(f"{str(path)!r} was not written by torchrl_render", expected=VIEWER_FORMAT,
-                          got=manifest.get("format"), fix="write the folder again with write_mujoco_wasm_viewer")
-    return manifest
+                          got=found, fix="write the folder again with write_mujoco_wasm_viewer")
+    model, scene = manifest.get("model"), manifest.get("scene")
+    if not isinstance(model, str) or not isinstance(scene, str):
+        raise ConfigError(f"{str(path)!r} does not name the viewer's files", expected='"model" and "scene" file names',
+                          got=f"model={model!r}, scene={scene!r}", fix="write the folder again with "
+                          "write_mujoco_wasm_viewer")
+    return viewer_dir / model, viewer_dir / scene
 

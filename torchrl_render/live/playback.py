@@ -17,21 +17,42 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
+from ..contracts import Array
 from ..errors import ConfigError, ViewerError
 
-__all__ = ["PLAY_HZ", "TrajectoryPlayer", "full_qpos", "qpos_vector", "waypoints"]
+if TYPE_CHECKING:
+    import mujoco
+    import torch
+
+__all__ = ["PLAY_HZ", "Qpos", "QposTrajectory", "QposViewer", "TrajectoryPlayer", "full_qpos", "qpos_vector",
+           "waypoints"]
+
+#: A qpos vector as users send it: a list of numbers, a numpy array or a tensor.
+Qpos: TypeAlias = "ArrayLike | torch.Tensor"
+#: A qpos trajectory as users send it: a ``T x n`` array or tensor, or a sequence of qpos vectors (one vector alone
+#: is a one-waypoint trajectory).
+QposTrajectory: TypeAlias = "Array | torch.Tensor | Sequence[Qpos]"
 
 PLAY_HZ = 60.0  # states a second while an interpolated trajectory plays
+
+
+class QposViewer(Protocol):
+    """What a trajectory is played on (:class:`torchrl_render.live.notebook_viewer.MujocoViewer`): shows a full
+    qpos and returns the pose's number."""
+
+    def set_qpos(self, qpos: NDArray[np.float64], *, degrees: bool, ack: bool, label: str) -> int: ...
 
 
 class TrajectoryPlayer(threading.Thread):
     """Sends a trajectory's poses at their times (blended at :data:`PLAY_HZ` with ``interpolate``)."""
 
-    def __init__(self, viewer: Any, waypoints: np.ndarray, dt: float, *, loop: bool, interpolate: bool,
+    def __init__(self, viewer: QposViewer, waypoints: NDArray[np.float64], dt: float, *, loop: bool, interpolate: bool,
                  degrees: bool) -> None:
         super().__init__(name="torchrl_render-viewer-play", daemon=True)
         self.viewer, self.waypoints, self.dt = viewer, waypoints, dt
@@ -67,12 +88,12 @@ class TrajectoryPlayer(threading.Thread):
         finally:
             self.done.set()
 
-    def _show(self, qpos: np.ndarray, step: int, ack: bool) -> int:
+    def _show(self, qpos: NDArray[np.float64], step: int, ack: bool) -> int:
         label = f"trajectory: waypoint {step + 1} of {len(self.waypoints)}"
         return self.viewer.set_qpos(qpos, degrees=self.degrees, ack=ack, label=label)
 
 
-def full_qpos(model: Any, qpos: Any, degrees: bool = False) -> np.ndarray:
+def full_qpos(model: mujoco.MjModel, qpos: Qpos, degrees: bool = False) -> NDArray[np.float64]:
     """A full ``nq`` qpos from ``qpos``: already full, or one value per hinge/slide joint over ``qpos0``.
 
     Example:
@@ -103,7 +124,7 @@ def full_qpos(model: Any, qpos: Any, degrees: bool = False) -> np.ndarray:
     return full
 
 
-def qpos_vector(qpos: Any) -> np.ndarray:
+def qpos_vector(qpos: Qpos) -> NDArray[np.float64]:
     if hasattr(qpos, "detach"):
         qpos = qpos.detach().cpu().numpy()
     try:
@@ -117,7 +138,8 @@ def qpos_vector(qpos: Any) -> np.ndarray:
     return values
 
 
-def waypoints(qpos: Any, dt: float | None, fps: float | None, wait: bool, loop: bool) -> tuple[np.ndarray, float]:
+def waypoints(qpos: QposTrajectory, dt: float | None, fps: float | None, wait: bool,
+              loop: bool) -> tuple[NDArray[np.float64], float]:
     """The ``T x n`` waypoints of a trajectory and the seconds between them (torchrl.render's checks)."""
     if dt is not None and fps is not None:
         raise ConfigError("pass either dt or fps, not both", got=f"dt={dt}, fps={fps}", fix="drop one of them")

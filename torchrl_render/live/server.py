@@ -42,10 +42,13 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+import numpy as np
+from numpy.typing import NDArray
 
 from ..replay.page import page_resource
 
@@ -65,7 +68,7 @@ QUEUE_EVENTS = 64  # per page: older events are dropped when a page reads slower
 _LIVE_SCRIPTS = ("decode.js", "view.js", "live.js")
 
 
-def _dumps(data: Any) -> str:
+def _dumps(data: object) -> str:
     return json.dumps(data, separators=(",", ":"), allow_nan=False, default=lambda v: v.item())
 
 
@@ -76,10 +79,10 @@ class LiveHub:
         self.lock = threading.Condition()
         self.scene_json: str | None = None
         self.scene_id = 0
-        self.pose: dict[str, Any] | None = None
+        self.pose: dict[str, object] | None = None
         # a run's metrics so far; none for the MuJoCo viewer's page (run=False: it shows states sent to it)
-        self.metrics: dict[str, Any] = {"episodes_done": 0, "mean_return": None, "success_rate": None} if run else {}
-        self.frame: Any = None  # the latest frame (uint8 HxWx3), encoded on request by the server thread
+        self.metrics: dict[str, object] = {"episodes_done": 0, "mean_return": None, "success_rate": None} if run else {}
+        self.frame: NDArray[np.uint8] | None = None  # the latest frame (HxWx3), encoded on request by the server thread
         self.frame_seq = 0
         self._png: tuple[int, bytes] | None = None
         self.poses = 0
@@ -93,7 +96,7 @@ class LiveHub:
         """Whether a page is connected (publishers skip work nobody sees)."""
         return bool(self.queues)
 
-    def _publish(self, event: str, data: dict[str, Any]) -> None:
+    def _publish(self, event: str, data: Mapping[str, object]) -> None:
         text = f"event: {event}\ndata: {_dumps(data)}\n\n"
         for queue in self.queues:
             if len(queue) == queue.maxlen:
@@ -101,13 +104,13 @@ class LiveHub:
             queue.append(text)
         self.lock.notify_all()
 
-    def set_scene(self, scene: dict[str, Any]) -> None:
+    def set_scene(self, scene: Mapping[str, object]) -> None:
         """A new model to draw (the pages rebuild their view)."""
         with self.lock:
             self.scene_json, self.scene_id = _dumps(scene), self.scene_id + 1
             self._publish("scene", {"id": self.scene_id})
 
-    def set_pose(self, pose: dict[str, Any]) -> int:
+    def set_pose(self, pose: Mapping[str, object]) -> int:
         """Body poses (``pos``: flat xpos, ``quat``: flat xquat w-first) plus facts; returns its number."""
         with self.lock:
             self.poses += 1
@@ -115,13 +118,13 @@ class LiveHub:
             self._publish("pose", self.pose)
             return self.poses
 
-    def set_frame(self, frame: Any, facts: dict[str, Any]) -> None:
+    def set_frame(self, frame: NDArray[np.uint8], facts: Mapping[str, object]) -> None:
         """The latest frame (kept by reference: encoded only when a page asks for it)."""
         with self.lock:
             self.frame, self.frame_seq = frame, self.frame_seq + 1
             self._publish("frame", {**facts, "seq": self.frame_seq})
 
-    def set_metrics(self, metrics: dict[str, Any]) -> None:
+    def set_metrics(self, metrics: Mapping[str, object]) -> None:
         with self.lock:
             self.metrics = dict(metrics)
             self._publish("metrics", self.metrics)
@@ -141,7 +144,7 @@ class LiveHub:
         with self.lock:
             return self.lock.wait_for(lambda: self.acked >= seq, timeout)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, object]:
         with self.lock:
             return {"poses": self.poses, "pose": self.pose, "metrics": self.metrics, "frame_seq": self.frame_seq,
                     "scene_id": self.scene_id, "ended": self.ended, "acked": self.acked}
@@ -190,6 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # one request a connection; an event stream lasts until either side closes
     timeout = 10.0  # seconds a client may stall a read or a write before it is dropped
     live: LiveServer
+    query: dict[str, list[str]]  # the request's query string, parsed (set by _route)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         code = {414: 400, 431: 400, 501: 405}.get(code, code)  # oversized line / headers, unknown method
@@ -291,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             hub.unsubscribe(queue)
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         log.debug("%s %s", self.address_string(), format % args)
 
 
@@ -308,8 +312,8 @@ class _Server(ThreadingHTTPServer):
     # interpreter busy overflowed the queue and each further connection waited for a SYN retry
     request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, address: Any, handler: Any) -> None:
-        self.waiting: dict[Any, tuple[float, Any]] = {}  # socket -> (accepted at, client address)
+    def __init__(self, address: tuple[str, int], handler: type[_Handler]) -> None:
+        self.waiting: dict[socket.socket, tuple[float, object]] = {}  # socket -> (accepted at, client address)
         self.selector = selectors.DefaultSelector()
         self.slots = threading.BoundedSemaphore(MAX_HANDLERS)
         self.guard = threading.Lock()
@@ -324,8 +328,9 @@ class _Server(ThreadingHTTPServer):
         self.dispatcher = threading.Thread(target=self._dispatch, name="torchrl_render-live-dispatch", daemon=True)
         self.dispatcher.start()
 
-    def process_request(self, request: Any, client_address: Any) -> None:
+    def process_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
         """Called on the accepting thread: park the connection until it has something to say."""
+        assert isinstance(request, socket.socket)  # a TCP server's requests are its accepted sockets
         with self.guard:
             while len(self.waiting) >= MAX_WAITING:  # the oldest idle connection makes room
                 oldest = min(self.waiting, key=lambda sock: self.waiting[sock][0])
@@ -340,7 +345,7 @@ class _Server(ThreadingHTTPServer):
         except OSError:  # its buffer is full: the dispatcher is awake already
             pass
 
-    def _drop(self, sock: Any) -> None:
+    def _drop(self, sock: socket.socket) -> None:
         self.waiting.pop(sock, None)
         try:
             self.selector.unregister(sock)
@@ -365,7 +370,7 @@ class _Server(ThreadingHTTPServer):
                         except OSError:  # drained
                             pass
                         continue
-                    if sock not in self.waiting:
+                    if not isinstance(sock, socket.socket) or sock not in self.waiting:  # only sockets are parked
                         continue
                     _, client = self.waiting.pop(sock)
                     self.selector.unregister(sock)
@@ -378,13 +383,13 @@ class _Server(ThreadingHTTPServer):
                 for sock in [s for s, (t, _) in self.waiting.items() if now - t > timeout]:
                     self._drop(sock)  # connected, said nothing for the handler's whole timeout
 
-    def _serve(self, sock: Any, client: Any) -> None:
+    def _serve(self, sock: socket.socket, client: object) -> None:
         try:
             self.process_request_thread(sock, client)  # handles, then closes the connection
         finally:
             self.slots.release()
 
-    def _busy(self, sock: Any) -> None:
+    def _busy(self, sock: socket.socket) -> None:
         try:
             sock.settimeout(0.5)
             sock.sendall(b"HTTP/1.0 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
@@ -406,7 +411,8 @@ class _Server(ThreadingHTTPServer):
         self.wake_out.close()
         super().server_close()
 
-    def handle_error(self, request: Any, client_address: Any) -> None:  # never a traceback on stderr
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket],
+                     client_address: object) -> None:  # never a traceback on stderr
         log.debug("live server: request from %s failed", client_address, exc_info=True)
 
 
@@ -497,7 +503,7 @@ class LiveServer:
         self.close()
 
 
-def wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
+def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
     """Polls ``predicate`` until it is true or ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout
     while not predicate():

@@ -39,14 +39,21 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ..contracts import EpisodeMetrics
+import numpy as np
+from numpy.typing import NDArray
+
+from ..contracts import EpisodeMetrics, StepMetrics, UserEnv
 from ..envs.gl import library_loads
 from ..envs.unwrap import find_simulation, underlying_env
 from ..errors import NoDisplayError, ViewerError
 from .keys import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, LIVE_FIX, mjpython_error
-from .windows import FrameWindow, MujocoWindow
+from .windows import CameraSettings, FrameWindow, MujocoWindow
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+    from ..engine.records import StepRecord
 
 __all__ = [
     "KEY_ESCAPE",
@@ -76,7 +83,7 @@ def check_display() -> None:
                              got="DISPLAY and WAYLAND_DISPLAY unset", fix=LIVE_FIX)
 
 
-def prepare_viewer(cfg: Any, notes: list[str]) -> None:
+def prepare_viewer(cfg: RenderConfig, notes: list[str]) -> None:
     """Before the run builds anything: refuses a machine without a display, and keeps MuJoCo's offscreen
     rendering (the video) off the display: ``MUJOCO_GL=egl`` when it is unset and libEGL loads, so that
     the video's renderer and the viewer's GLFW window never share GLFW."""
@@ -129,10 +136,10 @@ class Viewer:
         makes_frames: Whether the run makes frames (the ``window`` kind shows them).
     """
 
-    def __init__(self, cfg: Any, makes_frames: bool) -> None:
+    def __init__(self, cfg: RenderConfig, makes_frames: bool) -> None:
         self.cfg, self.makes_frames = cfg, makes_frames
         self.controls = Controls()
-        self.window: Any = None
+        self.window: MujocoWindow | FrameWindow | None = None
         self.fps: float | None = cfg.render_fps
         self._next = 0.0
         self._where = (0, 0)
@@ -143,7 +150,7 @@ class Viewer:
 
     current_frames = True  # the window shows this step's frame, so the sink finishes it before on_step
 
-    def on_step(self, record: Any, metrics: dict[str, Any]) -> None:
+    def on_step(self, record: StepRecord, metrics: StepMetrics) -> None:
         """Shows the state after this step, paced to real time; returns when the run may go on."""
         if self.window is None:
             self.window = self._open(record)
@@ -151,10 +158,11 @@ class Viewer:
             log.info("viewer: showing episode %d", record.trajectory)
         self._where = (record.trajectory, record.step)
         self.window.show_state(record, self._caption(metrics))
-        self._pace()
-        self._hold(metrics)
+        self._pace(self.window)
+        self._hold(self.window, metrics)
 
-    def on_frame(self, frame: Any, record: Any = None, metrics: dict[str, Any] | None = None) -> None:
+    def on_frame(self, frame: NDArray[np.uint8], record: StepRecord | None = None,
+                 metrics: StepMetrics | None = None) -> None:
         """A finished frame (uint8 HxWx3) of the run; the ``window`` kind shows it."""
         if self.window is not None:
             self.window.show_frame(frame)
@@ -172,7 +180,7 @@ class Viewer:
         if window is not None:
             window.close()
 
-    def _open(self, record: Any) -> Any:
+    def _open(self, record: StepRecord) -> MujocoWindow | FrameWindow:
         sim = find_simulation(record.env) if record.env is not None else None
         kind = self.cfg.viewer
         if kind == "auto":
@@ -190,21 +198,21 @@ class Viewer:
                               "env with --viewer mujoco, or --live")
         if self.fps is None:
             self.fps = _env_fps(record.env) or float(self.cfg.fps)
-        window = MujocoWindow(*sim, self.controls, _env_camera(record.env)) if kind == "mujoco" and sim is not None \
-            else FrameWindow(self.controls)
+        window: MujocoWindow | FrameWindow = (MujocoWindow(*sim, self.controls, _env_camera(record.env))
+                                              if kind == "mujoco" and sim is not None else FrameWindow(self.controls))
         log.info("viewer: opened the %s viewer, %.4g steps/s", kind, self.fps)
         return window
 
-    def _pace(self) -> None:
+    def _pace(self, window: MujocoWindow | FrameWindow) -> None:
         """Waits until this step's slot in real time (keeps the window responsive meanwhile)."""
         if self.fps is None:  # never: the window opened at the first step, and set it
             raise RuntimeError("the viewer paces a step before its window opened")
         now = time.perf_counter()
         self._next = max(self._next + 1.0 / self.fps, now)
         while not self.stopped and (left := self._next - time.perf_counter()) > 0:
-            self.window.pump(min(left, 1 / 60))
+            window.pump(min(left, 1 / 60))
 
-    def _hold(self, metrics: dict[str, Any]) -> None:
+    def _hold(self, window: MujocoWindow | FrameWindow, metrics: StepMetrics) -> None:
         """While paused: the window stays live; a right-arrow press lets one step through."""
         if not self.controls.paused:
             return
@@ -213,14 +221,14 @@ class Viewer:
             if self.controls.take_step():
                 log.info("viewer: one step (episode %d, step %d)", self._where[0], self._where[1] + 1)
                 break
-            self.window.show_state(None, self._caption(metrics))
-            self.window.pump(1 / 60)
+            window.show_state(None, self._caption(metrics))
+            window.pump(1 / 60)
         else:
             if not self.stopped:
                 log.info("viewer: resumed at episode %d, step %d", *self._where)
         self._next = time.perf_counter()
 
-    def _caption(self, metrics: dict[str, Any]) -> str:
+    def _caption(self, metrics: StepMetrics) -> str:
         """The window's text: the episode; while paused also the step and the return so far (the text
         changes once an episode while running: MuJoCo's viewer applies a new text at its next drawing)."""
         if not self.controls.paused:
@@ -229,7 +237,7 @@ class Viewer:
                 "[paused: space resumes, right arrow steps]")
 
 
-def stopped_note(cfg: Any, finished: int) -> str:
+def stopped_note(cfg: RenderConfig, finished: int) -> str:
     """The run's note when the viewer ended it; :class:`ViewerError` when no episode had finished (nothing to keep)."""
     asked = f"{cfg.num_trajs}" if cfg.num_trajs is not None else f"--eval-n-timesteps {cfg.eval_n_timesteps}'s"
     if not finished:
@@ -243,14 +251,14 @@ def stopped_note(cfg: Any, finished: int) -> str:
             "(frames of it already written to a video stay there)")
 
 
-def _env_camera(env: Any) -> dict[str, Any] | None:
+def _env_camera(env: UserEnv) -> CameraSettings | None:
     """A gymnasium MuJoCo env's ``mujoco_renderer.default_cam_config`` (how its videos are framed), else None."""
     renderer = getattr(getattr(underlying_env(env), "unwrapped", None), "mujoco_renderer", None)
     config = getattr(renderer, "default_cam_config", None)
     return dict(config) if isinstance(config, dict) else None
 
 
-def _env_fps(env: Any) -> float | None:
+def _env_fps(env: UserEnv) -> float | None:
     """The env's ``metadata["render_fps"]`` (gymnasium), looked up behind torchrl's wrappers; else None."""
     for candidate in (env, underlying_env(env)):
         try:

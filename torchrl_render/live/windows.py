@@ -10,14 +10,30 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
+from ..contracts import Array
 from ..errors import NoDisplayError
 from .keys import KEY_ESCAPE, KEY_RIGHT, KEY_SPACE, LIVE_FIX, mjpython_error
 
-__all__ = ["FrameWindow", "MujocoWindow", "frame_camera"]
+if TYPE_CHECKING:
+    import mujoco
+    import mujoco.viewer
+    import pygame
+
+    from ..engine.records import StepRecord
+    from .viewer import Controls
+
+__all__ = ["CameraSettings", "FrameWindow", "MujocoWindow", "frame_camera"]
+
+#: A gymnasium MuJoCo env's ``default_cam_config``: MjvCamera attributes (``distance``, ``elevation``,
+#: ``azimuth``, ``trackbodyid``: numbers; ``lookat``: three of them) by name.
+CameraSettings: TypeAlias = "Mapping[str, float | Array]"
 
 
 class MujocoWindow:
@@ -29,8 +45,9 @@ class MujocoWindow:
     (its side panels, whose sliders could, are hidden).
     """
 
-    def __init__(self, model: Any, data: Any, controls: Any, camera: dict[str, Any] | None = None) -> None:
-        self.handle: Any = None
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, controls: Controls,
+                 camera: CameraSettings | None = None) -> None:
+        self.handle: mujoco.viewer.Handle | None = None
         import glfw
 
         if not glfw.init():  # launch_passive would wait forever for a window its thread cannot open
@@ -50,14 +67,15 @@ class MujocoWindow:
             frame_camera(mujoco, model, self.handle.cam, camera or {})
         self._caption = ""
 
-    def show_state(self, record: Any, caption: str) -> None:
+    def show_state(self, record: StepRecord | None, caption: str) -> None:
+        assert self.handle is not None, "show_state() after close()"
         if caption != self._caption:  # set_texts waits for the viewer's next drawing: only on a change
             self._caption = caption
             self.handle.set_texts((self.mujoco.mjtFontScale.mjFONTSCALE_150, self.mujoco.mjtGridPos.mjGRID_TOPLEFT,
                                    caption, ""))
         self.handle.sync()  # takes the viewer's lock: the scene is copied from the env's data
 
-    def show_frame(self, frame: Any) -> None:
+    def show_frame(self, frame: NDArray[np.uint8]) -> None:
         """Frames are not shown: the viewer draws the simulation itself."""
 
     def pump(self, seconds: float) -> None:
@@ -77,7 +95,7 @@ class MujocoWindow:
             time.sleep(0.01)
 
 
-def frame_camera(mujoco: Any, model: Any, cam: Any, config: dict[str, Any]) -> None:
+def frame_camera(mujoco: ModuleType, model: mujoco.MjModel, cam: mujoco.MjvCamera, config: CameraSettings) -> None:
     """Opens on the model as the video frames it: the env's camera settings (gymnasium's
     ``default_cam_config``: distance, elevation, azimuth, lookat, trackbodyid) over MuJoCo's free
     camera, tracking the body a follow camera tracks (the model's tracking camera's, else its root)."""
@@ -101,12 +119,12 @@ def frame_camera(mujoco: Any, model: Any, cam: Any, config: dict[str, Any]) -> N
 class FrameWindow:
     """A pygame window showing the run's frames (opened at the first frame, resized to it)."""
 
-    def __init__(self, controls: Any) -> None:
+    def __init__(self, controls: Controls) -> None:
         os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
         import pygame
 
         self.pygame, self.controls = pygame, controls
-        self.screen: Any = None
+        self.screen: pygame.Surface | None = None
         self._closed = False
         self._caption = ""
         try:
@@ -124,7 +142,7 @@ class FrameWindow:
                                  fix="unset SDL_VIDEODRIVER, or " + LIVE_FIX)
         self._keys = {pygame.K_SPACE: KEY_SPACE, pygame.K_RIGHT: KEY_RIGHT, pygame.K_ESCAPE: KEY_ESCAPE}
 
-    def show_frame(self, frame: Any) -> None:
+    def show_frame(self, frame: NDArray[np.uint8]) -> None:
         if self._closed:
             return
         pygame = self.pygame
@@ -136,7 +154,7 @@ class FrameWindow:
         self.screen.blit(pygame.image.frombuffer(frame.tobytes(), (w, h), "RGB"), (0, 0))
         pygame.display.flip()
 
-    def show_state(self, record: Any, caption: str) -> None:
+    def show_state(self, record: StepRecord | None, caption: str) -> None:
         if caption != self._caption and not self._closed:
             self._caption = caption
             self.pygame.display.set_caption(caption)
