@@ -17,7 +17,6 @@ from __future__ import annotations
 import difflib
 import unicodedata
 from collections.abc import Iterable
-from typing import Any
 
 __all__ = [
     "BackendUnavailable",
@@ -56,7 +55,7 @@ class RenderError(Exception):
         extra: The pip extra or package that would help, if any.
     """
 
-    def __init__(self, what: str, *, expected: Any = None, got: Any = _UNSET,
+    def __init__(self, what: str, *, expected: object = None, got: object = _UNSET,
                  fix: str | None = None, extra: str | None = None) -> None:
         self.what = what.rstrip(".")
         self.expected = expected
@@ -79,7 +78,7 @@ class RenderError(Exception):
         return " ".join(parts)
 
 
-def _sentence(text: Any) -> str:
+def _sentence(text: object) -> str:
     text = printable(str(text).strip())
     return text if text.endswith((".", "?", "!")) else text + "."
 

@@ -7,8 +7,6 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 from .errors import ConfigError
 
 __all__ = ["NestedKey", "key_to_string", "parse_nested_key"]
@@ -16,7 +14,7 @@ __all__ = ["NestedKey", "key_to_string", "parse_nested_key"]
 NestedKey = str | tuple[str, ...]
 
 
-def parse_nested_key(value: Any, name: str = "key") -> NestedKey:
+def parse_nested_key(value: object, name: str = "key") -> NestedKey:
     """``"a.b"`` -> ``("a", "b")``; strings without a dot and tuples pass through.
 
     Example:

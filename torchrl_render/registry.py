@@ -26,11 +26,29 @@ import importlib
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Protocol, TypeVar, cast, overload
 
 from .errors import ConfigError, did_you_mean
 
-__all__ = ["AUTO_ORDER", "BACKENDS", "WRITERS", "Entry", "Registry", "needs_frames"]
+_T = TypeVar("_T")
+
+
+class FormatChoice(Protocol):
+    """What :func:`needs_frames` reads of a ``RenderConfig`` (config sits above this module, and calls it)."""
+
+    @property
+    def format_name(self) -> str: ...
+
+    save_frames: bool
+
+
+class _FramesRule(Protocol):
+    """A writer class as :func:`needs_frames` calls it: ``Writer.wants_frames`` (a classmethod)."""
+
+    @classmethod
+    def wants_frames(cls, cfg: FormatChoice, default: bool) -> bool: ...
+
+__all__ = ["AUTO_ORDER", "BACKENDS", "WRITERS", "Entry", "FormatChoice", "Registry", "needs_frames"]
 
 
 @dataclass(frozen=True)
@@ -92,8 +110,15 @@ class Registry:
                 fix=f"pick one of the listed {self.kind}s")
         return self.table[name]
 
-    def load(self, name: str) -> Any:
-        """Imports and returns the object behind ``name``."""
+    @overload
+    def load(self, name: str) -> object: ...
+
+    @overload
+    def load(self, name: str, kind: type[_T]) -> type[_T]: ...
+
+    def load(self, name: str, kind: type[_T] | None = None) -> object:
+        """Imports and returns the object behind ``name``: with ``kind`` (the writer or backend base class, which
+        the caller above this module names), checked to be a subclass of it."""
         entry = self.entry(name)
         module_name, _, attr = entry.target.partition(":")
         try:
@@ -102,7 +127,12 @@ class Registry:
             raise ConfigError(
                 f"{self.kind} {name!r} needs a package that is not installed ({exc})",
                 fix="install the missing package", extra=entry.extra) from exc
-        return getattr(module, attr)
+        loaded: object = getattr(module, attr)
+        if kind is not None and not (isinstance(loaded, type) and issubclass(loaded, kind)):
+            raise ConfigError(f"{self.kind} {name!r} ({entry.target}) is not a {kind.__name__} class",
+                              expected=f"a subclass of {kind.__module__}.{kind.__qualname__}", got=repr(loaded),
+                              fix=f"register a {kind.__name__} subclass under {name!r}")
+        return loaded
 
     def for_suffix(self, path: str | Path) -> str | None:
         """The name whose suffix matches ``path`` (case-insensitive), if any."""
@@ -161,9 +191,12 @@ BACKENDS = Registry("render backend", {
 AUTO_ORDER = ("pixels", "mujoco", "env")
 
 
-def needs_frames(cfg: Any) -> bool:
+def needs_frames(cfg: FormatChoice) -> bool:
     """Whether the run of ``cfg`` renders frames for its files: the format's writer decides for the config
     (:meth:`~torchrl_render.writers.base.Writer.wants_frames`, the table's ``needs_frames`` by default),
-    and ``save_frames`` always wants them. Loads the writer class by name (no static import upwards)."""
-    fmt = cfg.format
-    return bool(WRITERS.load(fmt).wants_frames(cfg, WRITERS.entry(fmt).needs_frames)) or bool(cfg.save_frames)
+    and ``save_frames`` always wants them. Loads the writer class by name (no static import upwards, so its
+    rule is typed here by a Protocol: this module cannot name the Writer class)."""
+    fmt = cfg.format_name
+    # every format's class is a writers.base.Writer, whose classmethod wants_frames(cfg, default) this is
+    writer = cast("type[_FramesRule]", WRITERS.load(fmt))
+    return bool(writer.wants_frames(cfg, WRITERS.entry(fmt).needs_frames)) or bool(cfg.save_frames)

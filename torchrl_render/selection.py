@@ -25,12 +25,14 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, Protocol, TypedDict
 
+from .contracts import EpisodeMetrics, RerunNumbers
 from .errors import ConfigError
 
-__all__ = ["KINDS", "Selector", "check_selection", "choose", "differ_note", "missing_seeds", "needs_two_passes",
-           "only_first", "parse_selectors", "reconcile", "same_bits", "summary"]
+__all__ = ["KINDS", "ChosenEntry", "SelectSummary", "SelectionConfig", "Selector", "check_selection", "choose",
+           "differ_note", "missing_seeds", "needs_two_passes", "only_first", "parse_selectors", "reconcile",
+           "same_bits", "summary"]
 
 #: The selector kinds, in the order the help lists them.
 KINDS = ("first", "worst", "best", "failed", "succeeded", "seeds")
@@ -50,7 +52,47 @@ class Selector:
         return f"seeds:{','.join(map(str, self.seeds))}" if self.kind == "seeds" else f"{self.kind}:{self.count}"
 
 
-def parse_selectors(values: Any) -> tuple[Selector, ...]:
+class ChosenEntry(TypedDict):
+    """A filmed episode in the metadata's ``render_select`` entry: why it was chosen, and whether (else how) its
+    re-run differed from the first pass."""
+
+    episode_ix: int
+    seed: int | None
+    reason: str
+    num_frames: int
+    reproduced: bool
+    sum_reward: float
+    rerun: NotRequired[RerunNumbers]
+
+
+class SelectSummary(TypedDict):
+    """The metadata's ``render_select`` entry of a run that filmed chosen episodes (:func:`summary`)."""
+
+    selectors: list[str]
+    passes: int
+    episodes: list[ChosenEntry]
+    differ: list[int]
+    shows: str
+    first_pass_s: float
+    rerun_s: float
+
+
+class SelectionConfig(Protocol):
+    """What :func:`check_selection` reads and normalises of a ``RenderConfig`` (config sits above this module,
+    and calls it)."""
+
+    render_select: list[str]
+    max_episodes_rendered: int | None
+    format: str | None
+    seed: int | None
+    seed_mode: str
+    live: int | None
+    viewer: str | None
+    result_frames: bool
+    num_trajs: int | None
+
+
+def parse_selectors(values: object) -> tuple[Selector, ...]:
     """Parses ``--render-select`` values (strings, or already parsed :class:`Selector` s)."""
     if values is None:
         return ()
@@ -62,7 +104,7 @@ def parse_selectors(values: Any) -> tuple[Selector, ...]:
     return tuple(v if isinstance(v, Selector) else _parse_one(v) for v in values)
 
 
-def _parse_one(text: Any) -> Selector:
+def _parse_one(text: object) -> Selector:
     kind, sep, arg = str(text).strip().partition(":")
     kind = kind.strip().lower()
     if kind not in KINDS or not sep:
@@ -81,7 +123,7 @@ def _parse_one(text: Any) -> Selector:
     return Selector(kind, count=numbers[0])
 
 
-def _integer(part: str, text: Any) -> int:
+def _integer(part: str, text: object) -> int:
     try:
         return int(part)
     except ValueError:
@@ -101,7 +143,7 @@ def needs_two_passes(selectors: tuple[Selector, ...]) -> bool:
     return bool(selectors) and only_first(selectors) is None
 
 
-def choose(selectors: tuple[Selector, ...], episodes: list[dict[str, Any]]) -> list[tuple[int, str]]:
+def choose(selectors: tuple[Selector, ...], episodes: list[EpisodeMetrics]) -> list[tuple[int, str]]:
     """``(episode_ix, why)`` of the chosen episodes, in episode order (``why``: e.g. ``"worst 1 of 3"``)."""
     reasons: dict[int, list[str]] = {}
     for selector in selectors:
@@ -115,7 +157,7 @@ def choose(selectors: tuple[Selector, ...], episodes: list[dict[str, Any]]) -> l
     return [(ix, ", ".join(reasons[ix])) for ix in sorted(reasons)]
 
 
-def _pick(selector: Selector, episodes: list[dict[str, Any]]) -> list[int]:
+def _pick(selector: Selector, episodes: list[EpisodeMetrics]) -> list[int]:
     """Positions in ``episodes`` that ``selector`` chooses, best match first."""
     n = selector.count
     if selector.kind == "first":
@@ -134,17 +176,17 @@ def _pick(selector: Selector, episodes: list[dict[str, Any]]) -> list[int]:
     return ranked[:n]
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
-def missing_seeds(selectors: tuple[Selector, ...], episodes: list[dict[str, Any]]) -> list[int]:
+def missing_seeds(selectors: tuple[Selector, ...], episodes: list[EpisodeMetrics]) -> list[int]:
     """Seeds asked for with ``seeds:`` that no episode of the run had."""
     had = {e["seed"] for e in episodes}
     return [s for sel in selectors if sel.kind == "seeds" for s in sel.seeds if s not in had]
 
 
-def check_selection(cfg: Any, films: bool) -> None:
+def check_selection(cfg: SelectionConfig, films: bool) -> None:
     """The config rules of ``render_select`` (``films``: the run writes frames or states). Normalises the field
     to its canonical strings; ``first:N`` alone becomes ``max_episodes_rendered`` (its alias)."""
     selectors = parse_selectors(cfg.render_select)
@@ -166,7 +208,7 @@ def check_selection(cfg: Any, films: bool) -> None:
     _check_seeds(cfg, selectors)
 
 
-def _why_not_two_passes(cfg: Any, films: bool) -> tuple[str, str, str] | None:
+def _why_not_two_passes(cfg: SelectionConfig, films: bool) -> tuple[str, str, str] | None:
     """What, if anything, keeps this run from evaluating first and filming chosen episodes after."""
     if not films:
         return ("needs a format that films", f"format={cfg.format!r}",
@@ -186,10 +228,11 @@ def _why_not_two_passes(cfg: Any, films: bool) -> tuple[str, str, str] | None:
     return None
 
 
-def _check_seeds(cfg: Any, selectors: tuple[Selector, ...]) -> None:
+def _check_seeds(cfg: SelectionConfig, selectors: tuple[Selector, ...]) -> None:
     """``seeds:`` names seeds of this run's episodes (``seed .. seed + num_trajs - 1``), when that is known."""
     if cfg.num_trajs is None:
         return
+    assert cfg.seed is not None  # _why_not_two_passes refused a selection without a seed
     low, high = cfg.seed, cfg.seed + cfg.num_trajs - 1
     outside = [s for sel in selectors if sel.kind == "seeds" for s in sel.seeds if not low <= s <= high]
     if outside:
@@ -200,17 +243,17 @@ def _check_seeds(cfg: Any, selectors: tuple[Selector, ...]) -> None:
                           fix="pass seeds of this run, or raise --num-trajs / change --seed")
 
 
-def same_bits(a: Any, b: Any) -> bool:
+def same_bits(a: float | None, b: float | None) -> bool:
     """Whether two returns are the same float to the bit (NaN equals NaN; None equals None)."""
     if a is None or b is None:
         return a is b
     return struct.pack("<d", float(a)) == struct.pack("<d", float(b))
 
 
-def reconcile(first: dict[str, Any], rerun: dict[str, Any], reason: str) -> dict[str, Any]:
+def reconcile(first: EpisodeMetrics, rerun: EpisodeMetrics, reason: str) -> EpisodeMetrics:
     """A chosen episode's metrics: the first pass's numbers (the truth), the re-run's frame count and the
     reason it was chosen; where the re-run's return or length differ, its numbers under ``rerun``."""
-    merged = {**first, "num_frames": rerun["num_frames"], "render_reason": reason}
+    merged: EpisodeMetrics = {**first, "num_frames": rerun["num_frames"], "render_reason": reason}
     same = same_bits(first["sum_reward"], rerun["sum_reward"]) and first["length"] == rerun["length"]
     merged["reproduced"] = same
     if not same:
@@ -219,21 +262,28 @@ def reconcile(first: dict[str, Any], rerun: dict[str, Any], reason: str) -> dict
     return merged
 
 
-def summary(selectors: tuple[Selector, ...], episodes: list[dict[str, Any]], first_s: float,
-            rerun_s: float) -> dict[str, Any]:
+def summary(selectors: tuple[Selector, ...], episodes: list[EpisodeMetrics], first_s: float,
+            rerun_s: float) -> SelectSummary:
     """The metadata's ``render_select`` entry of a run that filmed chosen episodes (``episodes``: the run's
     per-episode list, the chosen ones reconciled)."""
     chosen = [e for e in episodes if "render_reason" in e]
     differ = [e["episode_ix"] for e in chosen if not e["reproduced"]]
-    return {"selectors": [str(s) for s in selectors], "passes": 2,
-            "episodes": [{"episode_ix": e["episode_ix"], "seed": e["seed"], "reason": e["render_reason"],
-                          "num_frames": e["num_frames"], "reproduced": e["reproduced"], "sum_reward": e["sum_reward"],
-                          **({"rerun": e["rerun"]} if "rerun" in e else {})} for e in chosen],
+    return {"selectors": [str(s) for s in selectors], "passes": 2, "episodes": [_chosen_entry(e) for e in chosen],
             "differ": differ, "shows": "re-run" if differ else "re-run, identical to the first pass",
             "first_pass_s": first_s, "rerun_s": rerun_s}
 
 
-def differ_note(episodes: list[dict[str, Any]]) -> str | None:
+def _chosen_entry(episode: EpisodeMetrics) -> ChosenEntry:
+    """A filmed episode's entry in :func:`summary` (its re-run's numbers last, where they differed)."""
+    entry: ChosenEntry = {"episode_ix": episode["episode_ix"], "seed": episode["seed"],
+                          "reason": episode["render_reason"], "num_frames": episode["num_frames"],
+                          "reproduced": episode["reproduced"], "sum_reward": episode["sum_reward"]}
+    if "rerun" in episode:
+        entry["rerun"] = episode["rerun"]
+    return entry
+
+
+def differ_note(episodes: list[EpisodeMetrics]) -> str | None:
     """The run's warning when re-runs did not reproduce the first pass (None: all did)."""
     differ = [e for e in episodes if "render_reason" in e and not e["reproduced"]]
     if not differ:
