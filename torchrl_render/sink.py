@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .config import RenderConfig
-from .contracts import EpisodeMetrics, Frames, StepMetrics
+from .contracts import EpisodeMetrics, StepMetrics
 from .data import FrameBundle
 from .engine.records import Episode, StepRecord
 from .envs.mujoco_state import LiveStates
@@ -30,12 +30,10 @@ from .metrics import read_success, step_success
 from .metrics.precision import PrecisionRule
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from tensordict import TensorDictBase
     from tqdm.auto import tqdm
 
-    from .backends.base import RenderBackend
+    from .backends.base import DrawnFrames, PendingFrames, RenderBackend
 
 __all__ = ["Lingering", "Observer", "Progress", "RunContext", "RunWriters", "Sink", "rendered_range"]
 
@@ -122,7 +120,7 @@ class Sink:
         self._late = [o for o in self.observers if o.current_frames]  # called once the step's frame is finished
         self.episodes: list[EpisodeMetrics] = []
         self.trajectories: list[TensorDictBase | None] = []
-        self.pending: tuple[Future[Frames | None], StepRecord, StepMetrics] | None = None
+        self.pending: tuple[PendingFrames, StepRecord, StepMetrics] | None = None
         self.frames: dict[int, int] = {}
         self.running: dict[int, _SoFar] = {}
         self.rendered = run.rendered if run.rendered is not None else rendered_range(self.cfg)
@@ -219,11 +217,11 @@ class Sink:
             future, record, metrics = pending
             self._finish(self._drawn(future), record, metrics)
 
-    def _drawn(self, future: Future[Frames | None]) -> Frames | None:
+    def _drawn(self, future: PendingFrames) -> DrawnFrames | None:
         """The submitted frame, once drawn (the only place the rollout waits for the renderer)."""
         return future.result()
 
-    def _finish(self, captured: Frames | None, record: StepRecord, metrics: StepMetrics) -> None:
+    def _finish(self, captured: DrawnFrames | None, record: StepRecord, metrics: StepMetrics) -> None:
         if not captured:
             assert self.backend is not None  # frames were asked of it (worker frames: the run built one too)
             if record.step == 0 and getattr(self.run, "format_frames", True):  # not when only result.frames asked
