@@ -30,6 +30,8 @@ from typing import Protocol, cast
 
 from .errors import ConfigError, did_you_mean
 
+__all__ = ["AUTO_ORDER", "BACKENDS", "WRITERS", "Entry", "FormatChoice", "Registry", "needs_frames"]
+
 
 class FormatChoice(Protocol):
     """What :func:`needs_frames` reads of a ``RenderConfig`` (config sits above this module, and calls it)."""
@@ -45,8 +47,6 @@ class _FramesRule(Protocol):
 
     @classmethod
     def wants_frames(cls, cfg: FormatChoice, default: bool) -> bool: ...
-
-__all__ = ["AUTO_ORDER", "BACKENDS", "WRITERS", "Entry", "FormatChoice", "Registry", "needs_frames"]
 
 
 @dataclass(frozen=True)
