@@ -21,14 +21,27 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, NotRequired, TypedDict
 
-__all__ = ["PAGE_SCRIPTS", "assemble_page", "page_resource"]
+if TYPE_CHECKING:
+    from .scene import Scene  # imports mujoco
+
+__all__ = ["PAGE_SCRIPTS", "PageEpisode", "assemble_page", "page_resource"]
 
 #: The page's own scripts, inlined in this order after three.js
 PAGE_SCRIPTS = ("decode.js", "view.js", "chart.js", "app.js")
+
+
+class PageEpisode(TypedDict):
+    """One episode as the page lists it: its index, its frame and pose-chunk counts and, once it ended, its
+    facts (seed, return, length, success, ...)."""
+
+    episode_ix: int
+    frames: int
+    chunks: int
+    metrics: NotRequired[dict[str, object]]
 
 
 def page_resource(name: str) -> str:
@@ -36,25 +49,25 @@ def page_resource(name: str) -> str:
     return resources.files("torchrl_render.replay").joinpath(name).read_text(encoding="utf-8")
 
 
-def _json(data: Any) -> str:
+def _json(data: object) -> str:
     # in a <script>: no "<" at all (JSON has it only inside strings, where \u003c reads the same), so neither
     # "</script>" nor "<!--" can change how the HTML parser reads the script
     return json.dumps(data, separators=(",", ":"), allow_nan=False, default=_plain).replace("<", "\\u003c")
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     if hasattr(value, "item"):
         return value.item()
     return str(value)
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> object:
     if (isinstance(value, float) and value != value) or value in (float("inf"), float("-inf")):
         return None
     return value
 
 
-def _episodes_json(out: IO[str], episodes: list[dict[str, Any]], chunks: Iterable[str]) -> None:
+def _episodes_json(out: IO[str], episodes: Sequence[PageEpisode], chunks: Iterable[str]) -> None:
     out.write('<script type="application/json" id="replay-episodes">[')
     lines = iter(chunks)
     for i, ep in enumerate(episodes):
@@ -67,7 +80,7 @@ def _episodes_json(out: IO[str], episodes: list[dict[str, Any]], chunks: Iterabl
     out.write("]</script>\n")
 
 
-def assemble_page(out: IO[str], head: dict[str, Any], scene: dict[str, Any], episodes: list[dict[str, Any]],
+def assemble_page(out: IO[str], head: Mapping[str, object], scene: Scene, episodes: Sequence[PageEpisode],
                   chunks: Iterable[str]) -> None:
     """Writes the whole page to ``out``.
 

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import base64
 import zlib
-from typing import Any
+from typing import Literal, overload
 
 import mujoco
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import WriterError
 
@@ -42,8 +43,8 @@ CHUNK_FRAMES = 256
 _QUAT_SCALE = 32767.0
 
 
-def body_poses(model: Any, data: Any, qpos: Any, mocap_pos: Any = None,
-               mocap_quat: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def body_poses(model: mujoco.MjModel, data: mujoco.MjData, qpos: npt.ArrayLike, mocap_pos: npt.ArrayLike | None = None,
+               mocap_quat: npt.ArrayLike | None = None) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """``(xpos, xquat)`` of every body for the state ``qpos`` (``data`` is overwritten)."""
     data.qpos[:] = np.asarray(qpos, dtype=np.float64).reshape(-1)
     if model.nmocap and mocap_pos is not None:
@@ -54,18 +55,28 @@ def body_poses(model: Any, data: Any, qpos: Any, mocap_pos: Any = None,
     return data.xpos.copy(), data.xquat.copy()
 
 
-def pose_message(model: Any, data: Any, qpos: Any, mocap_pos: Any = None, mocap_quat: Any = None) -> dict[str, list]:
+def pose_message(model: mujoco.MjModel, data: mujoco.MjData, qpos: npt.ArrayLike,
+                 mocap_pos: npt.ArrayLike | None = None,
+                 mocap_quat: npt.ArrayLike | None = None) -> dict[str, list[float]]:
     """The live page's pose: ``pos`` (flat ``xpos``) and ``quat`` (flat ``xquat``, w first), float32 values."""
     xpos, xquat = body_poses(model, data, qpos, mocap_pos, mocap_quat)
     return {"pos": xpos.astype("float32").ravel().tolist(), "quat": xquat.astype("float32").ravel().tolist()}
 
 
-def _shuffle(array: np.ndarray) -> bytes:
+def _shuffle(array: npt.NDArray[np.float32 | np.int16]) -> bytes:
     raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1, array.dtype.itemsize)
     return raw.T.tobytes()
 
 
-def _unshuffle(raw: bytes, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+@overload
+def _unshuffle(raw: bytes, dtype: Literal["<f4"], shape: tuple[int, ...]) -> npt.NDArray[np.float32]: ...
+
+
+@overload
+def _unshuffle(raw: bytes, dtype: Literal["<i2"], shape: tuple[int, ...]) -> npt.NDArray[np.int16]: ...
+
+
+def _unshuffle(raw: bytes, dtype: Literal["<f4", "<i2"], shape: tuple[int, ...]) -> npt.NDArray[np.float32 | np.int16]:
     size = np.dtype(dtype).itemsize
     planes = np.frombuffer(raw, np.uint8).reshape(size, -1)
     return planes.T.copy().view(dtype).reshape(shape)
@@ -79,16 +90,16 @@ class PoseEncoder:
         chunk_frames: Frames per chunk.
     """
 
-    def __init__(self, model: Any, chunk_frames: int = CHUNK_FRAMES) -> None:
+    def __init__(self, model: mujoco.MjModel, chunk_frames: int = CHUNK_FRAMES) -> None:
         self.model = model
         self.data = mujoco.MjData(model)
         self.chunk_frames = int(chunk_frames)
-        self._pos: list[np.ndarray] = []
-        self._quat: list[np.ndarray] = []
+        self._pos: list[npt.NDArray[np.float32]] = []
+        self._quat: list[npt.NDArray[np.int16]] = []
         self._rewards: list[tuple[float, float]] = []
 
-    def add(self, qpos: Any, mocap_pos: Any = None, mocap_quat: Any = None, reward: float = 0.0,
-            ret: float = 0.0) -> str | None:
+    def add(self, qpos: npt.ArrayLike, mocap_pos: npt.ArrayLike | None = None, mocap_quat: npt.ArrayLike | None = None,
+            reward: float = 0.0, ret: float = 0.0) -> str | None:
         """Adds one frame; returns a finished chunk when one is full, else ``None``."""
         nq = self.model.nq
         qpos = np.asarray(qpos, dtype=np.float64).reshape(-1)
@@ -116,7 +127,8 @@ class PoseEncoder:
         return base64.b64encode(zlib.compress(b"".join(parts), 9)).decode("ascii")
 
 
-def decode_chunk(chunk: str, nbody: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def decode_chunk(chunk: str, nbody: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32],
+                                                  npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """``(xpos, xquat, reward, return)`` of an encoded chunk (the page's decoder, in Python)."""
     raw = zlib.decompress(base64.b64decode(chunk))
     frames = len(raw) // (nbody * (12 + 8) + 8)

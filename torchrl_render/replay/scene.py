@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import base64
 import zlib
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import mujoco
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "GEOM_TYPES",
     "SCENE_VERSION",
+    "Scene",
     "drawn_summary",
     "export_scene",
     "follow_body",
@@ -48,20 +50,202 @@ _DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)
 _TRACKING = (1, 2)  # mjCAMLIGHT_TRACK, mjCAMLIGHT_TRACKCOM
 
 
-def pack_array(array: np.ndarray) -> str:
-    """zlib-compressed, base64-encoded bytes of ``array`` (little-endian, C order)."""
+class SceneBody(TypedDict):
+    """A body: its name and its parent's index (the world body is its own parent)."""
+
+    name: str
+    parent: int
+
+
+class SceneGeom(TypedDict):
+    """A drawn geom, posed relative to its body; ``material`` and ``mesh`` index the scene's lists (None: none),
+    ``hfield`` too for a height field; a plane also carries the model's extent (how far it is drawn)."""
+
+    body: int
+    type: str
+    size: list[float]
+    pos: list[float]
+    quat: list[float]
+    rgba: list[float]
+    material: int | None
+    mesh: int | None
+    hfield: NotRequired[int]
+    extent: NotRequired[float]
+
+
+class SceneMaterial(TypedDict):
+    """A material's colour and lighting numbers; ``texture`` indexes the scene's textures (None: none)."""
+
+    rgba: list[float]
+    specular: float
+    shininess: float
+    reflectance: float
+    emission: float
+    texrepeat: list[float]
+    texuniform: bool
+    texture: int | None
+
+
+class SceneTexture(TypedDict):
+    """A texture's RGB texels (``rgb``: :func:`pack_array` of uint8 ``[faces * height, width, 3]``)."""
+
+    kind: str
+    width: int
+    height: int
+    faces: int
+    rgb: str
+
+
+class SceneMesh(TypedDict):
+    """A mesh: packed float32 vertices and uint32 faces."""
+
+    vertices: str
+    num_vertices: int
+    faces: str
+    num_faces: int
+
+
+class SceneHfield(TypedDict):
+    """A height field: packed float32 elevations ``[nrow, ncol]`` and its size."""
+
+    nrow: int
+    ncol: int
+    size: list[float]
+    data: str
+
+
+class SceneSkin(SceneMesh):
+    """A skin: its mesh in the bind pose, and per bone the body, bind pose and weighted vertices (packed)."""
+
+    rgba: list[float]
+    inflate: float
+    material: int | None
+    bone_body: list[int]
+    bone_bindpos: list[float]
+    bone_bindquat: list[float]
+    bone_count: list[int]
+    bone_vertid: str
+    bone_weight: str
+    texcoords: str | None
+
+
+class SceneLight(TypedDict):
+    """A light, in its body's frame."""
+
+    type: str
+    body: int
+    pos: list[float]
+    dir: list[float]
+    diffuse: list[float]
+    ambient: list[float]
+    specular: list[float]
+    castshadow: bool
+    cutoff: float
+
+
+class Headlight(TypedDict):
+    """The model's headlight."""
+
+    active: bool
+    ambient: list[float]
+    diffuse: list[float]
+
+
+class SceneStat(TypedDict):
+    """The model's size and centre (``model.stat``)."""
+
+    extent: float
+    center: list[float]
+
+
+class FreeCamera(TypedDict):
+    """MuJoCo's free camera, framed on the model."""
+
+    lookat: list[float]
+    distance: float
+    azimuth: float
+    elevation: float
+    fovy: float
+
+
+class TrackCamera(TypedDict):
+    """The model's first tracking camera: the body it follows and its pose at the scene's state."""
+
+    name: str
+    body: int
+    pos: list[float]
+    xmat: list[float]
+    fovy: float
+
+
+class SceneCamera(TypedDict):
+    """The view the page opens with, and the clipping distances."""
+
+    free: FreeCamera
+    track: TrackCamera | None
+    znear: float
+    zfar: float
+
+
+class Drawn(TypedDict):
+    """How many of a kind the model has, and how many the page draws."""
+
+    model: int
+    drawn: int
+
+
+class DrawnSummary(TypedDict):
+    """What the page draws of the model (:func:`drawn_summary`)."""
+
+    meshes: Drawn
+    skins: Drawn
+    hfields: Drawn
+    textures: Drawn
+    flex: Drawn
+    not_drawn: list[str]
+
+
+class SceneParts(TypedDict):
+    """The parts of a scene :func:`drawn_summary` reads (a :class:`Scene` is one)."""
+
+    geoms: list[SceneGeom]
+    materials: list[SceneMaterial]
+    skins: list[SceneSkin]
+    meshes: list[SceneMesh]
+    hfields: list[SceneHfield]
+
+
+class Scene(SceneParts):
+    """:func:`export_scene`'s JSON-ready scene (see ``docs/formats.md``)."""
+
+    version: int
+    bodies: list[SceneBody]
+    textures: list[SceneTexture]
+    lights: list[SceneLight]
+    headlight: Headlight
+    stat: SceneStat
+    camera: SceneCamera
+    follow_body: int | None
+    follow_reason: str
+    moving: list[int]
+    drawn: DrawnSummary
+
+
+def pack_array(array: npt.NDArray[np.float32 | np.uint32 | np.uint8]) -> str:
+    """zlib-compressed, base64-encoded bytes of ``array`` (little-endian, C order): the scene's float32
+    vertices, elevations and weights, uint32 faces and indices, uint8 texels."""
     return base64.b64encode(zlib.compress(np.ascontiguousarray(array).tobytes(), 9)).decode("ascii")
 
 
-def _floats(values: Any, digits: int = 6) -> list[float]:
+def _floats(values: npt.ArrayLike, digits: int = 6) -> list[float]:
     return [round(float(v), digits) for v in np.asarray(values).ravel()]
 
 
-def _names(model: Any, obj: Any, count: int) -> list[str]:
+def _names(model: mujoco.MjModel, obj: mujoco.mjtObj, count: int) -> list[str]:
     return [mujoco.mj_id2name(model, obj, i) or "" for i in range(count)]
 
 
-def export_scene(model: Any, data: Any = None) -> dict[str, Any]:
+def export_scene(model: mujoco.MjModel, data: mujoco.MjData | None = None) -> Scene:
     """The JSON-ready scene of ``model`` (``data``: a state for the initial lights/camera, else ``qpos0``).
 
     Args:
@@ -78,33 +262,34 @@ def export_scene(model: Any, data: Any = None) -> dict[str, Any]:
         mujoco.mj_kinematics(model, data)
         mujoco.mj_comPos(model, data)
         mujoco.mj_camlight(model, data)
-    bodies = [{"name": name, "parent": int(model.body_parentid[i])}
-              for i, name in enumerate(_names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody))]
+    bodies: list[SceneBody] = [{"name": name, "parent": int(model.body_parentid[i])}
+                               for i, name in enumerate(_names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody))]
     textures: dict[int, int] = {}
     meshes: dict[int, int] = {}
     hfields: dict[int, int] = {}
-    packed_textures: list[dict[str, Any]] = []  # filled by _material / _geom, in first-use order
-    packed_meshes: list[dict[str, Any]] = []
-    packed_hfields: list[dict[str, Any]] = []
-    scene: dict[str, Any] = {"version": SCENE_VERSION, "bodies": bodies, "textures": packed_textures,
-                             "meshes": packed_meshes, "hfields": packed_hfields}
-    scene["materials"] = [_material(model, i, textures, packed_textures) for i in range(model.nmat)]
-    scene["geoms"] = [g for g in (_geom(model, i, meshes, packed_meshes, hfields, packed_hfields)
-                                  for i in range(model.ngeom)) if g]
-    scene["skins"] = [_skin(model, i) for i in range(model.nskin) if int(model.skin_group[i]) < _VISIBLE_GROUPS]
-    scene["lights"] = [_light(model, i) for i in range(model.nlight) if model.light_active[i]]
+    packed_textures: list[SceneTexture] = []  # filled by _material, in first-use order
+    packed_meshes: list[SceneMesh] = []  # filled by _geom, in first-use order
+    packed_hfields: list[SceneHfield] = []
+    parts: SceneParts = {
+        "materials": [_material(model, i, textures, packed_textures) for i in range(model.nmat)],
+        "geoms": [g for g in (_geom(model, i, meshes, packed_meshes, hfields, packed_hfields)
+                              for i in range(model.ngeom)) if g],
+        "skins": [_skin(model, i) for i in range(model.nskin) if int(model.skin_group[i]) < _VISIBLE_GROUPS],
+        "meshes": packed_meshes, "hfields": packed_hfields}
     head = model.vis.headlight
-    scene["headlight"] = {"active": bool(head.active), "ambient": _floats(head.ambient),
-                          "diffuse": _floats(head.diffuse)}
-    scene["stat"] = {"extent": float(model.stat.extent), "center": _floats(model.stat.center)}
-    scene["camera"] = _camera(model, data)
-    scene["follow_body"], scene["follow_reason"] = follow_choice(model)
-    scene["moving"] = moving_bodies(model)
-    scene["drawn"] = drawn_summary(model, scene, textures)
-    return scene
+    follow, reason = follow_choice(model)
+    return {"version": SCENE_VERSION, "bodies": bodies, "textures": packed_textures, "meshes": packed_meshes,
+            "hfields": packed_hfields, "materials": parts["materials"], "geoms": parts["geoms"],
+            "skins": parts["skins"],
+            "lights": [_light(model, i) for i in range(model.nlight) if model.light_active[i]],
+            "headlight": {"active": bool(head.active), "ambient": _floats(head.ambient),
+                          "diffuse": _floats(head.diffuse)},
+            "stat": {"extent": float(model.stat.extent), "center": _floats(model.stat.center)},
+            "camera": _camera(model, data), "follow_body": follow, "follow_reason": reason,
+            "moving": moving_bodies(model), "drawn": drawn_summary(model, parts, textures)}
 
 
-def drawn_summary(model: Any, scene: dict[str, Any], textures: dict[int, int]) -> dict[str, Any]:
+def drawn_summary(model: mujoco.MjModel, scene: SceneParts, textures: dict[int, int]) -> DrawnSummary:
     """What the page draws of the model and what it does not: ``{kind: {"model", "drawn"}}`` for meshes,
     skins, height fields, textures and flex objects, plus ``not_drawn``: one line per thing left out."""
     visible = [i for i in range(model.ngeom) if model.geom_group[i] < _VISIBLE_GROUPS and model.geom_rgba[i][3] > 0]
@@ -113,7 +298,7 @@ def drawn_summary(model: Any, scene: dict[str, Any], textures: dict[int, int]) -
         if int(model.geom_type[i]) not in GEOM_TYPES:
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, i) or f"#{i}"
             not_drawn.append(f"geom {name!r} of type {mujoco.mjtGeom(int(model.geom_type[i])).name[8:].lower()}")
-    drawn_tex = set()
+    drawn_tex: set[int] = set()
     for t in range(model.ntex):
         name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_TEXTURE, t) or f"#{t}"
         kind = _TEX_KINDS.get(int(model.tex_type[t]), "?")
@@ -127,10 +312,10 @@ def drawn_summary(model: Any, scene: dict[str, Any], textures: dict[int, int]) -
         skins = [k for k in scene["skins"] if k["material"] is not None
                  and scene["materials"][k["material"]]["texture"] == index]
         shown = [g for g in users if (g["type"] == "box" if kind == "cube" else g["type"] != "mesh")]
-        shown += [k for k in skins if kind == "2d" and k["texcoords"] is not None]
-        if shown:
+        shown_skins = [k for k in skins if kind == "2d" and k["texcoords"] is not None]
+        if shown or shown_skins:
             drawn_tex.add(t)
-        left = len(users) + len(skins) - len(shown)
+        left = len(users) + len(skins) - len(shown) - len(shown_skins)
         if not users and not skins:
             not_drawn.append(f"{kind} texture {name!r} (no visible geom or skin uses it)")
         elif left:
@@ -149,7 +334,7 @@ def drawn_summary(model: Any, scene: dict[str, Any], textures: dict[int, int]) -
             "not_drawn": not_drawn}
 
 
-def _material_textures(model: Any) -> list[tuple[int, int]]:
+def _material_textures(model: mujoco.MjModel) -> list[tuple[int, int]]:
     """``(material, texture)`` of every material: the RGB role's texture, else the first role's."""
     out = []
     for i in range(model.nmat):
@@ -163,13 +348,13 @@ def _material_textures(model: Any) -> list[tuple[int, int]]:
     return out
 
 
-def _geom(model: Any, i: int, meshes: dict[int, int], packed: list[dict[str, Any]], hfields: dict[int, int],
-          packed_hf: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _geom(model: mujoco.MjModel, i: int, meshes: dict[int, int], packed: list[SceneMesh], hfields: dict[int, int],
+          packed_hf: list[SceneHfield]) -> SceneGeom | None:
     kind = GEOM_TYPES.get(int(model.geom_type[i]))
     rgba = model.geom_rgba[i]
     if kind is None or model.geom_group[i] >= _VISIBLE_GROUPS or rgba[3] == 0:
         return None
-    geom = {"body": int(model.geom_bodyid[i]), "type": kind, "size": _floats(model.geom_size[i]),
+    geom: SceneGeom = {"body": int(model.geom_bodyid[i]), "type": kind, "size": _floats(model.geom_size[i]),
             "pos": _floats(model.geom_pos[i]), "quat": _floats(model.geom_quat[i]),
             "rgba": _floats(rgba, 4), "material": None, "mesh": None}
     matid = int(model.geom_matid[i])
@@ -194,7 +379,7 @@ def _geom(model: Any, i: int, meshes: dict[int, int], packed: list[dict[str, Any
     return geom
 
 
-def _hfield(model: Any, hf: int) -> dict[str, Any]:
+def _hfield(model: mujoco.MjModel, hf: int) -> SceneHfield:
     """A height field's elevations (``[nrow, ncol]``, 0..1, row 0 at -y), sampled down (nearest) if large,
     and ``size`` (x and y radii, top elevation, base depth), as MuJoCo stores them."""
     nrow, ncol, adr = int(model.hfield_nrow[hf]), int(model.hfield_ncol[hf]), int(model.hfield_adr[hf])
@@ -206,19 +391,21 @@ def _hfield(model: Any, hf: int) -> dict[str, Any]:
             "data": pack_array(small.astype("<f4"))}
 
 
-def _skin(model: Any, i: int) -> dict[str, Any]:
+def _skin(model: mujoco.MjModel, i: int) -> SceneSkin:
     """A skin: its vertices in the bind pose, faces, texture coordinates, and per bone the body, the bind
     pose and the weighted vertices, so the page skins it as MuJoCo's visualiser does (``mjv_updateSkin``)."""
     v0, nv = int(model.skin_vertadr[i]), int(model.skin_vertnum[i])
     f0, nf = int(model.skin_faceadr[i]), int(model.skin_facenum[i])
     b0, nb = int(model.skin_boneadr[i]), int(model.skin_bonenum[i])
-    ids, weights, counts = [], [], []
+    ids: list[npt.NDArray[np.int32]] = []
+    weights: list[npt.NDArray[np.float32]] = []
+    counts: list[int] = []
     for b in range(b0, b0 + nb):
         a, n = int(model.skin_bonevertadr[b]), int(model.skin_bonevertnum[b])
         ids.append(model.skin_bonevertid[a:a + n])
         weights.append(model.skin_bonevertweight[a:a + n])
         counts.append(n)
-    skin = {"vertices": pack_array(model.skin_vert[v0:v0 + nv].astype("<f4")), "num_vertices": nv,
+    skin: SceneSkin = {"vertices": pack_array(model.skin_vert[v0:v0 + nv].astype("<f4")), "num_vertices": nv,
             "faces": pack_array(model.skin_face[f0:f0 + nf].astype("<u4")), "num_faces": nf,
             "rgba": _floats(model.skin_rgba[i], 4), "inflate": float(model.skin_inflate[i]),
             "material": int(model.skin_matid[i]) if int(model.skin_matid[i]) >= 0 else None,
@@ -233,15 +420,15 @@ def _skin(model: Any, i: int) -> dict[str, Any]:
     return skin
 
 
-def _mesh(model: Any, mesh_id: int) -> dict[str, Any]:
+def _mesh(model: mujoco.MjModel, mesh_id: int) -> SceneMesh:
     v0, nv = int(model.mesh_vertadr[mesh_id]), int(model.mesh_vertnum[mesh_id])
     f0, nf = int(model.mesh_faceadr[mesh_id]), int(model.mesh_facenum[mesh_id])
     return {"vertices": pack_array(model.mesh_vert[v0:v0 + nv].astype("<f4")), "num_vertices": nv,
             "faces": pack_array(model.mesh_face[f0:f0 + nf].astype("<u4")), "num_faces": nf}
 
 
-def _material(model: Any, i: int, textures: dict[int, int], packed: list[dict[str, Any]]) -> dict[str, Any]:
-    mat = {"rgba": _floats(model.mat_rgba[i], 4), "specular": float(model.mat_specular[i]),
+def _material(model: mujoco.MjModel, i: int, textures: dict[int, int], packed: list[SceneTexture]) -> SceneMaterial:
+    mat: SceneMaterial = {"rgba": _floats(model.mat_rgba[i], 4), "specular": float(model.mat_specular[i]),
            "shininess": float(model.mat_shininess[i]), "reflectance": float(model.mat_reflectance[i]),
            "emission": float(model.mat_emission[i]), "texrepeat": _floats(model.mat_texrepeat[i]),
            "texuniform": bool(model.mat_texuniform[i]), "texture": None}
@@ -254,7 +441,7 @@ def _material(model: Any, i: int, textures: dict[int, int], packed: list[dict[st
     return mat
 
 
-def _texture(model: Any, texid: int) -> dict[str, Any]:
+def _texture(model: mujoco.MjModel, texid: int) -> SceneTexture:
     """The texture's RGB texels, sampled down (nearest) so that a checker keeps its cells. A cube texture
     is six square faces stacked (+x, -x, +y, -y, +z, -z, as MuJoCo stores them), each sampled down."""
     h, w, c = int(model.tex_height[texid]), int(model.tex_width[texid]), int(model.tex_nchannel[texid])
@@ -273,7 +460,7 @@ def _texture(model: Any, texid: int) -> dict[str, Any]:
             "height": int(small[0].shape[0]), "faces": len(faces), "rgb": pack_array(rgb)}
 
 
-def _light(model: Any, i: int) -> dict[str, Any]:
+def _light(model: mujoco.MjModel, i: int) -> SceneLight:
     kind = int(model.light_type[i]) if hasattr(model, "light_type") else int(model.light_directional[i])
     return {"type": _LIGHT_TYPES.get(kind, "point"), "body": int(model.light_bodyid[i]),
             "pos": _floats(model.light_pos[i]), "dir": _floats(model.light_dir[i]),
@@ -282,30 +469,29 @@ def _light(model: Any, i: int) -> dict[str, Any]:
             "cutoff": float(model.light_cutoff[i])}
 
 
-def _camera(model: Any, data: Any) -> dict[str, Any]:
+def _camera(model: mujoco.MjModel, data: mujoco.MjData) -> SceneCamera:
     """The view the page opens with: the model's first tracking camera, else MuJoCo's free camera."""
     glob = model.vis.global_
-    free = {"lookat": _floats(model.stat.center), "distance": float(1.5 * model.stat.extent),
+    free: FreeCamera = {"lookat": _floats(model.stat.center), "distance": float(1.5 * model.stat.extent),
             "azimuth": float(glob.azimuth), "elevation": float(glob.elevation), "fovy": float(glob.fovy)}
-    clip = {"znear": float(model.vis.map.znear * model.stat.extent),
-            "zfar": float(model.vis.map.zfar * model.stat.extent)}
+    znear, zfar = float(model.vis.map.znear * model.stat.extent), float(model.vis.map.zfar * model.stat.extent)
     tracking = [c for c in range(model.ncam) if int(model.cam_mode[c]) in _TRACKING]
     if not tracking:
-        return {"free": free, "track": None, **clip}
+        return {"free": free, "track": None, "znear": znear, "zfar": zfar}
     cam = tracking[0]
     body = int(model.cam_targetbodyid[cam]) if int(model.cam_targetbodyid[cam]) > 0 else int(model.cam_bodyid[cam])
-    track = {"name": mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, cam) or "", "body": body,
+    track: TrackCamera = {"name": mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, cam) or "", "body": body,
              "pos": _floats(data.cam_xpos[cam]), "xmat": _floats(data.cam_xmat[cam]),
              "fovy": float(model.cam_fovy[cam])}
-    return {"free": free, "track": track, **clip}
+    return {"free": free, "track": track, "znear": znear, "zfar": zfar}
 
 
-def moving_bodies(model: Any) -> list[int]:
+def moving_bodies(model: mujoco.MjModel) -> list[int]:
     """The bodies that can move: below a joint (not welded to the world) or mocap bodies."""
     return [b for b in range(1, model.nbody) if int(model.body_weldid[b]) != 0 or int(model.body_mocapid[b]) >= 0]
 
 
-def follow_choice(model: Any) -> tuple[int | None, str]:
+def follow_choice(model: mujoco.MjModel) -> tuple[int | None, str]:
     """``(body, reason)`` the follow camera tracks, from the model alone.
 
     The first tracking camera's target (or its own body) when that body moves; else the body of the
@@ -325,6 +511,6 @@ def follow_choice(model: Any) -> tuple[int | None, str]:
     return None, "moves most"
 
 
-def follow_body(model: Any) -> int | None:
+def follow_body(model: mujoco.MjModel) -> int | None:
     """The body a follow camera tracks (see :func:`follow_choice`); ``None``: the one that moves most."""
     return follow_choice(model)[0]
