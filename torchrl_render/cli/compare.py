@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -39,9 +40,40 @@ from ..metrics.robust import (
 from ..metrics.sequential import halfwidth_at_fixed_n
 from .parser import PROG, Parser
 
-__all__ = ["compare", "main", "read_evaluation"]
+__all__ = ["Comparison", "FixedNHalfwidth", "compare", "main", "read_evaluation"]
 
 _ONE_TASK = "(the run's env)"
+
+
+class FixedNHalfwidth(TypedDict):
+    """What one side's returns of one task reached: the 95% confidence sequence of the mean return, read at the
+    end (its half-width and interval after ``n`` episodes, and its method)."""
+
+    halfwidth: float
+    interval: list[float]
+    n: int
+    method: str
+
+
+class Comparison(TypedDict):
+    """:func:`compare`'s result (``--json`` prints it): B against A on the tasks they share. The intervals are
+    None without bootstrap resamples (or with a single episode of a task); ``note`` says why when that is it."""
+
+    tasks: list[str]
+    score: str  # "normalised" (--score-baselines) or "raw"
+    n_episodes: list[int]  # A's, B's
+    bootstrap_reps: int
+    seed: int
+    probability_of_improvement: float
+    probability_of_improvement_ci95: list[float] | None
+    iqm_a: float
+    iqm_b: float
+    iqm_difference: float
+    iqm_a_ci95: list[float] | None
+    iqm_b_ci95: list[float] | None
+    iqm_difference_ci95: list[float] | None
+    fixed_n_halfwidth: dict[str, dict[str, FixedNHalfwidth]]  # {"a" / "b": {task: what its returns reached}}
+    note: NotRequired[str]
 
 
 def read_evaluation(path: Path, checkpoint: str | None = None) -> tuple[str, dict[str, list[float]]]:
@@ -83,11 +115,12 @@ def read_evaluation(path: Path, checkpoint: str | None = None) -> tuple[str, dic
                       "(per_checkpoint) eval_info.json", got="other JSON", fix=fix)
 
 
-def _finite(values: list[Any]) -> list[float]:
+def _finite(values: Sequence[float | None]) -> list[float]:
     return [float(v) for v in values if v is not None and np.isfinite(float(v))]
 
 
-def _match(a: dict[str, list[float]], b: dict[str, list[float]]) -> tuple[dict, dict]:
+def _match(a: dict[str, list[float]],
+           b: dict[str, list[float]]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Renames a single run's one task to the other side's only task."""
     if _ONE_TASK in a and len(b) == 1:
         a = {next(iter(b)): a[_ONE_TASK]}
@@ -97,20 +130,22 @@ def _match(a: dict[str, list[float]], b: dict[str, list[float]]) -> tuple[dict, 
 
 
 def compare(a: dict[str, list[float]], b: dict[str, list[float]], *, reps: int = DEFAULT_REPS, seed: int = 0,
-            baselines: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
-    """The comparison of two evaluations' returns by task (see the module docstring)."""
+            baselines: Mapping[str, object] | None = None) -> Comparison:
+    """The comparison of two evaluations' returns by task (see the module docstring); ``baselines`` as
+    ``--score-baselines`` reads them (``{task: {random: R, reference: S}}``, checked here)."""
     a, b = _match(a, b)
     shared = [t for t in a if t in b and a[t] and b[t]]
     if not shared:
         raise ConfigError("the two evaluations share no task with returns", expected="the same task names",
                           got=f"A: {', '.join(a) or 'none'}; B: {', '.join(b) or 'none'}",
                           fix="compare evaluations of the same tasks (a single run matches a one-task sweep)")
+    checked = None
     if baselines is not None:
         if shared == [_ONE_TASK] and len(baselines) == 1:  # two single runs: the file's one entry is their task
             baselines = {_ONE_TASK: next(iter(baselines.values()))}
-        baselines = check_baselines(baselines, shared, "--score-baselines")
-    table = baselines or {}
-    normalised = baselines is not None and all(t in table for t in shared)
+        checked = check_baselines(baselines, shared, "--score-baselines")
+    table = checked or {}
+    normalised = checked is not None and all(t in table for t in shared)
     draws = [{t: Draws(side[t], reps, np.random.default_rng(keyed_seed(seed, f"{name}:{t}"))) for t in shared}
              for name, side in (("a", a), ("b", b))]
     pair = pair_estimates(*draws)
@@ -118,13 +153,14 @@ def compare(a: dict[str, list[float]], b: dict[str, list[float]], *, reps: int =
         raise ValueError(f"no task with returns on both sides among {shared}")
     scores = [[normalise(d[t].values, table[t] if normalised else None) for t in shared] for d in draws]
     iqms = [iqm(np.concatenate(s)) for s in scores]
-    out: dict[str, Any] = {"tasks": shared, "score": "normalised" if normalised else "raw",
-                           "n_episodes": [sum(d[t].n for t in shared) for d in draws], "bootstrap_reps": reps,
-                           "seed": seed, "probability_of_improvement": pair["probability_of_improvement"],
-                           "probability_of_improvement_ci95": pair["probability_of_improvement_ci95"],
-                           "iqm_a": iqms[0], "iqm_b": iqms[1], "iqm_difference": iqms[1] - iqms[0],
-                           "iqm_a_ci95": None, "iqm_b_ci95": None, "iqm_difference_ci95": None}
-    out["fixed_n_halfwidth"] = {name: {t: _halfwidth(side[t]) for t in shared} for name, side in (("a", a), ("b", b))}
+    out: Comparison = {"tasks": shared, "score": "normalised" if normalised else "raw",
+                       "n_episodes": [sum(d[t].n for t in shared) for d in draws], "bootstrap_reps": reps,
+                       "seed": seed, "probability_of_improvement": pair["probability_of_improvement"],
+                       "probability_of_improvement_ci95": pair["probability_of_improvement_ci95"],
+                       "iqm_a": iqms[0], "iqm_b": iqms[1], "iqm_difference": iqms[1] - iqms[0],
+                       "iqm_a_ci95": None, "iqm_b_ci95": None, "iqm_difference_ci95": None,
+                       "fixed_n_halfwidth": {name: {t: _halfwidth(side[t]) for t in shared}
+                                             for name, side in (("a", a), ("b", b))}}
     fewest = min(d[t].n for d in draws for t in shared)
     if reps > 0 and fewest < 2:  # resamples of one value are that value: a zero-width interval would claim certainty
         out["probability_of_improvement_ci95"] = None
@@ -138,15 +174,15 @@ def compare(a: dict[str, list[float]], b: dict[str, list[float]], *, reps: int =
     return out
 
 
-def _halfwidth(returns: list[float]) -> dict[str, Any]:
+def _halfwidth(returns: list[float]) -> FixedNHalfwidth:
     """What ``returns`` (in seed order) reached: the half-width of the mean return's confidence sequence."""
     reached = halfwidth_at_fixed_n(returns, metric="return")
     return {"halfwidth": reached["halfwidth"], "interval": list(reached["interval"]), "n": reached["n"],
             "method": reached["method"]}
 
 
-def _halfwidth_text(result: dict[str, Any]) -> str:
-    def one(r: dict[str, Any]) -> str:
+def _halfwidth_text(result: Comparison) -> str:
+    def one(r: FixedNHalfwidth) -> str:
         return f"+-{r['halfwidth']:.4g}" if np.isfinite(r["halfwidth"]) else f"none yet (n={r['n']})"
 
     parts = [f"{side.upper()} {one(r)}" + (f" ({task})" if len(result["tasks"]) > 1 else "")
@@ -155,7 +191,7 @@ def _halfwidth_text(result: dict[str, Any]) -> str:
             + ", ".join(parts))
 
 
-def _text(result: dict[str, Any], label_a: str, label_b: str) -> str:
+def _text(result: Comparison, label_a: str, label_b: str) -> str:
     def band(ci: list[float] | None) -> str:
         return f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci else ""
 

@@ -22,11 +22,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..backends.factory import make_backend
 from ..config import RenderConfig
-from ..data import Artifact, FrameBundle
+from ..contracts import EpisodeMetrics, FrameSource, StepMetrics, UserValue
+from ..data import Artifact, FrameBundle, SimState
 from ..envs.gl import ensure_headless_gl
 from ..envs.mjlog import captured_mujoco_warnings
 from ..envs.unwrap import find_simulation
@@ -42,10 +43,15 @@ from .dataset_replay import (
     ReplayCheck,
     choose,
     open_dataset,
+    recorded_seed,
     recover_env,
     replay_check,
 )
-from .parser import report_artifacts
+from .parser import artifact_notes, report_artifacts
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+    from mujoco import MjData, MjModel
 
 __all__ = ["NUMBER_FORMATS", "REPLAY_FORMATS", "build_parser", "main", "render_dataset"]
 
@@ -108,7 +114,7 @@ def main(argv: list[str]) -> int:
 
 def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, episodes: Sequence[str] = (),
                    tolerance: float = DEFAULT_TOLERANCE, success_rule: str = "any", overwrite: bool = False,
-                   **fields: Any) -> Artifact:
+                   **fields: UserValue) -> Artifact:
     """Writes the chosen episodes of a Minari dataset to ``out`` (see the module docstring); returns the artifact.
 
     Its metadata sidecar ``<out>.metadata.json`` holds the dataset's id and path, the episodes written and,
@@ -149,7 +155,7 @@ def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, 
         group.abort()
         raise
     artifact = artifacts[0]
-    artifact.info["notes"] = list(artifact.info.get("notes") or []) + notes
+    artifact.info["notes"] = artifact_notes(artifact) + notes
     meta = {"dataset": {"id": data.dataset_id, "path": str(data.path.absolute()), "total_episodes": data.total},
             "episodes": chosen, "format": cfg.format, "wall_s": time.perf_counter() - started,
             "replay": [c.to_dict() for c in checks], "artifacts": [a.to_dict() for a in artifacts],
@@ -163,9 +169,9 @@ def render_dataset(dataset: str, out: str | Path, *, format: str | None = None, 
     return artifact
 
 
-def _write_numbers(group: WriterGroup, data: DatasetEpisodes, chosen: list[int], cfg: Any) -> None:
+def _write_numbers(group: WriterGroup, data: DatasetEpisodes, chosen: list[int], cfg: RenderConfig) -> None:
     """The recorded episodes' numbers (and, for jsonl, their steps), as a run hands them to its writers."""
-    steps = WRITERS.entry(cfg.format).needs_steps
+    steps = WRITERS.entry(cfg.format_name).needs_steps
     for start in range(0, len(chosen), 64):  # a few episodes at a time: memory stays flat on big datasets
         for episode in data.episodes(chosen[start:start + 64], cfg.success_rule):
             if steps:
@@ -173,13 +179,13 @@ def _write_numbers(group: WriterGroup, data: DatasetEpisodes, chosen: list[int],
             group.on_episode(episode.metrics())
 
 
-def _replay(group: WriterGroup, data: DatasetEpisodes, chosen: list[int], cfg: Any, tolerance: float,
+def _replay(group: WriterGroup, data: DatasetEpisodes, chosen: list[int], cfg: RenderConfig, tolerance: float,
             notes: list[str]) -> list[ReplayCheck]:
     """Replays each chosen episode twice: once to check it, once (only if it matched) to film it."""
     html = cfg.format == "html"
     with captured_mujoco_warnings(notes):  # MuJoCo's compiler warnings are notes, as in a run
         env = recover_env(data, None if html else "rgb_array")
-    backend = None
+    backend: FrameSource | None = None
     try:
         sim = find_simulation(env) if html else None
         if html and sim is None:
@@ -196,26 +202,31 @@ def _replay(group: WriterGroup, data: DatasetEpisodes, chosen: list[int], cfg: A
     return checks
 
 
-def _film(group: WriterGroup, backend: Any, sim: Any, env: Any, data: DatasetEpisodes, index: int, cfg: Any,
+def _film(group: WriterGroup, backend: FrameSource | None, sim: tuple[MjModel, MjData] | None,
+          env: gym.Env[object, object], data: DatasetEpisodes, index: int, cfg: RenderConfig,
           tolerance: float) -> ReplayCheck:
+    """Checks episode ``index``'s replay and, where it matches, replays it again into ``group``: the MuJoCo states
+    (``sim``) for the html page, else ``backend``'s frames."""
     ep = next(iter(data.dataset.iterate_episodes([index])))
-    seed = data.episode_meta([index])[0].get("seed")
+    seed = recorded_seed(data.episode_meta([index])[0])
     check = replay_check(env, ep, seed, tolerance)
     if not check.ok:
         return check
     rewards = [0.0, *map(float, ep.rewards)]
     total = [0.0]
+    started = time.perf_counter()
 
     def emit(step: int) -> None:
         total[0] += rewards[step]
-        metrics = {"step": step, "reward": rewards[step], "return": total[0]}
+        metrics: StepMetrics = {"step": step, "reward": rewards[step], "return": total[0]}
         if sim is not None:  # the html page: the replayed MuJoCo state (mocap bodies' poses too), drawn by the page
             model, state = sim
-            pose = {"model": model, "qpos": state.qpos.copy()}
+            pose: SimState = {"model": model, "qpos": state.qpos.copy()}
             if model.nmocap:
-                pose.update(mocap_pos=state.mocap_pos.copy(), mocap_quat=state.mocap_quat.copy())
+                pose["mocap_pos"], pose["mocap_quat"] = state.mocap_pos.copy(), state.mocap_quat.copy()
             group.write(FrameBundle({}, step, index, metrics=metrics, state=pose))
             return
+        assert backend is not None  # the other formats film the backend's frames (_replay made it)
         if step == 0:
             backend.begin_episode()
         captured = backend.capture(None) or {}
@@ -228,8 +239,12 @@ def _film(group: WriterGroup, backend: Any, sim: Any, env: Any, data: DatasetEpi
                           f"{second.diverged_at} when replayed again: the env is not deterministic here",
                           fix="check the env's seeding (reset(seed=...) must fix every random draw)")
     terminated, truncated = bool(ep.terminations[-1]), bool(ep.truncations[-1])
-    group.on_episode({"episode_ix": index, "seed": seed, "sum_reward": total[0], "length": check.steps,
-                      "success": None, "terminated": terminated, "truncated": truncated})
+    episode: EpisodeMetrics = {
+        "episode_ix": index, "seed": seed, "sum_reward": total[0],
+        "max_reward": max(rewards[1:]) if check.steps else None, "length": check.steps, "success": None,
+        "terminated": terminated, "truncated": truncated, "wall_s": time.perf_counter() - started,
+        "num_frames": check.steps + 1}
+    group.on_episode(episode)
     return check
 
 

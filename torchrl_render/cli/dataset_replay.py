@@ -13,20 +13,33 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
+from ..contracts import Array, Json
 from ..engine import Episode
 from ..errors import ConfigError, RenderError
 from ..writers.minari import require_minari
 
-__all__ = ["DatasetEpisodes", "ReplayCheck", "choose", "open_dataset", "recover_env", "replay_check"]
+if TYPE_CHECKING:
+    import gymnasium as gym
+    from gymnasium.envs.registration import EnvSpec
+    from minari import EpisodeData, MinariDataset
+
+__all__ = ["DatasetEpisodes", "ReplayCheck", "choose", "open_dataset", "recorded_seed", "recover_env",
+           "replay_check"]
 
 #: the replayed observation may differ from the recorded one by this much (absolute, per entry) and still match
 DEFAULT_TOLERANCE = 1e-6
+
+#: A recorded entry of an episode (observations, actions): an array over the steps (a list for a Text space), or a
+#: Dict / Tuple space's dict / tuple of them.
+Recorded: TypeAlias = "Array | list[str] | dict[str, Recorded] | tuple[Recorded, ...]"
 
 
 @dataclass
@@ -43,7 +56,7 @@ class ReplayCheck:
     def ok(self) -> bool:
         return self.diverged_at is None and self.reason is None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"episode": self.index, "steps": self.steps, "max_deviation": self.max_deviation,
                 "diverged_at": self.diverged_at, "reason": self.reason, "matches": self.ok}
 
@@ -52,44 +65,50 @@ class ReplayCheck:
 class DatasetEpisodes:
     """An open dataset and what the command reads of it."""
 
-    dataset: Any
+    dataset: MinariDataset
     path: Path
     dataset_id: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Json] = field(default_factory=dict)  # the dataset's metadata.json
 
     @property
     def total(self) -> int:
         return int(self.dataset.total_episodes)
 
-    def episode_meta(self, indices: list[int]) -> list[dict[str, Any]]:
+    def episode_meta(self, indices: list[int]) -> list[dict[str, object]]:
+        """The chosen episodes' metadata as Minari stored it (``seed``, and ``success`` where we recorded it)."""
         return list(self.dataset.storage.get_episode_metadata(indices))
 
-    def returns(self) -> np.ndarray:
+    def returns(self) -> NDArray[np.float64]:
         """Each episode's return, summed step by step in float64 (as a run sums its returns)."""
         return np.array([_sequential_sum(ep.rewards) for ep in self.dataset.iterate_episodes()], np.float64)
 
     def episodes(self, indices: list[int], success_rule: str = "any") -> list[Episode]:
         """The chosen episodes as the engine hands them to writers (recorded arrays, seed, success)."""
-        out = []
+        out: list[Episode] = []
         for ep, meta in zip(self.dataset.iterate_episodes(indices), self.episode_meta(indices), strict=True):
             rewards = np.asarray(ep.rewards, np.float64).reshape(-1)
             term = np.asarray(ep.terminations, bool).reshape(-1)
             trunc = np.asarray(ep.truncations, bool).reshape(-1)
-            seed = meta.get("seed")
             obs = ep.observations if isinstance(ep.observations, np.ndarray) else None
-            out.append(Episode(int(ep.id), None if seed is None else int(seed), rewards, term | trunc, term, trunc,
+            out.append(Episode(int(ep.id), recorded_seed(meta), rewards, term | trunc, term, trunc,
                                sum_reward=_sequential_sum(rewards), success=_success(meta, ep.infos, success_rule),
                                observations=obs, actions=np.asarray(ep.actions) if obs is not None else None))
         return out
 
 
-def _sequential_sum(values: Any) -> float:
+def recorded_seed(meta: Mapping[str, object]) -> int | None:
+    """An episode's reset seed from its Minari metadata (Minari stores it as an int); None where it has none."""
+    seed = meta.get("seed")
+    return int(seed) if isinstance(seed, (int, np.integer)) else None
+
+
+def _sequential_sum(values: ArrayLike) -> float:
     """The sum in float64 in step order (numpy's ``sum`` adds pairwise and may differ in the last bits)."""
     flat = np.asarray(values, np.float64).reshape(-1)
     return float(np.cumsum(flat)[-1]) if flat.size else 0.0
 
 
-def _success(meta: dict[str, Any], infos: Any, rule: str) -> bool | None:
+def _success(meta: Mapping[str, object], infos: object, rule: str) -> bool | None:
     """The episode's success: the one torchrl_render recorded, else the env's ``is_success``/``success`` infos
     (true at some step, or the last step's with ``rule="final"``)."""
     if meta.get("success") is not None:
@@ -98,7 +117,7 @@ def _success(meta: dict[str, Any], infos: Any, rule: str) -> bool | None:
         values = infos.get(key) if isinstance(infos, dict) else None
         if values is not None and np.size(values):
             # (cast: numpy types any(axis) as a scalar or an array; over axis 1 of a 2-d array it is a 1-d array)
-            flags = cast(np.ndarray, np.asarray(values).reshape(len(values), -1).any(1))
+            flags = cast(NDArray[np.bool_], np.asarray(values).reshape(len(values), -1).any(1))
             return bool(flags[-1]) if rule == "final" else bool(flags.any())
     return None
 
@@ -188,11 +207,12 @@ def choose(data: DatasetEpisodes, picks: list[str]) -> list[int]:
     return sorted(set(chosen))
 
 
-def recover_env(data: DatasetEpisodes, render_mode: str | None) -> Any:
+def recover_env(data: DatasetEpisodes, render_mode: str | None) -> gym.Env[object, object]:
     """The env the dataset was recorded in: its env spec (``recover_environment``), else the gymnasium env of
     the recipe torchrl_render recorded (``metadata["torchrl_render"]["env"]``)."""
     kwargs = {"render_mode": render_mode} if render_mode else {}
-    recipe = data.metadata.get("torchrl_render") or {}
+    recipe = data.metadata.get("torchrl_render")
+    recipe = recipe if isinstance(recipe, dict) else {}  # the run's env, where torchrl_render wrote the dataset
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -215,7 +235,7 @@ def recover_env(data: DatasetEpisodes, render_mode: str | None) -> Any:
                           "(gymnasium.make), or write --out eval_info.json/.jsonl (no env needed)")
 
 
-def _quiet_pygame(spec: Any, render_mode: str | None) -> None:
+def _quiet_pygame(spec: EnvSpec, render_mode: str | None) -> None:
     """A pygame-drawn env (classic control) renders off screen, as a run's does: no display warnings, no banner."""
     from ..envs import _PYGAME_ENVS, _check_pygame  # the run's own set-up of pygame, shared
 
@@ -223,12 +243,13 @@ def _quiet_pygame(spec: Any, render_mode: str | None) -> None:
         _check_pygame(spec.id)
 
 
-def _recipe_env(recipe: dict[str, Any], render_mode: str | None) -> Any:
+def _recipe_env(recipe: dict[str, Json], render_mode: str | None) -> gym.Env[object, object]:
     from ..config import RenderConfig
     from ..envs import make_raw_env
     from ..envs.unwrap import is_gymnasium, underlying_env
 
-    cfg = RenderConfig(policy="(dataset)", env=recipe["env"], env_kwargs=recipe.get("env_kwargs") or {},
+    kwargs = recipe.get("env_kwargs")
+    cfg = RenderConfig(policy="(dataset)", env=recipe["env"], env_kwargs=kwargs if isinstance(kwargs, dict) else {},
                        render_mode=render_mode)
     env = underlying_env(make_raw_env(cfg, None, render_mode=render_mode))
     if not is_gymnasium(env):
@@ -238,7 +259,8 @@ def _recipe_env(recipe: dict[str, Any], render_mode: str | None) -> Any:
     return env
 
 
-def replay_check(env: Any, ep: Any, seed: int | None, tolerance: float, on_step: Any = None) -> ReplayCheck:
+def replay_check(env: gym.Env[object, object], ep: EpisodeData, seed: int | None, tolerance: float,
+                 on_step: Callable[[int], None] | None = None) -> ReplayCheck:
     """Resets ``env`` with ``seed``, steps the recorded actions, compares every observation (each entry of a Dict
     or Tuple one) and every reward with the recorded ones; ``on_step(step)`` is called after the reset (0) and each
     step, while the replay still matches."""
@@ -261,7 +283,7 @@ def replay_check(env: Any, ep: Any, seed: int | None, tolerance: float, on_step:
     return ReplayCheck(int(ep.id), steps, worst)
 
 
-def _at(value: Any, t: int) -> Any:
+def _at(value: Recorded, t: int) -> object:
     """Step ``t`` of a recorded entry: an array, or a Dict / Tuple space's dict / tuple of them."""
     if isinstance(value, dict):
         return {k: _at(v, t) for k, v in value.items()}
@@ -270,7 +292,7 @@ def _at(value: Any, t: int) -> Any:
     return value[t]
 
 
-def _deviation(got: Any, want: Any) -> float:
+def _deviation(got: object, want: object) -> float:
     """The largest ``|got - want|`` entry (a NaN where both are NaN matches; another shape, or values that are not
     numbers and differ: infinite)."""
     if isinstance(want, dict):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
 
+from ..data import Artifact
 from ..errors import RenderError, did_you_mean
 
-__all__ = ["PROG", "Parser", "report_artifacts"]
+__all__ = ["PROG", "Parser", "artifact_notes", "report_artifacts"]
 
 PROG = "torchrl-render"
 
@@ -37,7 +37,7 @@ def _suggestion(message: str, flags: tuple[str, ...] | list[str] = ()) -> str:
     return did_you_mean(first.split("=")[0], flags) if first else ""
 
 
-def report_artifacts(work: Callable[[], Iterable[Any]], *, error: str, prog: str) -> int:
+def report_artifacts(work: Callable[[], Iterable[Artifact]], *, error: str, prog: str) -> int:
     """Runs a subcommand's ``work`` and says how it went: our error as one paragraph after ``error`` (exit 2), an
     interruption (130), else each artifact's notes and then its path (0)."""
     try:
@@ -49,7 +49,13 @@ def report_artifacts(work: Callable[[], Iterable[Any]], *, error: str, prog: str
         print(f"{prog}: interrupted; nothing was written at the output path", file=sys.stderr)
         return 130
     for artifact in artifacts:
-        for note in artifact.info.get("notes") or ():
+        for note in artifact_notes(artifact):
             print(f"{prog}: note: {note}", file=sys.stderr)
         print(artifact.path)
     return 0
+
+
+def artifact_notes(artifact: Artifact) -> list[str]:
+    """The notes a writer left in an artifact's info (``info["notes"]``, a list of lines; none: ``[]``)."""
+    notes = artifact.info.get("notes")
+    return [str(note) for note in notes] if isinstance(notes, list) else []

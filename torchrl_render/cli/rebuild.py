@@ -22,28 +22,40 @@ Example:
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..backends.mujoco import MujocoBackend, camera_names
 from ..config import RenderConfig, parse_nested_key
-from ..data import Artifact, FrameBundle
+from ..contracts import EpisodeMetrics, Frames, Json, StepMetrics, UserValue
+from ..data import Artifact, FrameBundle, SimState
 from ..envs.mujoco_state import episode_mocap, episode_states, load_model
 from ..errors import ConfigError, OutputExistsError, RenderError
 from ..frames import apply_layout, to_uint8_hwc
+from ..keys import NestedKey
 from ..storage import load_rollouts
 from ..writers.group import WriterGroup
+from .parser import artifact_notes
+
+if TYPE_CHECKING:
+    import mujoco
+    from tensordict import TensorDictBase
 
 __all__ = ["REPLAY_FORMATS", "recorded_model_path", "replay_rollouts"]
 
 #: formats a replay can write: the states themselves (html) or frames drawn from them
 REPLAY_FORMATS = ("html", "mp4", "gif", "frames")
 
+#: saved rollouts: a rollout folder (``--save-rollout``), or the episodes' TensorDicts (None: an episode not kept)
+Rollouts: TypeAlias = "str | Path | Sequence[TensorDictBase | None]"
 
-def _rewards(td: Any, frames: int) -> np.ndarray:
+
+def _rewards(td: TensorDictBase, frames: int) -> NDArray[np.float64]:
     reward = td.get(("next", "reward"), None)
     out = np.zeros(frames)
     if reward is not None:
@@ -52,16 +64,17 @@ def _rewards(td: Any, frames: int) -> np.ndarray:
     return out
 
 
-def _flag(td: Any, key: str) -> bool:
+def _flag(td: TensorDictBase, key: str) -> bool:
     value = td.get(("next", key), None)
     return bool(value[-1].any()) if value is not None and value.shape[0] else False
 
 
-def _episodes(rollouts: Any, qpos_key: Any, trust: bool) -> list[tuple[int, Any, np.ndarray]]:
-    if isinstance(rollouts, (str, Path)):
-        rollouts = load_rollouts(rollouts, trust=trust)
+def _episodes(rollouts: Rollouts, qpos_key: NestedKey,
+              trust: bool) -> list[tuple[int, TensorDictBase, NDArray[np.float64]]]:
+    tds: Sequence[TensorDictBase | None] = load_rollouts(rollouts, trust=trust) \
+        if isinstance(rollouts, (str, Path)) else rollouts
     episodes = []
-    for i, td in enumerate(rollouts):
+    for i, td in enumerate(tds):
         if td is None:
             continue
         try:
@@ -76,7 +89,7 @@ def _episodes(rollouts: Any, qpos_key: Any, trust: bool) -> list[tuple[int, Any,
     return episodes
 
 
-def _replay_config(out: Path, fmt: str | None, model_path: Path, **fields: Any) -> Any:
+def _replay_config(out: Path, fmt: str | None, model_path: Path, **fields: UserValue) -> RenderConfig:
     cfg = RenderConfig(policy="(replay)", env=f"replay of {model_path.name}", out=out, format=fmt,
                        **{k: v for k, v in fields.items() if v is not None})
     if cfg.format not in REPLAY_FORMATS:
@@ -86,9 +99,10 @@ def _replay_config(out: Path, fmt: str | None, model_path: Path, **fields: Any) 
     return cfg
 
 
-def replay_rollouts(rollouts: Any, model_path: str | Path | None, out: str | Path, *,
-                    asset_paths: Sequence[Any] = (), qpos_key: Any = "qpos", format: str | None = None,
-                    trust_rollouts: bool = False, **fields: Any) -> list[Artifact]:
+def replay_rollouts(rollouts: Rollouts, model_path: str | Path | None, out: str | Path, *,
+                    asset_paths: Sequence[str | Path] = (), qpos_key: NestedKey = "qpos",
+                    format: str | None = None, trust_rollouts: bool = False,
+                    **fields: UserValue) -> list[Artifact]:
     """Rebuilds the episodes of saved rollouts from a MuJoCo model file into ``out``.
 
     Args:
@@ -112,7 +126,7 @@ def replay_rollouts(rollouts: Any, model_path: str | Path | None, out: str | Pat
     model = load_model(model_path, asset_paths)
     episodes = _episodes(rollouts, parse_nested_key(qpos_key, "qpos_key"), trust_rollouts)
     cfg = _replay_config(Path(out), format, model_path, num_trajs=max(i for i, _, _ in episodes) + 1, **fields)
-    group = WriterGroup(cfg, cfg.out)
+    group = WriterGroup(cfg, cfg.out_path)
     for path in group.planned_paths():
         if path.exists() and not cfg.overwrite:
             raise OutputExistsError(f"{str(path)!r} already exists", got=str(path),
@@ -124,7 +138,7 @@ def replay_rollouts(rollouts: Any, model_path: str | Path | None, out: str | Pat
             _write_episode(group, drawer, model, index, td, states, parse_nested_key(qpos_key, "qpos_key"))
         artifacts = group.close()
         for artifact in artifacts:
-            notes = list(artifact.info.get("notes") or [])
+            notes = artifact_notes(artifact)
             if drawer is not None:
                 artifact.info["cameras"] = cameras
                 notes.append(note)
@@ -139,7 +153,7 @@ def replay_rollouts(rollouts: Any, model_path: str | Path | None, out: str | Pat
             drawer.close()
 
 
-def recorded_model_path(rollouts: Any) -> Path:
+def recorded_model_path(rollouts: Rollouts) -> Path:
     """The model file a run recorded for its saved rollouts: the rollout folder's ``index.json``, else the
     run's sidecar (named there, or a ``*.metadata.json`` beside the folder that lists it as an artifact).
 
@@ -151,15 +165,17 @@ def recorded_model_path(rollouts: Any) -> Path:
         raise ConfigError("replaying TensorDicts needs the MuJoCo model file", got="model_path=None", fix=fix)
     folder = Path(rollouts)
     index = _read_json(folder / "index.json") or {}
-    sidecars = [Path(index["metadata"])] if index.get("metadata") else []
+    listed_sidecar = index.get("metadata")
+    listed_sidecar = listed_sidecar if isinstance(listed_sidecar, str) else None  # the run's sidecar, by its path
+    sidecars = [Path(listed_sidecar)] if listed_sidecar else []
     sidecars += sorted(folder.absolute().parent.glob("*.metadata.json"))
     found = index.get("mujoco_model_path")
     for sidecar in sidecars if found is None else ():
         meta = _read_json(sidecar) or {}
-        listed = {str(Path(a.get("path", "")).absolute()) for a in meta.get("artifacts") or []}
-        if sidecar.name and (str(folder.absolute()) in listed or Path(index.get("metadata") or "") == sidecar):
-            found = (meta.get("env_info") or {}).get("mujoco_model_path") or \
-                (meta.get("config") or {}).get("mujoco_model_path")
+        if sidecar.name and (str(folder.absolute()) in _artifact_paths(meta.get("artifacts"))
+                             or Path(listed_sidecar or "") == sidecar):
+            found = _member(meta.get("env_info"), "mujoco_model_path") or \
+                _member(meta.get("config"), "mujoco_model_path")
             if found is not None:
                 break
     if found is None:
@@ -167,13 +183,29 @@ def recorded_model_path(rollouts: Any) -> Path:
                           "(gymnasium MuJoCo envs record theirs; dm_control builds its models from strings)",
                           expected="a rollout folder written with --save-rollout by a gymnasium MuJoCo env",
                           got=str(folder), fix=fix)
-    if not Path(found).is_file():
+    if not isinstance(found, str) or not Path(found).is_file():
         raise ConfigError(f"the run of {str(folder)!r} recorded the model file {found!r}, which is not on this "
-                          "machine", got=found, fix=fix + " (the env's XML, e.g. from gymnasium/envs/mujoco/assets)")
+                          "machine", got=str(found),
+                          fix=fix + " (the env's XML, e.g. from gymnasium/envs/mujoco/assets)")
     return Path(found)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _member(doc: Json, key: str) -> Json:
+    """``doc[key]`` of a JSON object; None where ``doc`` is no object or has no ``key``."""
+    return doc.get(key) if isinstance(doc, dict) else None
+
+
+def _artifact_paths(artifacts: Json) -> set[str]:
+    """The absolute paths of a sidecar's ``artifacts`` entries."""
+    paths = set()
+    for artifact in artifacts if isinstance(artifacts, list) else ():
+        path = _member(artifact, "path")
+        if path is None or isinstance(path, str):
+            paths.add(str(Path(path or "").absolute()))
+    return paths
+
+
+def _read_json(path: Path) -> dict[str, Json] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -181,27 +213,35 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _write_episode(group: Any, drawer: Any, model: Any, index: int, td: Any, states: np.ndarray,
-                   qpos_key: Any = "qpos") -> None:
+def _write_episode(group: WriterGroup, drawer: _Drawer | None, model: mujoco.MjModel, index: int,
+                   td: TensorDictBase, states: NDArray[np.float64], qpos_key: NestedKey = "qpos") -> None:
+    started = time.perf_counter()
     rewards = _rewards(td, len(states))
     returns = np.cumsum(rewards)
     mocap = episode_mocap(td, qpos_key) if model.nmocap else {}  # the mocap bodies' recorded poses
     if drawer is not None:
         drawer.begin_episode()
     for step, qpos in enumerate(states):
-        metrics = {"step": step, "reward": float(rewards[step]), "return": float(returns[step])}
-        state = {"model": model, "qpos": qpos, **{f: v[min(step, len(v) - 1)] for f, v in mocap.items()}}
+        metrics: StepMetrics = {"step": step, "reward": float(rewards[step]), "return": float(returns[step])}
+        state: SimState = {"model": model, "qpos": qpos}
+        if "mocap_pos" in mocap:  # an episode's last pose stands for any step past the recorded ones
+            state["mocap_pos"] = mocap["mocap_pos"][min(step, len(mocap["mocap_pos"]) - 1)]
+        if "mocap_quat" in mocap:
+            state["mocap_quat"] = mocap["mocap_quat"][min(step, len(mocap["mocap_quat"]) - 1)]
         if drawer is None:
             bundle = FrameBundle({}, step, index, metrics=metrics, state=state)
         else:
             bundle = FrameBundle(drawer.frames(state), step, index, metrics=metrics)
         group.write(bundle)
-    group.on_episode({"episode_ix": index, "seed": None, "sum_reward": float(returns[-1]),
-                      "length": len(states) - 1, "success": None, "terminated": _flag(td, "terminated"),
-                      "truncated": _flag(td, "truncated")})
+    episode: EpisodeMetrics = {
+        "episode_ix": index, "seed": None, "sum_reward": float(returns[-1]),
+        "max_reward": float(rewards[1:].max()) if len(states) > 1 else None, "length": len(states) - 1,
+        "success": None, "terminated": _flag(td, "terminated"), "truncated": _flag(td, "truncated"),
+        "wall_s": time.perf_counter() - started, "num_frames": len(states)}
+    group.on_episode(episode)
 
 
-def _cameras(model: Any, cfg: Any) -> tuple[list[str], str]:
+def _cameras(model: mujoco.MjModel, cfg: RenderConfig) -> tuple[list[str], str]:
     """The cameras a video replay films, and the note that says so. A bare model file has no env to say
     which view is its own, and its camera 0 may be anything (Fetch's is its head camera): without
     ``--camera`` the free camera framed on the model is used, as the html page opens."""
@@ -216,7 +256,7 @@ def _cameras(model: Any, cfg: Any) -> tuple[list[str], str]:
 class _Drawer:
     """Frames of the model at given states, drawn by the ``mujoco`` backend."""
 
-    def __init__(self, model: Any, cfg: Any, cameras: list[str]) -> None:
+    def __init__(self, model: mujoco.MjModel, cfg: RenderConfig, cameras: list[str]) -> None:
         import mujoco
 
         self._mujoco, self.model, self.data = mujoco, model, mujoco.MjData(model)
@@ -227,7 +267,7 @@ class _Drawer:
     def begin_episode(self) -> None:
         self.backend.begin_episode()
 
-    def frames(self, state: dict[str, Any]) -> dict[str, Any]:
+    def frames(self, state: SimState) -> Frames:
         self.data.qpos[:] = state["qpos"]
         for field in ("mocap_pos", "mocap_quat"):
             if field in state:
