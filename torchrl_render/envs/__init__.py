@@ -16,14 +16,24 @@ import importlib
 import importlib.util
 import inspect
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import RenderConfig, RenderEnvSpec
+from ..contracts import Json, Payload, UserEnv, UserFactory
 from ..errors import EnvError, did_you_mean
 from ..resolve import call_factory, factory_name, receives, resolve
 from .gl import missing_gl_library
 from .handle import GymnasiumEnv, loaded_class
 from .unwrap import is_dm_env, is_gymnasium, model_file, plain_gymnasium, underlying_env
+
+if TYPE_CHECKING:
+    import gymnasium
+    from dm_control.rl.control import Environment
+    from tensordict import TensorDictBase
+    from torchrl.data import Composite
+    from torchrl.envs import EnvBase, GymWrapper
+    from torchrl.envs.batched_envs import BatchedEnvBase
+    from torchrl.envs.gym_like import BaseInfoDictReader
 
 __all__ = ["GymnasiumEnv", "as_torchrl", "build_env", "describe_env", "is_env_object", "make_raw_env", "open_env",
            "plain_gymnasium", "to_torchrl_env"]
@@ -33,12 +43,13 @@ DM_PREFIX = "dm_control/"
 _PYGAME_ENVS = ("gymnasium.envs.classic_control", "gymnasium.envs.toy_text", "gymnasium.envs.box2d")
 
 
-def build_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
+def build_env(cfg: RenderConfig, checkpoint: Payload = None, render_mode: str | None = None) -> EnvBase:
     """Builds the torchrl env for ``cfg`` (``render_mode`` is a default the config can override)."""
     return as_torchrl(open_env(cfg, checkpoint, render_mode))
 
 
-def open_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
+def open_env(cfg: RenderConfig, checkpoint: Payload = None,
+             render_mode: str | None = None) -> GymnasiumEnv | EnvBase:
     """The run's env for ``cfg``: a :class:`GymnasiumEnv` for a gymnasium env (torchrl on demand), else the
     torchrl env (``render_mode`` is a default the config can override)."""
     spec = RenderEnvSpec.from_config(cfg, checkpoint=checkpoint, render_mode=render_mode)
@@ -48,12 +59,12 @@ def open_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None 
     return to_torchrl_env(raw, device=spec.device, backend=cfg.env_backend, source=cfg.env)
 
 
-def as_torchrl(env: Any) -> Any:
+def as_torchrl(env: GymnasiumEnv | EnvBase) -> EnvBase:
     """The torchrl env of what :func:`open_env` returned (a :class:`GymnasiumEnv` builds its wrapper)."""
     return env.torchrl if isinstance(env, GymnasiumEnv) else env
 
 
-def make_raw_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | None = None) -> Any:
+def make_raw_env(cfg: RenderConfig, checkpoint: Payload = None, render_mode: str | None = None) -> UserEnv:
     """What the env factory (or the id shortcut) returns, before any wrapping."""
     spec = RenderEnvSpec.from_config(cfg, checkpoint=checkpoint, render_mode=render_mode)
     try:
@@ -65,7 +76,7 @@ def make_raw_env(cfg: RenderConfig, checkpoint: Any = None, render_mode: str | N
         raise
 
 
-def _raw_env(cfg: RenderConfig, spec: RenderEnvSpec) -> Any:
+def _raw_env(cfg: RenderConfig, spec: RenderEnvSpec) -> UserEnv:
     if is_env_object(cfg.env):
         return cfg.env  # an env instance: used as it is
     if isinstance(cfg.env, str) and ":" not in cfg.env:
@@ -81,7 +92,7 @@ def _raw_env(cfg: RenderConfig, spec: RenderEnvSpec) -> Any:
     return call_factory(factory, spec, cfg.env_kwargs, "env")
 
 
-def is_env_object(obj: Any) -> bool:
+def is_env_object(obj: object) -> bool:
     """An env instance (torchrl, gymnasium, dm_control) rather than a factory or an id."""
     if isinstance(obj, (str, type)) or obj is None:
         return False
@@ -89,7 +100,7 @@ def is_env_object(obj: Any) -> bool:
     return (base is not None and isinstance(obj, base)) or is_gymnasium(obj) or is_dm_env(obj)
 
 
-def _from_shortcut(name: str, spec: RenderEnvSpec) -> Any:
+def _from_shortcut(name: str, spec: RenderEnvSpec) -> gymnasium.Env[object, object] | Environment:
     if name.startswith(DM_PREFIX):
         return _dm_control(name[len(DM_PREFIX):], spec)
     return _gymnasium(name, spec)
@@ -106,7 +117,7 @@ def import_namespace(env_id: str) -> None:
         importlib.import_module(namespace)
 
 
-def _gymnasium(env_id: str, spec: RenderEnvSpec) -> Any:
+def _gymnasium(env_id: str, spec: RenderEnvSpec) -> gymnasium.Env[object, object]:
     import gymnasium
 
     import_namespace(env_id)
@@ -149,7 +160,7 @@ def _check_pygame(env_id: str) -> None:
                        extra="'gymnasium[classic-control]'") from exc
 
 
-def _dm_control(name: str, spec: RenderEnvSpec) -> Any:
+def _dm_control(name: str, spec: RenderEnvSpec) -> Environment:
     from dm_control import suite
 
     domain, _, task = name.partition("-")
@@ -162,7 +173,8 @@ def _dm_control(name: str, spec: RenderEnvSpec) -> Any:
     return suite.load(domain, task, task_kwargs=task_kwargs, environment_kwargs=dict(spec.env_kwargs) or None)
 
 
-def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source: Any = None) -> Any:
+def to_torchrl_env(obj: UserEnv, device: str = "cpu", backend: str = "auto",
+                   source: str | UserFactory[UserEnv] | UserEnv | None = None) -> EnvBase:
     """Wraps ``obj`` into a torchrl env; an informative :class:`EnvError` otherwise."""
     if isinstance(obj, GymnasiumEnv):
         return obj.torchrl
@@ -188,7 +200,7 @@ def to_torchrl_env(obj: Any, device: str = "cpu", backend: str = "auto", source:
                    got=type(obj).__qualname__, fix="return the env object itself from the factory")
 
 
-def _gym_wrapper(obj: Any, device: str) -> Any:
+def _gym_wrapper(obj: UserEnv, device: str) -> GymWrapper:
     """torchrl's ``GymWrapper`` of a gymnasium env, reading its success reports, with float64 rewards."""
     from torchrl.envs import GymWrapper
 
@@ -198,7 +210,7 @@ def _gym_wrapper(obj: Any, device: str) -> Any:
     return wrapped
 
 
-def _keep_float64_reward(env: Any) -> None:
+def _keep_float64_reward(env: EnvBase) -> None:
     """gymnasium's rewards are Python floats (float64); torchrl's wrapper would store them as float32, and
     the torchrl path's returns would then differ from a plain gymnasium loop's in the last digits."""
     import torch
@@ -209,7 +221,7 @@ def _keep_float64_reward(env: Any) -> None:
         env.reward_spec = Unbounded(shape=spec.shape, dtype=torch.float64, device=spec.device)
 
 
-def success_reader() -> Any:
+def success_reader() -> BaseInfoDictReader:
     """Reads gymnasium's ``info["is_success"]`` (or ``info["success"]``) into the step TensorDict.
 
     Writes ``success`` and ``success_reported`` (both bool, shape ``(1,)``) at every reset and
@@ -222,7 +234,7 @@ def success_reader() -> Any:
     from torchrl.envs.gym_like import BaseInfoDictReader
 
     class SuccessReader(BaseInfoDictReader):
-        def __call__(self, info_dict: dict[str, Any], tensordict: Any) -> Any:
+        def __call__(self, info_dict: dict[str, object], tensordict: TensorDictBase) -> TensorDictBase:
             value = info_dict.get("is_success", info_dict.get("success"))
             reported = value is not None
             success = bool(np.any(np.asarray(value))) if reported else False
@@ -231,16 +243,16 @@ def success_reader() -> Any:
             return tensordict
 
         @property
-        def info_spec(self) -> Any:
+        def info_spec(self) -> Composite:
             return Composite(success=Unbounded(shape=(1,), dtype=torch.bool),
                              success_reported=Unbounded(shape=(1,), dtype=torch.bool))
 
     return SuccessReader()
 
 
-def describe_env(env: Any) -> dict[str, Any]:
+def describe_env(env: UserEnv) -> dict[str, Json]:
     """A JSON-ready description of the env for the metadata."""
-    batched = loaded_class("torchrl.envs.batched_envs", "BatchedEnvBase")
+    batched: type[BatchedEnvBase] | None = loaded_class("torchrl.envs.batched_envs", "BatchedEnvBase")
     raw = underlying_env(env)
     if batched is not None and isinstance(raw, batched):
         return {"class": type(env).__name__, "batched": type(raw).__name__, "num_envs": int(raw.batch_size[0]),

@@ -22,17 +22,26 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..contracts import UserEnv
+
+if TYPE_CHECKING:
+    import torch
+    from gymnasium import Space
+    from torchrl.envs import EnvBase
 
 __all__ = ["GymnasiumEnv", "loaded_class"]
 
 
-def loaded_class(module: str, name: str) -> type[Any] | None:
+def loaded_class(module: str, name: str) -> type | None:
     """``module.name`` if ``module`` is imported already, else None: an object cannot be an instance of a
-    class whose module nobody imported, so an isinstance check needs no import of its own. (``type[Any]``: the
-    class is found at run time, so an object it matches keeps its attributes to the type checker.)"""
+    class whose module nobody imported, so an isinstance check needs no import of its own. (A caller that reads
+    the attributes of what the class matches names it: ``batched: type[BatchedEnvBase] | None = loaded_class(...)``.)
+    """
     mod = sys.modules.get(module)
-    return getattr(mod, name, None) if mod is not None else None
+    found = getattr(mod, name, None) if mod is not None else None
+    return found if isinstance(found, type) else None
 
 
 #: torchrl ``EnvBase`` names that a gymnasium env may have too, with another meaning: torchrl's win.
@@ -53,12 +62,16 @@ class GymnasiumEnv:
     """
 
     _torchrl_render_wrapped = True  # the engine may step ``raw`` directly (no transforms of the user's)
+    # set through __dict__ in __init__ (never through __getattr__'s forwarding)
+    _env: UserEnv
+    _wrap: Callable[[UserEnv], EnvBase]
+    _torchrl: EnvBase | None
 
-    def __init__(self, raw: Any, wrap: Callable[[Any], Any]) -> None:
+    def __init__(self, raw: UserEnv, wrap: Callable[[UserEnv], EnvBase]) -> None:
         self.__dict__.update(_env=raw, _wrap=wrap, _torchrl=None)
 
     @property
-    def raw(self) -> Any:
+    def raw(self) -> UserEnv:
         """The gymnasium env itself."""
         return self._env
 
@@ -68,24 +81,24 @@ class GymnasiumEnv:
         return self._torchrl is not None
 
     @property
-    def torchrl(self) -> Any:
+    def torchrl(self) -> EnvBase:
         """torchrl's ``GymWrapper`` around :attr:`raw` (built at the first call)."""
         if self._torchrl is None:
             self.__dict__["_torchrl"] = self._wrap(self._env)
         return self._torchrl
 
     @property
-    def batch_size(self) -> Any:
+    def batch_size(self) -> torch.Size:
         import torch
 
         return torch.Size([])
 
     @property
-    def observation_space(self) -> Any:
+    def observation_space(self) -> Space:
         return self._env.observation_space
 
     @property
-    def action_space(self) -> Any:
+    def action_space(self) -> Space:
         return self._env.action_space
 
     def close(self) -> None:
@@ -95,7 +108,7 @@ class GymnasiumEnv:
         else:
             self._env.close()
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         if name.startswith("_"):  # private probes (ours, copy's, pickle's) never build torchrl
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
         if not _torchrl_name(name) and hasattr(self._env, name):

@@ -29,24 +29,29 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import TypeAlias
 
 import torch
-from tensordict import TensorDict
+from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Composite, Unbounded
 from torchrl.envs import EnvBase
 
+from ..config import RenderConfig
+from ..contracts import UserEnv
 from ..errors import ConfigError, EnvError
 
 __all__ = ["IsaacLabAdapter", "is_isaaclab_like", "slots_config", "wrap_isaaclab"]
 
+#: An Isaac Lab observation: ``(N, ...)`` tensors by group name (a group may hold named tensors itself).
+Observation: TypeAlias = "torch.Tensor | Mapping[str, Observation]"
 
-def is_isaaclab_like(obj: Any) -> bool:
+
+def is_isaaclab_like(obj: object) -> bool:
     """Has Isaac Lab's shape: ``num_envs``, ``device``, ``reset`` and ``step``."""
     return all(hasattr(obj, name) for name in ("num_envs", "device", "reset", "step"))
 
 
-def wrap_isaaclab(env: Any, device: str | None = None) -> Any:
+def wrap_isaaclab(env: UserEnv, device: str | None = None) -> IsaacLabAdapter:
     """The batched torchrl env around ``env`` (see the module docstring)."""
     if not is_isaaclab_like(env):
         raise EnvError("env_backend='isaaclab' needs an Isaac Lab env", expected="an env with num_envs, device, "
@@ -56,7 +61,7 @@ def wrap_isaaclab(env: Any, device: str | None = None) -> Any:
     return IsaacLabAdapter(env, device)
 
 
-def slots_config(cfg: Any, env: Any, needs_frames: bool, notes: list[str]) -> Any:
+def slots_config(cfg: RenderConfig, env: IsaacLabAdapter, needs_frames: bool, notes: list[str]) -> RenderConfig:
     """The run's config with ``num_envs`` = the env's copies; seeds the simulator once."""
     n = int(env.batch_size[0])
     if cfg.num_envs not in (1, n):
@@ -76,12 +81,12 @@ def slots_config(cfg: Any, env: Any, needs_frames: bool, notes: list[str]) -> An
     return out
 
 
-def _flatten(obs: Mapping[str, Any]) -> dict[str, Any]:
+def _flatten(obs: Mapping[str, Observation]) -> dict[str, Observation]:
     """Observation groups as TensorDict entries: ``policy`` -> ``observation``."""
     return {("observation" if name == "policy" else str(name)): value for name, value in obs.items()}
 
 
-def _spec_of(value: Any, n: int, device: Any) -> Any:
+def _spec_of(value: Observation, n: int, device: torch.device) -> Composite | Unbounded:
     if isinstance(value, Mapping):
         return Composite({k: _spec_of(v, n, device) for k, v in value.items()}, shape=(n,), device=device)
     return Unbounded(shape=tuple(value.shape), dtype=value.dtype, device=device)
@@ -93,7 +98,7 @@ class IsaacLabAdapter(EnvBase):
     batch_locked = True
     _torchrl_render_batched = True  # the engine uses it as its batch of env slots
 
-    def __init__(self, env: Any, device: str | None) -> None:
+    def __init__(self, env: UserEnv, device: str | None) -> None:
         n = int(env.num_envs)
         super().__init__(device=torch.device(device or env.device), batch_size=torch.Size([n]))
         self._env, self._ended = env, torch.zeros(n, dtype=torch.bool)
@@ -110,7 +115,7 @@ class IsaacLabAdapter(EnvBase):
                                          for k in ("done", "terminated", "truncated")}, shape=(n,),
                                         device=self.device)
 
-    def _reset(self, tensordict: Any = None, **kwargs: Any) -> Any:
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: object) -> TensorDictBase:
         mask = tensordict.get("_reset", None) if tensordict is not None else None
         mask = mask.reshape(-1).to("cpu") if mask is not None else None
         if mask is None or bool(mask.all()):
@@ -126,7 +131,7 @@ class IsaacLabAdapter(EnvBase):
         self._ended &= ~(mask if mask is not None else self._ended)
         return self._out({})
 
-    def _step(self, tensordict: Any) -> Any:
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         obs, reward, terminated, truncated, _ = self._env.step(tensordict.get("action"))
         self._obs = _flatten(obs)
         terminated = torch.as_tensor(terminated, device=self.device).reshape(-1, 1).bool()
@@ -135,7 +140,7 @@ class IsaacLabAdapter(EnvBase):
         return self._out({"reward": torch.as_tensor(reward, device=self.device).reshape(-1, 1).float(),
                           "terminated": terminated, "truncated": truncated, "done": terminated | truncated})
 
-    def _out(self, extra: dict[str, Any]) -> Any:
+    def _out(self, extra: dict[str, torch.Tensor]) -> TensorDict:
         n = self.batch_size[0]
         flags = {k: torch.zeros(n, 1, dtype=torch.bool, device=self.device)
                  for k in ("done", "terminated", "truncated")}

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from types import ModuleType
 
 __all__ = ["captured_mujoco_warnings", "quiet_mujoco_log"]
 
@@ -40,7 +40,7 @@ log = logging.getLogger("torchrl_render")
 class _DmControlFilter(logging.Filter):
     """Takes dm_control's re-logged MuJoCo warnings off the absl logger and hands them to ``sink``."""
 
-    def __init__(self, sink: Any) -> None:
+    def __init__(self, sink: Callable[[str], None]) -> None:
         super().__init__()
         self.sink = sink
 
@@ -60,7 +60,7 @@ def _absl_logger() -> logging.Logger:
     return logging.getLogger("absl")
 
 
-def _import_mujoco() -> Any:
+def _import_mujoco() -> ModuleType | None:
     """mujoco, or ``None`` when it is not installed or cannot start (a missing GL library: the env build says so)."""
     if importlib.util.find_spec("mujoco") is None:
         return None
@@ -72,7 +72,7 @@ def _import_mujoco() -> Any:
     return mujoco
 
 
-def _mute_log_file(mujoco: Any) -> tuple[bool, bool]:
+def _mute_log_file(mujoco: ModuleType) -> tuple[bool, bool]:
     """Turns MuJoCo's own console and ``MUJOCO_LOG.TXT`` logging off; returns what they were."""
     config = mujoco.MjLogConfig.get()
     before = (config.logto_file, config.logto_console)
@@ -95,7 +95,7 @@ def captured_mujoco_warnings(notes: list[str] | None = None) -> Iterator[list[st
         yield messages
         return
 
-    def sink(message: Any) -> None:
+    def sink(message: str | bytes) -> None:
         text = f"MuJoCo warned: {message.decode() if isinstance(message, bytes) else message}"
         log.debug("%s", text)
         if "deprecated" not in text and text not in messages:  # a model file's deprecation is not the user's to fix

@@ -22,21 +22,52 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal, NotRequired, Protocol, TypeAlias, TypedDict
 
 import numpy as np
+from numpy.typing import NDArray
 
+from ..contracts import StepMetrics, UserEnv
 from ..data import FrameBundle
 from ..errors import ConfigError
+from ..keys import NestedKey
 from .unwrap import SIMULATION_PLACES, describe_env, find_simulation, underlying_env
 
-__all__ = ["MOCAP_FIELDS", "LiveStates", "MujocoStateReader", "episode_mocap", "episode_states",
-           "extract_qpos_trajectory", "find_simulation", "load_model", "mocap_extras", "mocap_keys",
+if TYPE_CHECKING:
+    from mujoco import MjModel
+    from tensordict import TensorDict, TensorDictBase
+
+    from ..config import RenderConfig
+
+__all__ = ["MOCAP_FIELDS", "LiveStates", "MujocoState", "MujocoStateReader", "StateRecord", "episode_mocap",
+           "episode_states", "extract_qpos_trajectory", "find_simulation", "load_model", "mocap_extras", "mocap_keys",
            "model_asset_files", "read_mocap_pos", "read_mocap_quat", "store_qpos"]
 
-_STATE_FIELDS = ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "time")
+#: A field of the MuJoCo state that :class:`MujocoStateReader` reads; the mocap bodies' poses among them.
+StateField: TypeAlias = Literal["qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "time"]
+MocapField: TypeAlias = Literal["mocap_pos", "mocap_quat"]
+
+_STATE_FIELDS: tuple[StateField, ...] = ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "time")
+
+
+class MujocoState(TypedDict):
+    """The state arrays :meth:`MujocoStateReader.read` copies (float64): ``qpos`` always, the others where the
+    env has them (and they are not empty; ``time`` is a 0-d array)."""
+
+    qpos: NDArray[np.float64]
+    qvel: NotRequired[NDArray[np.float64]]
+    act: NotRequired[NDArray[np.float64]]
+    ctrl: NotRequired[NDArray[np.float64]]
+    mocap_pos: NotRequired[NDArray[np.float64]]
+    mocap_quat: NotRequired[NDArray[np.float64]]
+    time: NotRequired[NDArray[np.float64]]
+
+
+#: An engine's per-step extra of a MuJoCo env (:func:`mocap_extras`): the shape of one step's value, and how
+#: to read it from the slot's env.
+StateExtra: TypeAlias = tuple[tuple[int, ...], Callable[[UserEnv], NDArray[np.float64]]]
 
 
 class MujocoStateReader:
@@ -54,7 +85,7 @@ class MujocoStateReader:
         [0.0, 1.0]
     """
 
-    def supports(self, env: Any) -> bool:
+    def supports(self, env: UserEnv) -> bool:
         """Whether ``env`` exposes a readable MuJoCo state."""
         try:
             self.read(env)
@@ -62,34 +93,40 @@ class MujocoStateReader:
             return False
         return True
 
-    def model(self, env: Any) -> Any:
+    def model(self, env: UserEnv) -> MjModel | None:
         """The ``mujoco.MjModel`` behind ``env``, or ``None``."""
         sim = find_simulation(env)
         return sim[0] if sim is not None else None
 
-    def read(self, env: Any) -> dict[str, np.ndarray]:
+    def read(self, env: UserEnv) -> MujocoState:
         """Copies of the state arrays (``qpos`` always; the others when present and not empty)."""
         sim = find_simulation(env)
-        source = sim[1] if sim is not None else None
+        # MjData, the get_state() mapping, or an object holding the arrays as attributes
+        source: object = sim[1] if sim is not None else None
         if source is None:
             source = self._provided(env)
         if source is None:
             source = vars(env).get("data") if hasattr(env, "__dict__") else None
         if source is None:
             raise TypeError(f"env of type {type(env).__name__} exposes no MuJoCo state (no get_state() or data)")
-        state = {}
+        arrays: dict[StateField, NDArray[np.float64]] = {}
         for key in _STATE_FIELDS:
             value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
             if value is None:
                 continue
             array = np.array(value.detach().cpu().numpy() if hasattr(value, "detach") else value, dtype=np.float64)
             if key == "time" or array.size:
-                state[key] = array
-        if "qpos" not in state:
+                arrays[key] = array
+        if "qpos" not in arrays:
             raise KeyError("the MuJoCo state has no 'qpos' entry")
+        state: MujocoState = {"qpos": arrays.pop("qpos")}
+        for key, array in arrays.items():
+            state[key] = array
         return state
 
-    def _provided(self, env: Any) -> Mapping[str, Any] | None:
+    def _provided(self, env: UserEnv) -> object | None:
+        """What the env's own ``get_state()`` returns (a mapping, or an object with ``keys()`` such as a
+        TensorDict), or None when it has none."""
         for candidate in (env, underlying_env(env)):
             get_state = getattr(type(candidate), "get_state", None)
             if callable(get_state):
@@ -101,7 +138,7 @@ class MujocoStateReader:
                     return state
         return None
 
-    def capture(self, env: Any) -> Any:
+    def capture(self, env: UserEnv) -> TensorDict:
         """A detached snapshot of ``env``'s MuJoCo state as a TensorDict (float64 tensors)."""
         import torch
         from tensordict import TensorDict
@@ -109,7 +146,7 @@ class MujocoStateReader:
         return TensorDict({k: torch.as_tensor(v) for k, v in self.read(env).items()}, batch_size=[])
 
 
-def _candidates(key: Any) -> list[Any]:
+def _candidates(key: NestedKey) -> list[NestedKey]:
     key = tuple(key.split(".")) if isinstance(key, str) and "." in key else key
     if isinstance(key, tuple) and len(key) == 1:
         key = key[0]
@@ -118,7 +155,7 @@ def _candidates(key: Any) -> list[Any]:
     return [key, ("next", *key) if isinstance(key, tuple) else ("next", key)]
 
 
-def extract_qpos_trajectory(rollout: Any, qpos_key: Any = "qpos") -> list[list[float]]:
+def extract_qpos_trajectory(rollout: TensorDictBase, qpos_key: NestedKey = "qpos") -> list[list[float]]:
     """The ``T x nq`` qpos trajectory stored under ``qpos_key`` (its ``next`` twin also matches).
 
     Args:
@@ -140,7 +177,7 @@ def extract_qpos_trajectory(rollout: Any, qpos_key: Any = "qpos") -> list[list[f
     return [[float(x) for x in row] for row in array.reshape(-1, array.shape[-1])]
 
 
-def episode_states(rollout: Any, qpos_key: Any = "qpos") -> np.ndarray:
+def episode_states(rollout: TensorDictBase, qpos_key: NestedKey = "qpos") -> NDArray[np.float64]:
     """All ``T + 1`` qpos of an episode: the states before each action and the state after the last.
 
     With only one of ``key`` / ``("next", key)`` stored, the ``T`` states found are returned.
@@ -156,7 +193,8 @@ def episode_states(rollout: Any, qpos_key: Any = "qpos") -> np.ndarray:
     return np.concatenate([before[:1], after])
 
 
-def store_qpos(transition: Any, qpos_key: Any, before: np.ndarray | None, after: np.ndarray) -> None:
+def store_qpos(transition: TensorDictBase, qpos_key: NestedKey, before: NDArray[np.float64] | None,
+               after: NDArray[np.float64]) -> None:
     """Writes the state before the action under the root key and the state after under ``("next", key)``."""
     import torch
 
@@ -222,10 +260,10 @@ def _search(folders: Sequence[Path], written: str, looked: str) -> Path | None:
 
 
 #: the mocap bodies' poses, recorded beside qpos when the model has mocap bodies
-MOCAP_FIELDS = ("mocap_pos", "mocap_quat")
+MOCAP_FIELDS: tuple[MocapField, ...] = ("mocap_pos", "mocap_quat")
 
 
-def mocap_keys(qpos_key: Any) -> dict[str, Any]:
+def mocap_keys(qpos_key: NestedKey) -> dict[MocapField, NestedKey]:
     """The keys the mocap poses are stored under: siblings of the qpos key (``"qpos"`` -> ``"mocap_pos"``,
     ``("obs", "qpos")`` -> ``("obs", "mocap_pos")``), before the action; their ``("next", ...)`` after."""
     root, _ = _candidates(qpos_key)
@@ -236,21 +274,21 @@ def mocap_keys(qpos_key: Any) -> dict[str, Any]:
     return {f: f for f in MOCAP_FIELDS}
 
 
-def read_mocap_pos(env: Any) -> np.ndarray:
+def read_mocap_pos(env: UserEnv) -> NDArray[np.float64]:
     """The mocap bodies' positions of ``env``'s simulation (a flat copy)."""
     sim = find_simulation(env)
     assert sim is not None  # an extra only of envs that have one (mocap_extras)
     return np.array(sim[1].mocap_pos, dtype=np.float64).reshape(-1)
 
 
-def read_mocap_quat(env: Any) -> np.ndarray:
+def read_mocap_quat(env: UserEnv) -> NDArray[np.float64]:
     """The mocap bodies' orientations of ``env``'s simulation (a flat copy, w first)."""
     sim = find_simulation(env)
     assert sim is not None  # an extra only of envs that have one (mocap_extras)
     return np.array(sim[1].mocap_quat, dtype=np.float64).reshape(-1)
 
 
-def mocap_extras(qpos_key: Any, env: Any) -> dict[Any, tuple[tuple[int, ...], Any]]:
+def mocap_extras(qpos_key: NestedKey | None, env: UserEnv) -> dict[NestedKey, StateExtra]:
     """The engine's per-step extras for the mocap poses (none when the model has no mocap body)."""
     sim = find_simulation(env)
     if qpos_key is None or sim is None or not sim[0].nmocap:
@@ -260,10 +298,10 @@ def mocap_extras(qpos_key: Any, env: Any) -> dict[Any, tuple[tuple[int, ...], An
             keys["mocap_quat"]: ((4 * sim[0].nmocap,), read_mocap_quat)}
 
 
-def episode_mocap(rollout: Any, qpos_key: Any = "qpos") -> dict[str, np.ndarray]:
+def episode_mocap(rollout: TensorDictBase, qpos_key: NestedKey = "qpos") -> dict[MocapField, NDArray[np.float64]]:
     """The ``T + 1`` mocap poses of an episode (``mocap_pos``, ``mocap_quat``), as :func:`episode_states`;
     empty when the rollout holds none (a model without mocap bodies, or an older rollout)."""
-    out = {}
+    out: dict[MocapField, NDArray[np.float64]] = {}
     for field, key in mocap_keys(qpos_key).items():
         try:
             out[field] = episode_states(rollout, key)
@@ -272,7 +310,7 @@ def episode_mocap(rollout: Any, qpos_key: Any = "qpos") -> dict[str, np.ndarray]
     return out
 
 
-def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -> Any:
+def load_model(model_path: str | Path, asset_paths: Sequence[str | Path] = ()) -> MjModel:
     """A ``mujoco.MjModel`` from an XML or MJB file; ``asset_paths`` (files or folders) feed its assets.
 
     For an XML model, each file the model names (meshes, textures, height fields, skins) that is not
@@ -337,6 +375,25 @@ def _xml_assets(path: Path, folders: Sequence[Path], assets: dict[str, bytes]) -
         assets[name] = found.read_bytes()
 
 
+class StateRecord(Protocol):
+    """What :class:`LiveStates` reads of a step record (the engine's ``StepRecord``)."""
+
+    @property
+    def env(self) -> UserEnv: ...
+
+    @property
+    def trajectory(self) -> int: ...
+
+    @property
+    def step(self) -> int: ...
+
+    @property
+    def reward(self) -> float: ...
+
+    @property
+    def wall(self) -> float: ...
+
+
 class LiveStates:
     """Per-record MuJoCo state for the writers and the rollouts.
 
@@ -364,16 +421,17 @@ class LiveStates:
         (2, (2,))
     """
 
-    def __init__(self, cfg: Any, wanted: bool) -> None:
+    def __init__(self, cfg: RenderConfig, wanted: bool) -> None:
         self.cfg, self.wanted = cfg, bool(wanted)
-        self.qpos_key = getattr(cfg, "mujoco_qpos_key", None)
+        self.qpos_key: NestedKey | None = getattr(cfg, "mujoco_qpos_key", None)
         # html must have a MuJoCo model; the notebook's "auto" viewer quietly stays off without one
         self.required = cfg.format == "html" or getattr(cfg, "notebook_render_backend", None) == "mujoco_wasm"
         self.counts_frames = int(cfg.format == "html")  # html's frames are states; other formats count pixels
-        self._readers: dict[int, tuple[MujocoStateReader, Any]] = {}
-        self._prev: Any = None
+        self._readers: dict[int, tuple[MujocoStateReader, MjModel | None]] = {}
+        self._prev: dict[StateField, NDArray[np.float64]] | None = None
 
-    def step(self, record: Any, transition: Any, ret: float, rendered: bool) -> FrameBundle | None:
+    def step(self, record: StateRecord, transition: TensorDictBase | None, ret: float,
+             rendered: bool) -> FrameBundle | None:
         """Stores qpos into ``transition`` (steps > 0) and returns the state bundle, if one is wanted."""
         to_writers = self.wanted and rendered
         if not (to_writers or self.qpos_key is not None):
@@ -384,7 +442,8 @@ class LiveStates:
             return None
         model, state = found
         if self.qpos_key is not None:
-            keys = {"qpos": self.qpos_key, **{f: k for f, k in mocap_keys(self.qpos_key).items() if f in state}}
+            keys: dict[StateField, NestedKey] = {"qpos": self.qpos_key,
+                                                 **{f: k for f, k in mocap_keys(self.qpos_key).items() if f in state}}
             prev = self._prev or {}
             if transition is not None:
                 for field, key in keys.items():
@@ -392,11 +451,11 @@ class LiveStates:
             self._prev = {field: state[field] for field in keys}
         if not to_writers or model is None:  # a get_state() env without a model: qpos only, nothing to draw
             return None
-        metrics = {"step": record.step, "reward": record.reward, "return": ret}
+        metrics: StepMetrics = {"step": record.step, "reward": record.reward, "return": ret}
         return FrameBundle({}, record.step, record.trajectory, record.wall, metrics=metrics,
                            state={**state, "model": model})
 
-    def _model_file(self, reader: MujocoStateReader, env: Any) -> Any:
+    def _model_file(self, reader: MujocoStateReader, env: UserEnv) -> MjModel | None:
         """An env without a MuJoCo model but with a ``get_state()``, and ``--mujoco-model-path``: the model file
         draws its qpos (as torchrl.render's viewer draws a rollout's qpos with the model it is given)."""
         path = getattr(self.cfg, "mujoco_model_path", None)
@@ -410,7 +469,7 @@ class LiveStates:
                               fix="pass the model file of this env with --mujoco-model-path")
         return model
 
-    def _state_only(self, reader: MujocoStateReader, env: Any, needed: bool) -> bool:
+    def _state_only(self, reader: MujocoStateReader, env: UserEnv, needed: bool) -> bool:
         """An env without a MuJoCo model: its ``get_state()`` qpos are recorded (as torchrl.render's
         ``MujocoStateReader`` does) when only ``mujoco_qpos_key`` needs them; drawing needs the model."""
         if self.qpos_key is not None and not self.required and reader.supports(env):
@@ -431,7 +490,7 @@ class LiveStates:
                           got=describe_env(env),
                           fix="drop --mujoco-qpos-key, or give the env a get_state() returning qpos")
 
-    def _read(self, record: Any, needed: bool) -> tuple[Any, dict[str, Any]] | None:
+    def _read(self, record: StateRecord, needed: bool) -> tuple[MjModel | None, MujocoState] | None:
         env = record.env
         if env is None:
             if not needed:

@@ -15,13 +15,21 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..contracts import UserEnv
+from ..keys import NestedKey
+
+if TYPE_CHECKING:
+    from gymnasium import Space
+    from mujoco import MjData, MjModel
+    from torchrl.envs import GymWrapper
 
 __all__ = ["SIMULATION_PLACES", "describe_env", "find_simulation", "is_dm_env", "is_gymnasium", "model_file",
            "plain_gymnasium", "space_keys", "underlying_env"]
 
 
-def underlying_env(env: Any) -> Any:
+def underlying_env(env: UserEnv) -> UserEnv:
     """The raw simulator env behind a torchrl env (gymnasium ``Env``, dm_control ``Environment``).
 
     Unwraps ``TransformedEnv`` (``base_env``) and torchrl's library wrappers
@@ -41,20 +49,21 @@ def underlying_env(env: Any) -> Any:
     return env
 
 
-def plain_gymnasium(env: Any) -> Any:
+def plain_gymnasium(env: UserEnv) -> UserEnv | None:
     """The gymnasium env behind ``env`` when ``env`` is just our ``GymWrapper`` around it (no torchrl
     transforms of the user's), else None: such envs can be stepped without torchrl."""
     from .handle import GymnasiumEnv, loaded_class
 
     if isinstance(env, GymnasiumEnv):
         return env.raw
-    wrapper = loaded_class("torchrl.envs", "GymWrapper")  # a GymWrapper means torchrl is imported already
+    # a GymWrapper means torchrl is imported already
+    wrapper: type[GymWrapper] | None = loaded_class("torchrl.envs", "GymWrapper")
     if wrapper is None or type(env) is not wrapper or not getattr(env, "_torchrl_render_wrapped", False):
         return None
     return env._env if is_gymnasium(env._env) else None
 
 
-def model_file(env: Any) -> str | None:
+def model_file(env: UserEnv) -> str | None:
     """The MuJoCo model file (absolute path) a gymnasium MuJoCo env was built from, else None.
 
     Gymnasium's ``MujocoEnv`` keeps it as ``fullpath``; dm_control builds its models from strings, so it
@@ -69,7 +78,7 @@ def model_file(env: Any) -> str | None:
     return abspath(path) if isinstance(path, str) and isfile(path) else None
 
 
-def space_keys(space: Any, prefix: tuple[str, ...] = ()) -> set[Any]:
+def space_keys(space: Space, prefix: tuple[str, ...] = ()) -> set[NestedKey]:
     """The observation keys torchrl's ``GymWrapper`` gives a gymnasium observation space: ``"observation"``
     for a single space, a ``Dict``'s own keys (nested ones as tuples) otherwise, a top-level ``"state"``
     renamed ``"observation"`` when there is no ``"observation"`` (torchrl's convention).
@@ -83,7 +92,7 @@ def space_keys(space: Any, prefix: tuple[str, ...] = ()) -> set[Any]:
 
     if not isinstance(space, spaces.Dict):
         return {prefix if len(prefix) > 1 else prefix[0]} if prefix else {"observation"}
-    keys: set[Any] = set()
+    keys: set[NestedKey] = set()
     for key, sub in space.spaces.items():
         keys |= space_keys(sub, (*prefix, str(key))) if isinstance(sub, spaces.Dict) else \
             {(*prefix, str(key)) if prefix else str(key)}
@@ -92,7 +101,7 @@ def space_keys(space: Any, prefix: tuple[str, ...] = ()) -> set[Any]:
     return keys
 
 
-def _is_mj(obj: Any, name: str) -> bool:
+def _is_mj(obj: object, name: str) -> bool:
     return type(obj).__name__ == name and type(obj).__module__.startswith("mujoco")
 
 
@@ -102,7 +111,7 @@ SIMULATION_PLACES = ("env.physics (dm_control)", "env.unwrapped.model/.data (gym
                      "as gym-aloha's)")
 
 
-def describe_env(env: Any) -> str:
+def describe_env(env: UserEnv) -> str:
     """The env's class, and the class under its gymnasium wrappers: ``'TimeLimit (unwrapped: AlohaEnv)'``."""
     raw = underlying_env(env)
     inner = getattr(raw, "unwrapped", raw)
@@ -110,7 +119,7 @@ def describe_env(env: Any) -> str:
     return " > ".join(names) + (f" (unwrapped: {type(inner).__name__})" if inner is not raw else "")
 
 
-def find_simulation(env: Any) -> tuple[Any, Any] | None:
+def find_simulation(env: UserEnv) -> tuple[MjModel, MjData] | None:
     """``(MjModel, MjData)`` behind ``env`` (torchrl-wrapped or raw), or ``None`` (see :data:`SIMULATION_PLACES`)."""
     for candidate in (env, underlying_env(env)):
         unwrapped = getattr(candidate, "unwrapped", candidate)
@@ -125,7 +134,7 @@ def find_simulation(env: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def is_gymnasium(obj: Any) -> bool:
+def is_gymnasium(obj: object) -> bool:
     """Whether ``obj`` is a ``gymnasium.Env`` (False when gymnasium is not installed)."""
     try:
         import gymnasium
@@ -134,7 +143,7 @@ def is_gymnasium(obj: Any) -> bool:
     return isinstance(obj, gymnasium.Env)
 
 
-def is_dm_env(obj: Any) -> bool:
+def is_dm_env(obj: object) -> bool:
     """Whether ``obj`` is a dm_env ``Environment`` (False when dm_env is not installed)."""
     try:
         import dm_env

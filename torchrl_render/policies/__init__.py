@@ -15,17 +15,21 @@ The package: this module builds the policy (factory, weights, exploration probe)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..checkpoint import find_state_dict, load_into_policy
 from ..config import Deferred, RenderConfig, RenderPolicySpec
-from ..contracts import Payload, UserEnv
+from ..contracts import Payload, UserEnv, UserPolicy
 from ..envs.handle import loaded_class
 from ..errors import PolicyError, UserPolicyError
 from ..resolve import call_factory, factory_name, resolve
 from .actions import non_finite_action
 from .adapters import policy_kind
 from .runner import PolicyRunner, exploration_type, visible_keys
+
+if TYPE_CHECKING:
+    import torch
+    from torchrl.data import Composite
 
 __all__ = ["PolicyRunner", "UserPolicyError", "build_policy", "exploration_type", "factory_specs",
            "non_finite_action", "policy_kind", "visible_keys"]
@@ -37,6 +41,7 @@ def build_policy(cfg: RenderConfig, env: UserEnv, payload: Payload, digest: str 
     import torch
 
     device = cfg.policy_device or cfg.device
+    policy: UserPolicy  # the object the factory returned (or the module given instead of a factory)
     if isinstance(cfg.policy, torch.nn.Module):  # an instance, not a factory: calling it would run its forward
         policy = cfg.policy
         notes.append(f"the policy was given as an object ({type(policy).__name__}): used as it is, not called as a "
@@ -61,7 +66,7 @@ def build_policy(cfg: RenderConfig, env: UserEnv, payload: Payload, digest: str 
     return runner
 
 
-def factory_specs(env: UserEnv) -> Any:
+def factory_specs(env: UserEnv) -> Composite | None:
     """The single env's specs as the user's env has them: without the success entries that our
     gymnasium info reader adds (they are bookkeeping, not observations)."""
     specs = getattr(env, "specs", None)
@@ -75,7 +80,7 @@ def factory_specs(env: UserEnv) -> Any:
     return specs
 
 
-def _load_weights(cfg: RenderConfig, policy: Any, payload: Payload, notes: list[str]) -> None:
+def _load_weights(cfg: RenderConfig, policy: UserPolicy, payload: Payload, notes: list[str]) -> None:
     import torch
 
     if cfg.ckpt is None and not isinstance(cfg.policy, torch.nn.Module):  # an object brings its own weights
@@ -98,7 +103,7 @@ _SAMPLERS = (("tensordict.nn", "ProbabilisticTensorDictModule"),
                ("AdditiveGaussianModule", "EGreedyModule", "OrnsteinUhlenbeckProcessModule")))
 
 
-def _samplers(policy: Any) -> list[Any]:
+def _samplers(policy: UserPolicy) -> list[torch.nn.Module]:
     """The sub-modules that act differently under torchrl's RANDOM exploration type (a policy holds one only
     if its module was imported: none is imported for it here)."""
     import torch

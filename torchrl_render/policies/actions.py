@@ -21,15 +21,31 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
+from ..contracts import Array
 from ..errors import PolicyError
 
-__all__ = ["ActionChecker", "ActionGuard", "ActionLayout", "gym_action_layout", "gym_bounds", "non_finite_action"]
+if TYPE_CHECKING:
+    import torch
+    from gymnasium import Space
+    from torchrl.data import TensorSpec
 
-def non_finite_action(action: Any) -> PolicyError:
+__all__ = ["ActionChecker", "ActionGuard", "ActionLayout", "Bounds", "Plan", "gym_action_layout", "gym_bounds",
+           "non_finite_action"]
+
+#: What an action of one kind (shape, dtype, device) needs to become the env's: reshape, encoding, cast, checks.
+Plan: TypeAlias = "Callable[[torch.Tensor], torch.Tensor]"
+
+#: The lowest and highest valid values of a gymnasium integer action: numbers (``Discrete``, ``MultiBinary``) or
+#: one per component (``MultiDiscrete``).
+Bounds: TypeAlias = tuple[int, int] | tuple[Array, Array]
+
+
+def non_finite_action(action: torch.Tensor | Array) -> PolicyError:
     """The error for a NaN or infinite action."""
     values = action.tolist() if hasattr(action, "tolist") else action
     return PolicyError("the policy produced a NaN or infinite action", got=str(values)[:200],
@@ -49,21 +65,21 @@ class ActionLayout:
         multi: Several discrete components (MultiDiscrete / MultiOneHot).
     """
 
-    shape: Any
-    dtype: Any
-    device: Any = None
+    shape: torch.Size
+    dtype: torch.dtype
+    device: torch.device | None = None
     encoding: str | None = None
     sizes: list[int] = field(default_factory=list)
     multi: bool = False
 
     @classmethod
-    def of_spec(cls, spec: Any) -> ActionLayout:
+    def of_spec(cls, spec: TensorSpec) -> ActionLayout:
         """The layout of a torchrl action spec."""
         encoding, sizes, multi = _encoding(spec)
         return cls(spec.shape, spec.dtype, spec.device, encoding, sizes, multi)
 
 
-def gym_action_layout(space: Any) -> tuple[ActionLayout, Any] | None:
+def gym_action_layout(space: Space) -> tuple[ActionLayout, int | torch.Tensor] | None:
     """The layout of a gymnasium action space in gymnasium's own encoding (indices for ``Discrete``, where
     torchrl's spec is one-hot) and its index offset (``start``), built without torchrl; None for a space
     the engine's gymnasium path does not step."""
@@ -81,7 +97,7 @@ def gym_action_layout(space: Any) -> tuple[ActionLayout, Any] | None:
     return None
 
 
-def gym_bounds(space: Any) -> tuple[Any, Any] | None:
+def gym_bounds(space: Space) -> Bounds | None:
     """The lowest and highest valid values of a gymnasium integer action (numpy), None for a Box."""
     from gymnasium import spaces
 
@@ -104,13 +120,14 @@ class ActionChecker:
             ``[start, start + n)``; a one-hot position ``j`` is index ``start + j``).
     """
 
-    def __init__(self, spec: Any, note: Callable[[str], None], start: Any = 0) -> None:
+    def __init__(self, spec: TensorSpec | ActionLayout, note: Callable[[str], None],
+                 start: int | torch.Tensor = 0) -> None:
         self.spec = spec if isinstance(spec, ActionLayout) else ActionLayout.of_spec(spec)
         self.note, self.start = note, start
         self.encoding, self.sizes, self.multi = self.spec.encoding, self.spec.sizes, self.spec.multi
-        self._plans: dict[Any, Callable[[Any], Any] | None] = {}
+        self._plans: dict[tuple[torch.Size, torch.dtype, torch.device, tuple[int, ...], bool], Plan | None] = {}
 
-    def __call__(self, action: Any, batch: tuple[int, ...] = (), finite: bool = True) -> Any:
+    def __call__(self, action: object, batch: tuple[int, ...] = (), finite: bool = True) -> torch.Tensor:
         """The action as ``spec`` wants it (``batch`` leading dims); ``finite=False`` leaves the NaN check to
         the caller (the engine checks a whole batch in numpy)."""
         import torch
@@ -122,14 +139,14 @@ class ActionChecker:
         plan = self.plan_of(action, batch, finite)
         return action if plan is None else plan(action)
 
-    def plan_of(self, action: Any, batch: tuple[int, ...] = (), finite: bool = True) -> Callable[[Any], Any] | None:
+    def plan_of(self, action: torch.Tensor, batch: tuple[int, ...] = (), finite: bool = True) -> Plan | None:
         """What an action of ``action``'s shape, dtype and device needs (None: nothing), decided once per kind."""
         key = (action.shape, action.dtype, action.device, batch, finite)
         if key not in self._plans:
             self._plans[key] = self._plan(action, batch, finite)
         return self._plans[key]
 
-    def _plan(self, action: Any, batch: tuple[int, ...], finite: bool) -> Callable[[Any], Any] | None:
+    def _plan(self, action: torch.Tensor, batch: tuple[int, ...], finite: bool) -> Plan | None:
         """The steps an action of this shape and dtype needs, each decided here once."""
         import torch
 
@@ -153,7 +170,7 @@ class ActionChecker:
             steps.append(lambda a: a.to(spec.device))
         return _chain(steps)
 
-    def _conversion(self, action: Any, batch: tuple[int, ...], shape: Any) -> Callable[[Any], Any] | None:
+    def _conversion(self, action: torch.Tensor, batch: tuple[int, ...], shape: torch.Size) -> Plan | None:
         """Index -> one-hot or one-hot -> index, when the action has the other encoding's size; else
         None. A wrong size is refused here, with what each encoding would be."""
         import torch
@@ -173,7 +190,7 @@ class ActionChecker:
         self.note(f"actions converted from one-hot {tuple(action.shape)} to indices {tuple(shape)}")
         return lambda a: _to_index(a.reshape(full), self.sizes, self.multi, self.start).to(dtype)
 
-    def _other_shape(self) -> Any:
+    def _other_shape(self) -> torch.Size | None:
         """The shape of the encoding the spec does not use (indices for a one-hot spec and back), or None."""
         import torch
 
@@ -185,7 +202,7 @@ class ActionChecker:
         return None
 
 
-def _encoding(spec: Any) -> tuple[str | None, list[int], bool]:
+def _encoding(spec: TensorSpec) -> tuple[str | None, list[int], bool]:
     """``("onehot" | "index", category sizes, several components)`` of a discrete spec, else ``(None, [], False)``."""
     from torchrl.data import Categorical, MultiCategorical, MultiOneHot, OneHot
 
@@ -200,7 +217,7 @@ def _encoding(spec: Any) -> tuple[str | None, list[int], bool]:
     return None, [], False
 
 
-def _as_tensor(action: Any) -> Any:
+def _as_tensor(action: object) -> torch.Tensor:
     import torch
 
     try:
@@ -211,14 +228,14 @@ def _as_tensor(action: Any) -> Any:
                           fix="return the action as a tensor or a numpy array") from exc
 
 
-def _chain(steps: list[Callable[[Any], Any]]) -> Callable[[Any], Any] | None:
+def _chain(steps: list[Plan]) -> Plan | None:
     """The steps as one callable; None when there is nothing to do (the action is taken as it is)."""
     if not steps:
         return None
     if len(steps) == 1:
         return steps[0]
 
-    def run(a: Any) -> Any:
+    def run(a: torch.Tensor) -> torch.Tensor:
         for step in steps:
             a = step(a)
         return a
@@ -226,11 +243,11 @@ def _chain(steps: list[Callable[[Any], Any]]) -> Callable[[Any], Any] | None:
     return run
 
 
-def _integral(dtype: Any) -> bool:
+def _integral(dtype: torch.dtype) -> bool:
     return not (dtype.is_floating_point or dtype.is_complex)
 
 
-def _finite(action: Any) -> Any:
+def _finite(action: torch.Tensor) -> torch.Tensor:
     """``action``, checked finite: in numpy for a CPU tensor that numpy can view (2 us against torch's
     8 us for a small action, paid at every step), in torch otherwise (bfloat16, other devices)."""
     import torch
@@ -244,7 +261,7 @@ def _finite(action: Any) -> Any:
     return action
 
 
-def _whole(action: Any, dtype: Any) -> Any:
+def _whole(action: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if not bool((action == action.round()).all()):
         raise PolicyError("the policy's action has the wrong dtype",
                           expected=f"whole numbers ({dtype}, the env's action spec)",
@@ -253,13 +270,13 @@ def _whole(action: Any, dtype: Any) -> Any:
     return action
 
 
-def _refuse_complex(action: Any, dtype: Any) -> None:
+def _refuse_complex(action: torch.Tensor, dtype: torch.dtype) -> None:
     if action.is_complex():
         raise PolicyError("the policy's action has the wrong dtype", expected=f"real values ({dtype})",
                           got=f"complex values ({action.dtype})", fix="return a real tensor from the policy")
 
 
-def _wrong_shape(shape: Any, action: Any, batch: tuple[int, ...], other: Any,
+def _wrong_shape(shape: torch.Size, action: torch.Tensor, batch: tuple[int, ...], other: torch.Size | None,
                  encoding: str | None = None) -> PolicyError:
     """The wrong-shape error; for a discrete space (``other``, the shape of the encoding the spec does not use)
     it names both encodings, each with its own shape: the spec's ``encoding`` ("index" or "onehot") first."""
@@ -276,7 +293,7 @@ def _wrong_shape(shape: Any, action: Any, batch: tuple[int, ...], other: Any,
                            + (" and per row of a batch (or pass --policy-batch per-env)" if batch else ""))
 
 
-def _to_one_hot(index: Any, sizes: list[int], multi: bool, dtype: Any) -> Any:
+def _to_one_hot(index: torch.Tensor, sizes: list[int], multi: bool, dtype: torch.dtype) -> torch.Tensor:
     """Indices ``[..., len(sizes)]`` (``[...]`` for one category) to their one-hot vectors end to end."""
     import torch
 
@@ -291,7 +308,7 @@ def _to_one_hot(index: Any, sizes: list[int], multi: bool, dtype: Any) -> Any:
     return torch.cat([torch.nn.functional.one_hot(c, n) for c, n in zip(columns, sizes)], -1).to(dtype)
 
 
-def _to_index(one_hot: Any, sizes: list[int], multi: bool, start: Any) -> Any:
+def _to_index(one_hot: torch.Tensor, sizes: list[int], multi: bool, start: int | torch.Tensor) -> torch.Tensor:
     """One-hot vectors end to end ``[..., sum(sizes)]`` to indices (``+ start``)."""
     import torch
 
@@ -329,13 +346,13 @@ class ActionGuard:
         Fix: check the checkpoint's weights and the observation normalisation.
     """
 
-    def __init__(self, out: np.ndarray, bounds: tuple[Any, Any] | None) -> None:
+    def __init__(self, out: Array, bounds: Bounds | None) -> None:
         self.out, self.bounds = out, bounds
         self.floats = out.dtype.kind == "f"
         self.flat = out.reshape(-1)  # a view: x . 0 is 0 for finite x, NaN for NaN and inf (one BLAS call)
         self.zeros = np.zeros_like(self.flat)
 
-    def __call__(self, rows: np.ndarray) -> np.ndarray:
+    def __call__(self, rows: NDArray[np.intp]) -> Array:
         out = self.out
         if self.floats and not math.isfinite(self.flat.dot(self.zeros)):
             bad = out[rows]
@@ -349,7 +366,7 @@ class ActionGuard:
         return out
 
 
-def _out_of_space(actions: np.ndarray, bounds: tuple[Any, Any]) -> Exception:
+def _out_of_space(actions: Array, bounds: Bounds) -> Exception:
     low, high = (np.asarray(b).tolist() for b in bounds)
     return PolicyError("the policy's action is outside the env's action space",
                        expected=f"whole numbers from {low} to {high}", got=str(actions.tolist())[:200],

@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any
+from typing import Literal, TypeAlias
 
+from ..contracts import UserPolicy
 from ..envs.handle import loaded_class
 from ..errors import PolicyError
 
-__all__ = ["TENSORDICT_NAMES", "both_failed", "policy_kind"]
+__all__ = ["TENSORDICT_NAMES", "PolicyKind", "both_failed", "policy_kind"]
 
 #: Unannotated first-parameter names that say a callable takes the step TensorDict.
 TENSORDICT_NAMES = ("td", "tensordict")
 
+#: How a policy is called: with the step TensorDict, or with its observation tensor.
+PolicyKind: TypeAlias = Literal["tensordict", "tensor"]
 
-def policy_kind(policy: Any) -> str | None:
+
+def policy_kind(policy: UserPolicy) -> PolicyKind | None:
     """``"tensordict"`` or ``"tensor"`` as the module docstring's rules 1-2 decide; ``None`` when only
     the first call can tell (rule 3).
 
@@ -48,7 +52,7 @@ def policy_kind(policy: Any) -> str | None:
     return "tensordict" if param.name in TENSORDICT_NAMES else None
 
 
-def _first_parameter(policy: Any) -> inspect.Parameter | None:
+def _first_parameter(policy: UserPolicy) -> inspect.Parameter | None:
     """The first positional parameter of the policy (of ``forward`` for a module), if it has a signature."""
     import torch
 
@@ -64,7 +68,7 @@ def _first_parameter(policy: Any) -> inspect.Parameter | None:
     return next((p for p in sig.parameters.values() if p.kind in positional), None)
 
 
-def _annotation_kind(annotation: Any) -> str | None:
+def _annotation_kind(annotation: object) -> PolicyKind | None:
     """``"tensordict"`` for a TensorDict class, ``"tensor"`` for a tensor or array class, else ``None``."""
     import numpy as np
     import torch

@@ -25,12 +25,15 @@ from __future__ import annotations
 import copy
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..contracts import Array
 from ..errors import PolicyError, ResolveError
 
 if TYPE_CHECKING:
     import torch
+    from lerobot.policies.pretrained import PreTrainedPolicy
+    from lerobot.processor import PolicyProcessorPipeline
     from tensordict import TensorDictBase
 
     from ..config import RenderPolicySpec
@@ -56,7 +59,7 @@ def lerobot_missing() -> ResolveError:
                         fix=f"install both into one venv: {LEROBOT_INSTALL}")
 
 
-def env_type_of(env: Any) -> str | None:
+def env_type_of(env: object) -> str | None:
     """LeRobot's env config name for ``--env`` (a gymnasium id such as ``gym_pusht/PushT-v0``), else None.
 
     Example:
@@ -132,8 +135,9 @@ class LeRobotPolicy:
 
     out_keys = ("action",)
 
-    def __init__(self, policy: Any, preprocessor: Any, postprocessor: Any, env_preprocessor: Any | None = None,
-                 env_postprocessor: Any | None = None, task: str = "") -> None:
+    def __init__(self, policy: PreTrainedPolicy, preprocessor: PolicyProcessorPipeline,
+                 postprocessor: PolicyProcessorPipeline, env_preprocessor: PolicyProcessorPipeline | None = None,
+                 env_postprocessor: PolicyProcessorPipeline | None = None, task: str = "") -> None:
         self.policy = policy
         self.preprocessor = preprocessor
         self.postprocessor = postprocessor
@@ -146,7 +150,7 @@ class LeRobotPolicy:
         """Clears the policy's state between episodes (ACT's and diffusion's action queues)."""
         self.policy.reset()
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> LeRobotPolicy:
+    def __deepcopy__(self, memo: dict[int, object]) -> LeRobotPolicy:
         """A copy with its own policy state; the processors, which keep none between steps, are shared."""
         policy = copy.deepcopy(self.policy, memo)
         return LeRobotPolicy(policy, self.preprocessor, self.postprocessor, self.env_preprocessor,
@@ -158,9 +162,10 @@ class LeRobotPolicy:
 
         unbatched = td.batch_dims == 0
         raw = {key: _numpy(td.get(key), unbatched) for key in OBS_KEYS if key in td.keys()}
-        observation: dict[str, Any] = preprocess_observation(raw)
-        rows = next(iter(observation.values())).shape[0]
-        observation["task"] = [self.task] * rows  # lerobot-eval's add_envs_task for an env without a task
+        tensors: dict[str, torch.Tensor] = preprocess_observation(raw)
+        rows = next(iter(tensors.values())).shape[0]
+        # lerobot-eval's add_envs_task for an env without a task
+        observation: dict[str, torch.Tensor | list[str]] = {**tensors, "task": [self.task] * rows}
         if self.env_preprocessor is not None:
             observation = self.env_preprocessor(observation)
         observation = self.preprocessor(observation)
@@ -173,7 +178,7 @@ class LeRobotPolicy:
         return action[0] if unbatched else action
 
 
-def _numpy(value: Any, unbatched: bool) -> Any:
+def _numpy(value: torch.Tensor, unbatched: bool) -> Array:
     """A step's observation entry as the numpy batch a gymnasium vector env gives ``preprocess_observation``."""
     array = value.detach().cpu().numpy()
     return array[None] if unbatched else array

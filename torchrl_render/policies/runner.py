@@ -10,25 +10,36 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
 from ..config import RenderConfig
-from ..contracts import UserEnv
+from ..contracts import UserEnv, UserPolicy
 from ..envs import as_torchrl
 from ..envs.unwrap import plain_gymnasium
 from ..errors import PolicyError, RenderError, UserPolicyError
-from ..keys import key_to_string
+from ..keys import NestedKey, key_to_string
 from .actions import ActionChecker, gym_action_layout
-from .adapters import both_failed, policy_kind
+from .adapters import PolicyKind, both_failed, policy_kind
 
 if TYPE_CHECKING:
     import torch
+    from tensordict import TensorDict, TensorDictBase
+    from torchrl.data import TensorSpec
+    from torchrl.envs import TransformedEnv
+    from torchrl.envs.transforms import Transform
+    from torchrl.envs.utils import ExplorationType
 
 
 __all__ = ["MODES", "PolicyRunner", "exploration_mode", "exploration_type", "visible_keys"]
+
+#: The gymnasium path's observation entries as tensors, by torchrl's key names (``engine.gym_loop.actor``).
+Observation: TypeAlias = "Mapping[str, torch.Tensor]"
+
+#: ``fast(obs) -> action``: :meth:`PolicyRunner.act`'s decided path for one batch shape (None: take the full path).
+FastAct: TypeAlias = "Callable[[Observation], torch.Tensor | None]"
 
 
 #: The exploration modes, by torchrl's ``ExplorationType`` member names (lower case).
@@ -40,14 +51,14 @@ def exploration_mode(cfg: RenderConfig) -> str:
     return cfg.exploration_mode or ("deterministic" if cfg.deterministic else "random")
 
 
-def exploration_type(cfg: RenderConfig) -> Any:
+def exploration_type(cfg: RenderConfig) -> ExplorationType:
     """The torchrl ``ExplorationType`` for ``exploration_mode`` / ``deterministic``."""
     from torchrl.envs.utils import ExplorationType
 
     return getattr(ExplorationType, exploration_mode(cfg).upper())
 
 
-def _exploration_context(mode: str) -> Any:
+def _exploration_context(mode: str) -> AbstractContextManager[object]:
     """tensordict's ``set_exploration_type`` for ``mode``; nothing when tensordict is not imported: then
     no module of the policy can read the exploration type (tensordict's modules import it)."""
     interaction = sys.modules.get("tensordict.nn")
@@ -56,19 +67,27 @@ def _exploration_context(mode: str) -> Any:
     return interaction.set_interaction_type(getattr(interaction.InteractionType, mode.upper()))
 
 
-def _tensordict(obs: dict[Any, Any], batch: tuple[int, ...]) -> Any:
+def _tensordict(obs: Observation, batch: tuple[int, ...]) -> TensorDict:
     from tensordict import TensorDict
 
     return TensorDict(obs, batch_size=batch)
 
 
-def _is_tensor_collection(obj: Any) -> bool:
-    """tensordict's ``is_tensor_collection``, False when tensordict is not imported (then nothing is one)."""
+def _is_tensor_collection(obj: object) -> TypeGuard[TensorDictBase]:
+    """tensordict's ``is_tensor_collection``, False when tensordict is not imported (then nothing is one). True
+    for a TensorDict, and for a tensorclass instance, which answers the ``TensorDictBase`` methods the runner
+    calls (``get``, ``keys``, ``set``)."""
     check = sys.modules.get("tensordict")
-    return check is not None and check.is_tensor_collection(obj)
+    return check is not None and bool(check.is_tensor_collection(obj))
 
 
-def visible_keys(td: Any) -> list[str]:
+def _entry(obs: Observation, key: NestedKey) -> torch.Tensor | None:
+    """``obs[key]``, None when it is missing (the gymnasium path's entries are top-level names: a nested key
+    is never one of them)."""
+    return obs.get(key) if isinstance(key, str) else None
+
+
+def visible_keys(td: TensorDictBase) -> list[str]:
     """The keys of a step TensorDict as the user knows them: without our success bookkeeping."""
     reported = td.get("success_reported", None)
     hidden = {"success_reported"} | ({"success"} if reported is not None and not bool(reported.any()) else set())
@@ -79,27 +98,29 @@ def visible_keys(td: Any) -> list[str]:
 class PolicyRunner:
     """Calls the policy on a step TensorDict and writes a checked action into it."""
 
-    policy: Any
+    policy: UserPolicy
     cfg: RenderConfig
     env: UserEnv
     notes: list[str]
     _noted: set[str] = field(default_factory=set)
     _copies: dict[int, PolicyRunner] = field(default_factory=dict)
-    _rng_state: Any = None
-    _fast_for: dict[tuple[int, ...], Any] = field(default_factory=dict, repr=False)  # batch -> fast(obs)
-    _declared: tuple[Any] | None = field(default=None, repr=False)  # (the policy's in_keys or None,)
-    _cast_keys: list[Any] | None = field(default=None, repr=False)  # (in_key, dtype) cast at each call
+    _rng_state: torch.Tensor | None = None
+    _fast_for: dict[tuple[int, ...], FastAct] = field(default_factory=dict, repr=False)  # batch -> fast(obs)
+    # (the policy's in_keys or None,)
+    _declared: tuple[list[NestedKey] | None] | None = field(default=None, repr=False)
+    # (in_key, dtype) cast at each call
+    _cast_keys: list[tuple[NestedKey, torch.dtype]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         import torch
 
         #: "tensordict", "tensor", or None until the first call decides (see the module docstring).
-        self.kind = policy_kind(self.policy)
+        self.kind: PolicyKind | None = policy_kind(self.policy)
         params = list(self.policy.parameters()) if isinstance(self.policy, torch.nn.Module) else []
         floats = [p for p in params if p.is_floating_point()]
         self.dtype = floats[0].dtype if floats else None
         self.device = torch.device(floats[0].device if floats else (self.cfg.policy_device or self.cfg.device))
-        self._action_spec: Any = None
+        self._action_spec: TensorSpec | None = None
         self._check_td: ActionChecker | None = None
         self._gym_check: ActionChecker | None = None
         #: One of :data:`MODES`; torchrl's ``ExplorationType`` is :attr:`exploration`.
@@ -108,7 +129,7 @@ class PolicyRunner:
             self._note_kind()
 
     @property
-    def action_spec(self) -> Any:
+    def action_spec(self) -> TensorSpec:
         """The torchrl action spec of one env (built at the first use: a gymnasium run may never need it)."""
         if self._action_spec is None:
             env = self.env
@@ -127,14 +148,14 @@ class PolicyRunner:
         return self._check_td
 
     @property
-    def exploration(self) -> Any:
+    def exploration(self) -> ExplorationType:
         """torchrl's ``ExplorationType`` of :attr:`mode`."""
         from torchrl.envs.utils import ExplorationType
 
         return getattr(ExplorationType, self.mode.upper())
 
     @exploration.setter
-    def exploration(self, value: Any) -> None:
+    def exploration(self, value: ExplorationType) -> None:
         self.mode = str(getattr(value, "name", value)).lower()
 
     @property
@@ -182,7 +203,7 @@ class PolicyRunner:
                                                       _fast_for={})
         return self._copies[index]
 
-    def adapt_env(self, env: UserEnv) -> UserEnv:
+    def adapt_env(self, env: UserEnv) -> UserEnv | TransformedEnv:
         """Adds ``is_init`` tracking and zero-state primers for recurrent torchrl policies."""
         primers = self._primers()
         if primers is None:
@@ -202,7 +223,7 @@ class PolicyRunner:
         """A TensorDict policy with recurrent-state primers (LSTM/GRU modules)."""
         return self._primers() is not None
 
-    def _primers(self) -> Any:
+    def _primers(self) -> Transform | None:
         """torchrl's primers of the policy's recurrent sub-modules; None for a policy without any (torchrl
         looks for them among a module's children, so a TensorDict callable that is no module has none)."""
         import torch
@@ -213,7 +234,7 @@ class PolicyRunner:
 
         return get_primers_from_module(self.policy, warn=False)
 
-    def __call__(self, td: Any) -> Any:
+    def __call__(self, td: TensorDictBase) -> TensorDictBase:
         """Acts on a step TensorDict (unbatched, or batched over ``td.batch_size``); writes the action."""
         import torch
 
@@ -235,7 +256,7 @@ class PolicyRunner:
             td.set(self.cfg.action_key, checked)
         return td
 
-    def act(self, obs: dict[Any, Any], batch: tuple[int, ...] = ()) -> torch.Tensor:
+    def act(self, obs: Observation, batch: tuple[int, ...] = ()) -> torch.Tensor:
         """The checked action for observation tensors (``batch`` leading dims), without a step TensorDict
         for tensor policies: the engine's hot path.
 
@@ -245,26 +266,26 @@ class PolicyRunner:
         """
         fast = self._fast_for.get(batch)
         if fast is not None and self._rng_state is None:
-            action = fast(obs)
-            if action is not None:
-                return action
+            quick = fast(obs)
+            if quick is not None:
+                return quick
         import torch
 
         with torch.no_grad(), _exploration_context(self.mode), self._own_rng():
             if self.kind == "tensor":  # the common case, without the dispatch's closures
-                tensor = obs.get(self.cfg.obs_key)
+                tensor = _entry(obs, self.cfg.obs_key)
                 action = self._action_of(self._user(self._to_policy(tensor))) if tensor is not None else \
                     self._call_tensor(None, lambda: [key_to_string(k) for k in obs])
             else:
-                action = self._dispatch(obs.get(self.cfg.obs_key), lambda: _tensordict(obs, batch),
+                action = self._dispatch(_entry(obs, self.cfg.obs_key), lambda: _tensordict(obs, batch),
                                         lambda: [key_to_string(k) for k in obs])
         checked = (self._gym_check or self.gym_check)(action, batch, finite=False)
         if fast is None and self.kind == "tensor" and isinstance(action, torch.Tensor) and \
-                obs.get(self.cfg.obs_key) is not None:
-            self._fast_for[batch] = self._fast(obs[self.cfg.obs_key], action, batch)
+                (seen := _entry(obs, self.cfg.obs_key)) is not None:
+            self._fast_for[batch] = self._fast(seen, action, batch)
         return checked
 
-    def _fast(self, seen: Any, action: Any, batch: tuple[int, ...]) -> Any:
+    def _fast(self, seen: torch.Tensor, action: torch.Tensor, batch: tuple[int, ...]) -> FastAct:
         """``fast(obs) -> action`` for a tensor policy whose observation has ``seen``'s dtype and device and
         whose action ``action``'s shape, dtype and device: the cast and the action's plan, decided now, are
         all it runs (plus the policy). ``None`` from it: this call looks otherwise, take the full path."""
@@ -279,8 +300,8 @@ class PolicyRunner:
         # what torch.no_grad() does on entry and exit, without building a context manager each step
         grad_enabled, set_grad = torch.is_grad_enabled, torch._C._set_grad_enabled
 
-        def fast(obs: dict[Any, Any]) -> Any:
-            tensor = obs.get(key)
+        def fast(obs: Observation) -> torch.Tensor | None:
+            tensor = _entry(obs, key)
             if tensor is None or tensor.dtype != in_dtype or tensor.device != in_device:
                 return None
             if cast:
@@ -309,7 +330,7 @@ class PolicyRunner:
 
         return fast
 
-    def _full(self, out: Any, batch: tuple[int, ...]) -> Any:
+    def _full(self, out: object, batch: tuple[int, ...]) -> torch.Tensor:
         """What :meth:`act` gives for the policy's output ``out``, taking none of the fast path's decisions."""
         return (self._gym_check or self.gym_check)(self._action_of(out), batch, finite=False)
 
@@ -323,7 +344,8 @@ class PolicyRunner:
             self._gym_check = self._check if native is None else ActionChecker(native[0], self.note, native[1])
         return self._gym_check
 
-    def _dispatch(self, obs: Any, make_td: Any, keys: Any) -> Any:
+    def _dispatch(self, obs: torch.Tensor | None, make_td: Callable[[], TensorDictBase],
+                  keys: Callable[[], list[str]]) -> object:
         """The policy's action for the observation ``obs`` (``None``: missing) or the TensorDict ``make_td()``."""
         if self.kind == "tensordict":
             return self._call_td(make_td())
@@ -331,7 +353,8 @@ class PolicyRunner:
             return self._call_tensor(obs, keys)
         return self._first_call(obs, make_td, keys)
 
-    def _first_call(self, obs: Any, make_td: Any, keys: Any) -> Any:
+    def _first_call(self, obs: torch.Tensor | None, make_td: Callable[[], TensorDictBase],
+                    keys: Callable[[], list[str]]) -> object:
         """Rule 3: the observation first, the TensorDict if that call raises or the observation is missing;
         the call that works decides the run."""
         first: Exception | None = None
@@ -371,17 +394,17 @@ class PolicyRunner:
             self._rng_state = torch.get_rng_state()
             torch.set_rng_state(outer)
 
-    def _call_tensor(self, obs: Any, keys: Any) -> Any:
+    def _call_tensor(self, obs: torch.Tensor | None, keys: Callable[[], list[str]]) -> object:
         if obs is None:
             raise self._missing_observation(keys)
         return self._action_of(self._user(self._to_policy(obs)))
 
-    def _missing_observation(self, keys: Any) -> PolicyError:
+    def _missing_observation(self, keys: Callable[[], list[str]]) -> PolicyError:
         return PolicyError(f"the step TensorDict has no observation key {key_to_string(self.cfg.obs_key)!r}",
                            expected=f"one of {keys()}", got=key_to_string(self.cfg.obs_key),
                            fix="pass --obs-key with the right name")
 
-    def _action_of(self, out: Any) -> Any:
+    def _action_of(self, out: object) -> object:
         """The action in what a tensor policy returned: a tensor, or a mapping holding the action key."""
         import torch
 
@@ -414,7 +437,7 @@ class PolicyRunner:
                                   "stable-baselines3 model")
         return out  # a tensor, a numpy array, a number or a list: the action checker converts it
 
-    def _call_td(self, td: Any) -> Any:
+    def _call_td(self, td: TensorDictBase) -> object:
         keys = self._in_keys
         if keys is not None:  # a module that declares what it reads: cast just that, in place, for the call
             out = self._call_cast_in_place(td, keys)
@@ -423,9 +446,7 @@ class PolicyRunner:
             inp = td.apply(self._to_policy) if self._needs_cast(td) else td
             out = self._user(inp)
         out = inp if out is None else out
-        from tensordict import is_tensor_collection
-
-        if not is_tensor_collection(out):  # the action itself, or a mapping holding it
+        if not _is_tensor_collection(out):  # the action itself, or a mapping holding it
             return self._action_of(out)
         action = out.get(self.cfg.action_key, None)
         if action is None:
@@ -440,7 +461,7 @@ class PolicyRunner:
                     td.set(key, out.get(key).to(td.device) if td.device is not None else out.get(key))
         return action
 
-    def _call_cast_in_place(self, td: Any, keys: list[Any]) -> Any:
+    def _call_cast_in_place(self, td: TensorDictBase, keys: list[NestedKey]) -> object:
         """Calls a module that reads only ``keys`` with those that need it cast to its dtype and device,
         swapped into ``td`` for the call and swapped back after: what it writes lands in ``td`` directly,
         and ``td`` keeps the env's own observations. Which keys need a cast is decided at the first call
@@ -450,7 +471,8 @@ class PolicyRunner:
             written = set(getattr(self.policy, "out_keys", ()) or ())
             self._cast_keys = [(k, self._to_policy(v).dtype) for k in keys if k not in written
                                and (v := td.get(k, None)) is not None and self._needs(v)]
-        device, originals = self.device, []
+        device = self.device
+        originals: list[tuple[NestedKey, torch.Tensor]] = []
         for key, dtype in self._cast_keys:
             value = td.get(key, None)
             if value is not None:
@@ -463,7 +485,7 @@ class PolicyRunner:
                 td.set(key, value)
 
     @property
-    def _in_keys(self) -> list[Any] | None:
+    def _in_keys(self) -> list[NestedKey] | None:
         """The policy's declared ``in_keys`` when it is a TensorDict module (which reads only those)."""
         if self._declared is None:
             nn = sys.modules.get("tensordict.nn")
@@ -473,7 +495,7 @@ class PolicyRunner:
             self._declared = (list(keys),) if keys is not None else (None,)
         return self._declared[0]
 
-    def _user(self, arg: Any) -> Any:
+    def _user(self, arg: torch.Tensor | TensorDictBase) -> object:
         """Calls the user's policy; only its own exceptions become :class:`UserPolicyError`."""
         try:
             return self.policy(arg)
@@ -482,18 +504,18 @@ class PolicyRunner:
         except Exception as exc:
             raise UserPolicyError(f"{type(exc).__name__}: {exc}") from exc
 
-    def _needs_cast(self, td: Any) -> bool:
+    def _needs_cast(self, td: TensorDictBase) -> bool:
         return any(self._needs(v) for v in td.values(True, True))
 
-    def _needs(self, tensor: Any) -> bool:
+    def _needs(self, tensor: torch.Tensor) -> bool:
         return self._cast_dtype(tensor) is not None or tensor.device != self.device
 
-    def _cast_dtype(self, tensor: Any) -> Any:
+    def _cast_dtype(self, tensor: torch.Tensor) -> torch.dtype | None:
         if self.dtype is not None and tensor.is_floating_point() and tensor.dtype != self.dtype:
             return self.dtype
         return None
 
-    def _to_policy(self, tensor: Any) -> Any:
+    def _to_policy(self, tensor: torch.Tensor) -> torch.Tensor:
         dtype = self._cast_dtype(tensor)
         if dtype is not None:
             self.note(f"observations cast from {tensor.dtype} to the policy's {dtype}")
