@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -23,12 +23,16 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LAYOUTS", "apply_layout", "draw_overlay", "overlay_lines", "to_uint8_hwc"]
+__all__ = ["LAYOUTS", "FrameInput", "apply_layout", "draw_overlay", "overlay_lines", "to_uint8_hwc"]
 
 LAYOUTS = ("single", "grid", "horizontal", "vertical", "separate")
 
+#: An image as renderers and users hand it over: a numpy array (or anything ``np.asarray`` reads) or a torch
+#: tensor; HWC or CHW, grey, RGB or RGBA, uint8 or float (:func:`to_uint8_hwc` makes it uint8 HWC RGB).
+FrameInput: TypeAlias = "ArrayLike | torch.Tensor"
 
-def to_uint8_hwc(frame: ArrayLike | torch.Tensor) -> NDArray[np.uint8]:
+
+def to_uint8_hwc(frame: FrameInput) -> NDArray[np.uint8]:
     """Returns ``frame`` as a C-contiguous ``uint8`` array of shape ``(H, W, 3)``.
 
     Accepts numpy arrays and torch tensors, HWC or CHW, with 1, 3 or 4 channels
@@ -65,7 +69,7 @@ def _channels_first(shape: tuple[int, ...]) -> bool:
     return (shape[0] in (1, 3) and shape[-1] != 3) or (shape[0] == 4 and shape[-1] not in (1, 3, 4))
 
 
-def _as_numpy(frame: ArrayLike | torch.Tensor) -> Array:
+def _as_numpy(frame: FrameInput) -> Array:
     if isinstance(frame, np.ndarray):
         return frame
     detach = getattr(frame, "detach", None)

@@ -27,12 +27,18 @@ import logging
 import math
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeGuard
 
 from .checkpoint.step import checkpoint_step
+from .config import RenderConfig
+from .data import RenderResult
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+    from torchrl.record.loggers import Logger
 
 __all__ = ["LOGGERS", "LOGGERS_EXTRA", "EvalLogger", "check_logger", "hparams", "log_run", "open_logger", "scalars"]
 
@@ -47,24 +53,29 @@ _SCALARS = ("avg_sum_reward", "pc_success", "avg_max_reward", "avg_length")
 _MAX_VIDEO_FRAMES = 600  # a logged video is decoded whole into memory: its first 600 frames at most
 
 
-def scalars(aggregated: Mapping[str, Any], task: str | None) -> dict[str, float]:
+def scalars(aggregated: Mapping[str, object], task: str | None) -> dict[str, float]:
     """The ``eval/...`` scalars of one evaluation (a cell's or a run's aggregates); None and NaN left out."""
     prefix = "eval/" if task is None else f"eval/{re.sub(r'[^A-Za-z0-9_.-]+', '_', task)}/"
-    out = {f"{prefix}{k}": float(aggregated[k]) for k in _SCALARS if _finite(aggregated.get(k))}
+    out: dict[str, float] = {}
+    for k in _SCALARS:
+        value = aggregated.get(k)
+        if _finite(value):
+            out[f"{prefix}{k}"] = float(value)
     for interval in ("ci95_sum_reward", "ci95_success"):  # the mean return's; the success rate's (Wilson's)
-        ci = aggregated.get(interval)
-        if ci and all(_finite(v) for v in ci):
+        ci = aggregated.get(interval)  # [low, high], or None
+        if isinstance(ci, (list, tuple)) and ci and all(_finite(v) for v in ci):
             out[f"{prefix}{interval}_low"], out[f"{prefix}{interval}_high"] = float(ci[0]), float(ci[1])
     return out
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> TypeGuard[int | float]:
+    """Whether ``value`` is a finite number (not a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def hparams(config: Mapping[str, Any]) -> dict[str, Any]:
+def hparams(config: Mapping[str, object]) -> dict[str, bool | int | float | str]:
     """A config as hparams: nested keys flattened with ``.``, values kept as bool/int/float/str."""
-    out: dict[str, Any] = {}
+    out: dict[str, bool | int | float | str] = {}
     for key, value in config.items():
         if isinstance(value, Mapping):
             out.update({f"{key}.{k}": v for k, v in hparams(value).items()})
@@ -90,7 +101,7 @@ class EvalLogger:
                  fps: float = 30.0) -> None:
         self.kind, self.fps = kind, fps
         self.notes: list[str] = []
-        self.logger: Any | None = None  # TorchRL's logger; None once closed (and should _make raise)
+        self.logger: Logger | None = None  # TorchRL's logger; None once closed (and should _make raise)
         self.logger = _make(kind, str(log_dir), exp_name, project, fps, self.notes)
         # TorchRL's MLFlowLogger encodes its videos with torchcodec
         self.videos = kind != "mlflow" or importlib.util.find_spec("torchcodec") is not None
@@ -99,13 +110,13 @@ class EvalLogger:
                               "torchcodec, which is not installed (pip install torchcodec)")
 
     @property
-    def _open(self) -> Any:
+    def _open(self) -> Logger:
         """TorchRL's logger, which :meth:`close` let go."""
         if self.logger is None:
             raise ValueError(f"the {self.kind} logger is closed")
         return self.logger
 
-    def log_eval(self, aggregated: Mapping[str, Any], step: int | None, task: str | None = None,
+    def log_eval(self, aggregated: Mapping[str, object], step: int | None, task: str | None = None,
                  have: Collection[str] = ()) -> None:
         """The aggregates' scalars at ``step``, but those named in ``have`` (the logger holds them already)."""
         for name, value in scalars(aggregated, task).items():
@@ -134,7 +145,7 @@ class EvalLogger:
                     names.update(value.tag for value in event.summary.value)
         return names
 
-    def log_videos(self, paths: list[str | Path], step: int | None, task: str | None = None) -> None:
+    def log_videos(self, paths: Sequence[str | Path], step: int | None, task: str | None = None) -> None:
         """Each rendered mp4/gif through the logger's ``log_video``, as a ``(1, T, 3, H, W)`` uint8 tensor."""
         if not self.videos:
             return
@@ -148,7 +159,7 @@ class EvalLogger:
             kwargs = {"fps": max(1, round(self.fps))} if self.kind in ("tensorboard", "wandb") else {}
             self._open.log_video(name if i == 0 else f"{name}_{i}", video, step=step, **kwargs)
 
-    def log_hparams(self, config: Mapping[str, Any]) -> None:
+    def log_hparams(self, config: Mapping[str, object]) -> None:
         self._open.log_hparams(hparams(config))
 
     def confirm(self) -> bool:
@@ -204,7 +215,7 @@ def check_logger(kind: str | None) -> None:
                           fix="install the loggers extra", extra=f"'{LOGGERS_EXTRA}'")
 
 
-def _make(kind: str, log_dir: str, exp_name: str, project: str | None, fps: float, notes: list[str]) -> Any:
+def _make(kind: str, log_dir: str, exp_name: str, project: str | None, fps: float, notes: list[str]) -> Logger:
     check_logger(kind)
     cls_name = LOGGERS[kind][0]
     from torchrl.record import loggers
@@ -239,7 +250,7 @@ def _make(kind: str, log_dir: str, exp_name: str, project: str | None, fps: floa
     return _mlflow(cls, Path(log_dir).resolve(), exp_name, project)
 
 
-def _mlflow(cls: Any, log_dir: Path, exp_name: str, project: str | None) -> Any:
+def _mlflow(cls: type[Logger], log_dir: Path, exp_name: str, project: str | None) -> Logger:
     """TorchRL's MLFlowLogger on a local store: SQLite in ``log_dir/mlflow.db``, artifacts in ``log_dir/mlartifacts``.
 
     TorchRL's logger names the MLflow *experiment* after its ``exp_name``: that is ``--logger-project``
@@ -265,7 +276,7 @@ def _wandb_credentials() -> bool:
     return netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="replace")
 
 
-def read_video(path: Path) -> Any:
+def read_video(path: Path) -> torch.Tensor | None:
     """A video file as a ``(1, T, 3, H, W)`` uint8 tensor (its first frames), or None if it has none."""
     import av
     import numpy as np
@@ -282,26 +293,27 @@ def read_video(path: Path) -> Any:
     return torch.from_numpy(np.stack(frames)).permute(0, 3, 1, 2).unsqueeze(0).contiguous()
 
 
-def open_logger(cfg: Any, exp_name: str, log_dir: str | Path) -> EvalLogger | None:
+def open_logger(cfg: RenderConfig, exp_name: str, log_dir: str | Path) -> EvalLogger | None:
     """The logger a config asks for (``cfg.logger``), or None; logs the config as hparams once."""
     if not getattr(cfg, "logger", None):
         return None
     return _open_logger(cfg, exp_name, log_dir)
 
 
-def _open_logger(cfg: Any, exp_name: str, log_dir: str | Path) -> EvalLogger:
+def _open_logger(cfg: RenderConfig, exp_name: str, log_dir: str | Path) -> EvalLogger:
     """:func:`open_logger` of a config that asks for one."""
+    assert cfg.logger is not None  # the callers checked
     logger = EvalLogger(cfg.logger, cfg.logger_dir or log_dir, cfg.exp_name or exp_name, cfg.logger_project,
                         fps=getattr(cfg, "fps", None) or 30.0)
     logger.log_hparams(cfg.to_dict())
     return logger
 
 
-def log_run(cfg: Any, result: Any) -> None:
+def log_run(cfg: RenderConfig, result: RenderResult) -> None:
     """``render_policy(..., logger=KIND)``: the run's aggregates and videos at its checkpoint's training step."""
     if not getattr(cfg, "logger", None):
         return
-    out = Path(result.artifact_path or cfg.out)
+    out = Path(result.artifact_path or cfg.out_path)
     step = checkpoint_step(cfg.ckpt) if cfg.ckpt is not None else None
     logger = _open_logger(cfg, exp_name=out.stem if out.suffix else out.name, log_dir=out.parent / "logs")
     try:

@@ -26,7 +26,7 @@ import importlib
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol, runtime_checkable
 
 from .errors import ConfigError, did_you_mean
 
@@ -42,8 +42,10 @@ class FormatChoice(Protocol):
     save_frames: bool
 
 
+@runtime_checkable
 class _FramesRule(Protocol):
-    """A writer class as :func:`needs_frames` calls it: ``Writer.wants_frames`` (a classmethod)."""
+    """A writer class as :func:`needs_frames` calls it: ``Writer.wants_frames`` (a classmethod, which takes the
+    run's ``RenderConfig``)."""
 
     @classmethod
     def wants_frames(cls, cfg: FormatChoice, default: bool) -> bool: ...
@@ -185,6 +187,9 @@ def needs_frames(cfg: FormatChoice) -> bool:
     and ``save_frames`` always wants them. Loads the writer class by name (no static import upwards, so its
     rule is typed here by a Protocol: this module cannot name the Writer class)."""
     fmt = cfg.format_name
-    # every format's class is a writers.base.Writer, whose classmethod wants_frames(cfg, default) this is
-    writer = cast("type[_FramesRule]", WRITERS.load(fmt))
+    writer = WRITERS.load(fmt)
+    if not isinstance(writer, _FramesRule):
+        raise ConfigError(f"format {fmt!r} ({WRITERS.entry(fmt).target}) is not a writer: it has no wants_frames",
+                          expected="a torchrl_render.writers.base.Writer subclass", got=repr(writer),
+                          fix=f"register a Writer subclass under {fmt!r}")
     return bool(writer.wants_frames(cfg, WRITERS.entry(fmt).needs_frames)) or bool(cfg.save_frames)

@@ -21,20 +21,56 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from .contracts import EpisodeMetrics, UserEnv
 from .engine import Engine
 from .engine.records import Episode
 from .errors import ConfigError
-from .selection import choose, differ_note, missing_seeds, reconcile, summary
+from .selection import Selector, SelectSummary, choose, differ_note, missing_seeds, reconcile, summary
 from .sink import Progress, RunContext, Sink
 
 if TYPE_CHECKING:
-    from .backends.base import RenderBackend
-    from .data import FrameBundle
+    from tensordict import TensorDictBase
 
-__all__ = ["NoWriters", "film_chosen", "refuse_batched_env"]
+    from .backends.base import RenderBackend
+    from .config import RenderConfig
+    from .data import FrameBundle
+    from .writers.group import BackgroundWriters, KeptFrames, WriterGroup
+
+__all__ = ["FilmingRun", "NoWriters", "film_chosen", "refuse_batched_env"]
+
+
+class FilmingRun(Protocol):
+    """What the two passes read of their run (``api.Run``, a layer above), and ``measured``: the first pass's
+    sink, which they set (a failure then keeps its episodes)."""
+
+    measured: Sink | None
+    notes: list[str]
+
+    @property
+    def cfg(self) -> RenderConfig: ...
+
+    @property
+    def selectors(self) -> tuple[Selector, ...] | None: ...
+
+    @property
+    def groups(self) -> list[WriterGroup]: ...
+
+    @property
+    def writers(self) -> BackgroundWriters | KeptFrames: ...
+
+    @property
+    def on_episode(self) -> Callable[[EpisodeMetrics], None] | None: ...
+
+    @property
+    def needs_frames(self) -> bool: ...
+
+    @property
+    def needs_state(self) -> bool: ...
+
+    @property
+    def format_frames(self) -> bool: ...
 
 
 class NoWriters:
@@ -58,33 +94,33 @@ def refuse_batched_env(env: UserEnv) -> None:
                           fix="drop --render-select (or use --render-select first:N)")
 
 
-# run: api's Run, a layer above. It stays Any: this module sets its ``measured`` sink, which Run does not declare,
-# so no Protocol of what is read here would match Run.
-def film_chosen(run: Any, engine: Engine, backend: RenderBackend
-                ) -> tuple[list[dict[str, Any]], list[Any], dict[str, Any]]:
+def film_chosen(run: FilmingRun, engine: Engine, backend: RenderBackend
+                ) -> tuple[list[EpisodeMetrics], list[TensorDictBase | None], SelectSummary]:
     """Both passes; returns the per-episode metrics (the chosen ones reconciled), the trajectories and the
     metadata's ``render_select`` entry. ``run`` is the :class:`~torchrl_render.api.Run`."""
+    selectors = run.selectors
+    assert selectors is not None  # only a run with a two-pass selection films chosen episodes
     started = time.perf_counter()
     first, rows = _measure(run, engine)
     first_s = time.perf_counter() - started
-    chosen = choose(run.selectors, first.episodes)
-    missing = missing_seeds(run.selectors, first.episodes)
+    chosen = choose(selectors, first.episodes)
+    missing = missing_seeds(selectors, first.episodes)
     if missing:  # --eval-n-timesteps: how many episodes run is known only now
         run.notes.append(f"render_select names seed(s) {', '.join(map(str, missing))}, which no episode of the run "
                          f"had ({len(first.episodes)} episodes ran): not filmed")
     if not chosen:
         run.notes.append(f"render_select {' '.join(run.cfg.render_select)} chose no episode (for failed:N/"
                          "succeeded:N: no episode of the run reported that outcome), so nothing was filmed")
-        return first.episodes, first.trajectories, summary(run.selectors, first.episodes, first_s, 0.0)
+        return first.episodes, first.trajectories, summary(selectors, first.episodes, first_s, 0.0)
     started = time.perf_counter()
     reasons = dict(chosen)
     by_index = {e["episode_ix"]: e for e in first.episodes}
-    merged: dict[int, dict[str, Any]] = {}
+    merged: dict[int, EpisodeMetrics] = {}
 
-    def relabel(metrics: dict[str, Any]) -> dict[str, Any]:
+    def relabel(metrics: EpisodeMetrics) -> EpisodeMetrics:
         ix = metrics["episode_ix"]
         merged[ix] = reconcile(by_index[ix], metrics, reasons[ix])
-        return dict(merged[ix])
+        return merged[ix].copy()
 
     for group in run.groups:  # split files: one per chosen episode
         group.trajectories = sorted(reasons)
@@ -94,10 +130,10 @@ def film_chosen(run: Any, engine: Engine, backend: RenderBackend
     note = differ_note(episodes)
     if note is not None:
         run.notes.append(note)
-    return episodes, first.trajectories, summary(run.selectors, episodes, first_s, time.perf_counter() - started)
+    return episodes, first.trajectories, summary(selectors, episodes, first_s, time.perf_counter() - started)
 
 
-def _measure(run: Any, engine: Engine) -> tuple[Sink, dict[int, int]]:
+def _measure(run: FilmingRun, engine: Engine) -> tuple[Sink, dict[int, int]]:
     """The first pass: every episode, no frames, no writers (``on_episode`` still hears each one); returns
     its sink and the env slot each episode ran in."""
     context = RunContext(run.cfg, NoWriters(), run.notes, False, False, False, rendered=range(0))
@@ -112,8 +148,8 @@ def _measure(run: Any, engine: Engine) -> tuple[Sink, dict[int, int]]:
     return sink, rows
 
 
-def _film(run: Any, engine: Engine, backend: RenderBackend, indices: list[int],
-          relabel: Callable[[dict[str, Any]], dict[str, Any]], rows: dict[int, int]) -> None:
+def _film(run: FilmingRun, engine: Engine, backend: RenderBackend, indices: list[int],
+          relabel: Callable[[EpisodeMetrics], EpisodeMetrics], rows: dict[int, int]) -> None:
     """The second pass: the chosen episodes on the run's own env, one by one, rendered into the writers."""
     cfg = dataclasses.replace(run.cfg, num_envs=1, env_batch_mode="serial", render_select=[],
                               max_episodes_rendered=None)

@@ -25,17 +25,68 @@ import shlex
 import sys
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
+from .config import RenderConfig
+from .contracts import EpisodeMetrics, Json, UserEnv
+from .data import Artifact, RunMetrics
 from .envs import describe_env
 from .keys import key_to_string
 from .notebook.paths import MUJOCO_VIEWER_DIR, asset_folder, relative
 
-__all__ = ["VERSIONED", "asset_dir", "command_text", "run_metadata", "torchrl_fields", "trajectory_entries",
-           "versions"]
+if TYPE_CHECKING:
+    from .backends.base import RenderBackend
+
+__all__ = ["VERSIONED", "MujocoViewerEntry", "TorchrlFields", "TrajectoryEntry", "asset_dir", "command_text",
+           "run_metadata", "torchrl_fields", "trajectory_entries", "versions"]
 
 VERSIONED = ("torchrl_render", "torch", "torchrl", "tensordict", "gymnasium", "mujoco", "dm_control", "av", "numpy",
              "pillow")
+
+
+#: One episode in the sidecar's ``trajectories`` (torchrl.render's keys, and the seed). A functional TypedDict,
+#: since ``return`` is a keyword.
+TrajectoryEntry = TypedDict("TrajectoryEntry", {"index": int, "seed": int | None, "num_steps": int, "return": float,
+                                                 "num_frames": int, "cameras": list[str]})
+
+
+class MujocoViewerEntry(TypedDict):
+    """torchrl.render's ``mujoco_wasm`` entry: the notebook's live MuJoCo viewer."""
+
+    viewer_dir: str
+    model_path: str
+    qpos_key: str | None
+    viewer_port: int
+
+
+class TorchrlFields(TypedDict):
+    """The keys of torchrl.render's sidecar (:func:`torchrl_fields`)."""
+
+    config: dict[str, Json]
+    command: str
+    torchrl_version: str | None
+    torch_version: str | None
+    python_version: str
+    platform: str
+    working_dir: str
+    checkpoint: dict[str, str | None]
+    policy: Json
+    env: Json
+    seed: int | None
+    device: str
+    keys: dict[str, str]
+    asset_dir: str
+    asset_dir_absolute: str
+    format: str | None
+    num_trajs: int
+    requested_num_trajs: int | None
+    max_steps: int | None
+    fps: float
+    render_backend: str
+    env_backend: str
+    notebook_rollout_mode: str
+    trajectories: list[TrajectoryEntry]
+    mujoco_wasm: NotRequired[MujocoViewerEntry]
 
 
 def versions() -> dict[str, str | None]:
@@ -54,28 +105,28 @@ def command_text(argv: list[str] | None) -> str:
     return shlex.join(argv) if argv is not None else " ".join(sys.argv)
 
 
-def asset_dir(cfg: Any) -> Path:
+def asset_dir(cfg: RenderConfig) -> Path:
     """torchrl.render's ``asset_dir``: the notebook's asset folder, else where side artifacts go."""
     if cfg.format == "ipynb":
-        return asset_folder(cfg.out, cfg)
-    return Path(cfg.artifact_dir) if cfg.artifact_dir is not None else Path(cfg.out).parent
+        return asset_folder(cfg.out_path, cfg)
+    return Path(cfg.artifact_dir) if cfg.artifact_dir is not None else cfg.out_path.parent
 
 
-def trajectory_entries(episodes: list[dict[str, Any]], cameras: list[str]) -> list[dict[str, Any]]:
+def trajectory_entries(episodes: list[EpisodeMetrics], cameras: list[str]) -> list[TrajectoryEntry]:
     """One entry per episode: torchrl.render's keys (``cameras``: those of a rendered episode) and the seed."""
     return [{"index": e["episode_ix"], "seed": e["seed"], "num_steps": e["length"], "return": e["sum_reward"],
              "num_frames": e["num_frames"], "cameras": sorted(cameras) if e["num_frames"] else []}
             for e in episodes]
 
 
-def torchrl_fields(cfg: Any, *, episodes: list[dict[str, Any]], cameras: list[str],
-                   digest: str | None = None, argv: list[str] | None = None) -> dict[str, Any]:
+def torchrl_fields(cfg: RenderConfig, *, episodes: list[EpisodeMetrics], cameras: list[str],
+                   digest: str | None = None, argv: list[str] | None = None) -> TorchrlFields:
     """The keys of torchrl.render's sidecar, for this run (``argv`` is the CLI's, when it ran one)."""
 
     config = cfg.to_dict()
     folder = asset_dir(cfg)
-    shown = folder if cfg.format != "ipynb" else relative(folder, Path(cfg.out).parent)
-    return {
+    shown = folder if cfg.format != "ipynb" else relative(folder, cfg.out_path.parent)
+    fields: TorchrlFields = {
         "config": config, "command": command_text(argv), "torchrl_version": _version("torchrl"),
         "torch_version": _version("torch"), "python_version": sys.version.split()[0],
         "platform": platform.platform(), "working_dir": os.getcwd(),
@@ -89,23 +140,26 @@ def torchrl_fields(cfg: Any, *, episodes: list[dict[str, Any]], cameras: list[st
         "max_steps": cfg.max_steps, "fps": cfg.fps, "render_backend": cfg.render_backend,
         "env_backend": cfg.env_backend, "notebook_rollout_mode": cfg.notebook_rollout_mode,
         "trajectories": trajectory_entries(episodes, cameras),
-        **_mujoco_viewer(cfg),
     }
+    viewer = _mujoco_viewer(cfg)
+    if viewer is not None:
+        fields["mujoco_wasm"] = viewer
+    return fields
 
 
-def _mujoco_viewer(cfg: Any) -> dict[str, Any]:
+def _mujoco_viewer(cfg: RenderConfig) -> MujocoViewerEntry | None:
     """torchrl.render's ``mujoco_wasm`` entry of a notebook with the MuJoCo viewer and a model file."""
     if cfg.format != "ipynb" or cfg.notebook_render_backend != "mujoco_wasm" or cfg.mujoco_model_path is None:
-        return {}
+        return None
 
     key = cfg.mujoco_qpos_key
-    return {"mujoco_wasm": {"viewer_dir": MUJOCO_VIEWER_DIR, "model_path": str(cfg.mujoco_model_path),
-                            "qpos_key": key_to_string(key) if key is not None else None,
-                            "viewer_port": cfg.notebook_viewer_port}}
+    return {"viewer_dir": MUJOCO_VIEWER_DIR, "model_path": str(cfg.mujoco_model_path),
+            "qpos_key": key_to_string(key) if key is not None else None, "viewer_port": cfg.notebook_viewer_port}
 
 
-def run_metadata(cfg: Any, *, env: Any, backend: Any, digest: str | None, gl: str | None, metrics: dict[str, Any],
-                 artifacts: list[Any], wall: float, argv: list[str] | None, notes: list[str]) -> dict[str, Any]:
+def run_metadata(cfg: RenderConfig, *, env: UserEnv | None, backend: RenderBackend | None, digest: str | None,
+                 gl: str | None, metrics: RunMetrics, artifacts: list[Artifact], wall: float, argv: list[str] | None,
+                 notes: list[str]) -> dict[str, object]:
     """A run's whole sidecar: :func:`torchrl_fields` and ours (``env`` / ``backend`` ``None``: nothing was built)."""
 
     frames = sum(e["num_frames"] for e in metrics["per_episode"])

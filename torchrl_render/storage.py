@@ -40,19 +40,33 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
+from .contracts import Json
 from .data import Artifact
 from .errors import OutputExistsError, RenderError, UnsafeRolloutsError, WriterError, short_name
+
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
 
 __all__ = ["atomic_path", "check_os_name", "check_replaceable", "commit", "load_rollouts", "remove", "save_rollouts",
            "temp_path", "write_json_atomic"]
 
 INDEX = "index.json"
 VERSION = 1
+
+
+class _IndexEntry(TypedDict):
+    """One trajectory in ``index.json``: its episode index, its memmap folder (None: no steps), its batch size
+    and its keys (dotted)."""
+
+    index: int
+    folder: str | None
+    batch_size: list[int]
+    keys: list[str]
 
 
 def temp_path(path: Path) -> Path:
@@ -192,15 +206,15 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         remove(tmp)
 
 
-def write_json_atomic(path: str | Path, data: Any, **dump: Any) -> None:
-    """``json.dump(data, **dump)`` to ``path`` through :func:`atomic_path` (``indent=2`` unless given)."""
-    dump.setdefault("indent", 2)
+def write_json_atomic(path: str | Path, data: object, *, indent: int | None = 2,
+                      default: Callable[[object], object] | None = None, allow_nan: bool = True) -> None:
+    """``json.dump(data)`` to ``path`` through :func:`atomic_path`, with those :func:`json.dumps` options."""
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(data, **dump), encoding="utf-8")
+        tmp.write_text(json.dumps(data, indent=indent, default=default, allow_nan=allow_nan), encoding="utf-8")
 
 
-def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool = False,
-                  indices: Sequence[int] | None = None, info: dict[str, Any] | None = None) -> Artifact:
+def save_rollouts(trajectories: Sequence[TensorDictBase | None], path: str | Path, overwrite: bool = False,
+                  indices: Sequence[int] | None = None, info: Mapping[str, object] | None = None) -> Artifact:
     """Writes each trajectory TensorDict as a memmap subfolder of ``path``, plus ``index.json``.
 
     Args:
@@ -238,7 +252,7 @@ def save_rollouts(trajectories: Sequence[Any], path: str | Path, overwrite: bool
     return Artifact(path, "tensordict", 0, {"count": len(entries), "steps": steps, "bytes": size})
 
 
-def _save_one(td: Any, index: int, folder: Path) -> dict[str, Any]:
+def _save_one(td: TensorDictBase | None, index: int, folder: Path) -> _IndexEntry:
     if td is None:
         return {"index": index, "folder": None, "batch_size": [0], "keys": []}
     name = f"traj{index:04d}"
@@ -247,7 +261,7 @@ def _save_one(td: Any, index: int, folder: Path) -> dict[str, Any]:
     return {"index": index, "folder": name, "batch_size": list(td.batch_size), "keys": keys}
 
 
-def load_rollouts(path: str | Path, *, trust: bool = False) -> list[Any]:
+def load_rollouts(path: str | Path, *, trust: bool = False) -> list[TensorDictBase | None]:
     """Reads a folder written by :func:`save_rollouts` (or ``--save-rollout``) back as TensorDicts.
 
     A rollouts folder is data from someone else as often as a checkpoint is, so nothing in it runs: a
@@ -274,12 +288,12 @@ def load_rollouts(path: str | Path, *, trust: bool = False) -> list[Any]:
                           got=str(path) if path.exists() else f"{path} (does not exist)",
                           fix="pass the <out>_rollouts folder written with --save-rollout")
     try:
-        index = json.loads(index_file.read_text(encoding="utf-8"))
+        index: Json = json.loads(index_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RenderError(f"{str(index_file)!r} is not readable JSON", got=str(exc),
                           fix="pass a rollout folder written with --save-rollout, complete") from exc
     version = index.get("torchrl_render_rollouts") if isinstance(index, dict) else None
-    if version != VERSION:
+    if version != VERSION or not isinstance(index, dict):  # (not a dict: no version)
         raise RenderError(f"{str(index_file)!r} has an unknown layout version", expected=VERSION, got=version,
                           fix="read it with the torchrl_render version that wrote it")
     folders = [_trajectory_folder(path, entry, trust) for entry in _entries(index, index_file)]
@@ -290,16 +304,16 @@ def load_rollouts(path: str | Path, *, trust: bool = False) -> list[Any]:
 _PICKLE_NAMES = ("other.pickle", "pickle.pkl")
 
 
-def _entries(index: dict[str, Any], index_file: Path) -> list[Any]:
+def _entries(index: dict[str, Json], index_file: Path) -> list[dict[str, Json]]:
     entries = index.get("trajectories")
     if not isinstance(entries, list) or not all(isinstance(e, dict) and "folder" in e for e in entries):
         raise RenderError(f"{str(index_file)!r} has no valid list of trajectories",
                           expected='"trajectories": [{"index": 0, "folder": "traj0000", ...}, ...]',
                           got=repr(entries)[:200], fix="pass a rollout folder written with --save-rollout")
-    return entries
+    return [e for e in entries if isinstance(e, dict)]  # all of them (checked above)
 
 
-def _trajectory_folder(root: Path, entry: dict[str, Any], trust: bool) -> Path | None:
+def _trajectory_folder(root: Path, entry: dict[str, Json], trust: bool) -> Path | None:
     """The folder of one index entry, checked: inside ``root``, and pickle-free unless trusted."""
     name = entry["folder"]
     if name is None:

@@ -20,24 +20,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .data import FrameBundle
 from .errors import ConfigError, NoFramesError
-from .frames import apply_layout, to_uint8_hwc
+from .frames import FrameInput, apply_layout, to_uint8_hwc
+
+if TYPE_CHECKING:
+    from .writers.base import Writer
 
 __all__ = ["compose_frame_grid", "encode_gif", "encode_video", "normalize_frame", "normalize_frame_output",
            "write_png"]
 
+#: A renderer's output, as :func:`normalize_frame_output` takes it: frames by camera name, a list of frames, one
+#: frame, or None (a None frame is no frame).
+FrameOutput: TypeAlias = ("Mapping[object, FrameInput | None] | list[FrameInput | None] "
+                          "| tuple[FrameInput | None, ...] | FrameInput | None")
 
-def normalize_frame(frame: Any) -> np.ndarray:
+
+def normalize_frame(frame: FrameInput) -> NDArray[np.uint8]:
     """One image (array or tensor; HWC or CHW; grey, RGB or RGBA; uint8 or float) as ``uint8`` ``H x W x 3``."""
     return to_uint8_hwc(frame)
 
 
-def normalize_frame_output(output: Any) -> dict[str, np.ndarray]:
+def normalize_frame_output(output: FrameOutput) -> dict[str, NDArray[np.uint8]]:
     """A renderer's output as ``{camera: uint8 HxWx3}``: a mapping keeps its names, a list or tuple
     is ``camera_<i>``, one image is ``default``; ``None`` entries are dropped."""
     if output is None:
@@ -49,8 +58,8 @@ def normalize_frame_output(output: Any) -> dict[str, np.ndarray]:
     return {"default": to_uint8_hwc(output)}
 
 
-def compose_frame_grid(frames: Sequence[np.ndarray],
-                       layout: Literal["single", "grid", "horizontal", "vertical"] = "grid") -> np.ndarray:
+def compose_frame_grid(frames: Sequence[FrameInput],
+                       layout: Literal["single", "grid", "horizontal", "vertical"] = "grid") -> NDArray[np.uint8]:
     """One image of ``frames``: ``grid`` (and ``single``, as in torchrl.render) tiles them nearly square,
     ``horizontal`` in a row, ``vertical`` in a column; smaller frames are padded with black."""
     if not len(frames):
@@ -61,7 +70,7 @@ def compose_frame_grid(frames: Sequence[np.ndarray],
     return next(iter(tiled.values()))
 
 
-def encode_video(frames: Sequence[Any], path: str | Path, fps: float, *, video_codec: str | None = None) -> Path:
+def encode_video(frames: Sequence[FrameInput], path: str | Path, fps: float, *, video_codec: str | None = None) -> Path:
     """Encodes ``frames`` as a browser-playable mp4 at ``path`` (H.264 unless ``video_codec``); returns ``path``.
 
     Example:
@@ -75,14 +84,14 @@ def encode_video(frames: Sequence[Any], path: str | Path, fps: float, *, video_c
     return _encode(Mp4Writer(path, fps=fps, codec=video_codec), frames, "video")
 
 
-def encode_gif(frames: Sequence[Any], path: str | Path, fps: float) -> Path:
+def encode_gif(frames: Sequence[FrameInput], path: str | Path, fps: float) -> Path:
     """Encodes ``frames`` as an animated GIF that loops; returns ``path``."""
     from .writers.gif import GifWriter
 
     return _encode(GifWriter(path, fps=fps), frames, "GIF")
 
 
-def write_png(frame: Any, path: str | Path) -> Path:
+def write_png(frame: FrameInput, path: str | Path) -> Path:
     """Writes one frame as a PNG file; returns ``path``."""
     from PIL import Image
 
@@ -91,7 +100,7 @@ def write_png(frame: Any, path: str | Path) -> Path:
     return path
 
 
-def _encode(writer: Any, frames: Iterable[Any], what: str) -> Path:
+def _encode(writer: Writer, frames: Iterable[FrameInput], what: str) -> Path:
     with writer:
         for step, frame in enumerate(frames):
             writer.write(FrameBundle({"default": to_uint8_hwc(frame)}, step, 0))

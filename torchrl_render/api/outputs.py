@@ -11,11 +11,12 @@ import dataclasses
 import logging
 import os
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ..config import RenderConfig
-from ..data import Artifact
+from ..contracts import EpisodeMetrics
+from ..data import Artifact, RunMetrics
 from ..errors import WriterError
 from ..metrics import aggregate, json_ready
 from ..storage import check_os_name, check_replaceable, write_json_atomic
@@ -88,25 +89,24 @@ class RunOutputs:
                                   got=str(path), fix="choose a file name for --out (e.g. run.mp4)")
             check_replaceable(path, cfg.overwrite)
 
-    def write_sidecars(self, meta: dict[str, Any], cfg: RenderConfig) -> None:
+    def write_sidecars(self, meta: Mapping[str, object], cfg: RenderConfig) -> None:
         """The metadata sidecar, and the metadata kept inside artifacts (jsonl, npz, the notebook's asset folder).
         ``cfg``: the run's config as it ran (Isaac Lab's env may have changed it since the paths were planned)."""
-        meta = json_ready(meta)  # NaN returns are null in every copy
-        write_json(self.sidecar, meta)
-        for artifact in meta.get("artifacts", []):
-            hook = getattr(WRITERS.load(artifact["format"]), "add_metadata", None) if artifact["format"] in \
-                WRITERS.names() else None
+        ready = json_ready(dict(meta))  # NaN returns are null in every copy
+        write_json(self.sidecar, ready)
+        for fmt, path in _artifact_entries(ready):
+            hook = getattr(WRITERS.load(fmt), "add_metadata", None) if fmt in WRITERS.names() else None
             if hook is not None:
-                hook(Path(artifact["path"]), meta, cfg)
+                hook(Path(path), ready, cfg)
 
-    def write_partial(self, episodes: list[dict[str, Any]], exc: BaseException, cfg: RenderConfig) -> None:
+    def write_partial(self, episodes: list[EpisodeMetrics], exc: BaseException, cfg: RenderConfig) -> None:
         """Keeps the metrics of the episodes that finished beside the (absent) artifact; the error says where.
         ``cfg``: the run's config as it ran."""
         if not episodes:
             return
-        data = {"error": f"{type(exc).__name__}: {exc}", "config": cfg.to_dict(),
-                "metrics": {"per_episode": episodes,
-                            "aggregated": aggregate(episodes, 0.0, reps=cfg.bootstrap_reps, seed=cfg.seed)}}
+        metrics: RunMetrics = {"per_episode": episodes,
+                               "aggregated": aggregate(episodes, 0.0, reps=cfg.bootstrap_reps, seed=cfg.seed)}
+        data = {"error": f"{type(exc).__name__}: {exc}", "config": cfg.to_dict(), "metrics": metrics}
         try:
             write_json(self.partial, data)
         except OSError as write_exc:  # the run's own error matters more
@@ -115,12 +115,19 @@ class RunOutputs:
         exc.add_note(f"the {len(episodes)} finished episode(s) are in {self.partial}")  # the CLI's Ctrl-C line
 
 
+def _artifact_entries(meta: Mapping[str, object]) -> list[tuple[str, str]]:
+    """``(format, path)`` of each of the sidecar's ``artifacts`` (:meth:`~torchrl_render.data.Artifact.to_dict`)."""
+    entries = meta.get("artifacts", [])
+    return [(entry["format"], entry["path"]) for entry in (entries if isinstance(entries, list) else [])
+            if isinstance(entry, dict)]
+
+
 def remove_artifacts(artifacts: list[Artifact]) -> None:
     """Removes written artifacts (a run that fails after its writers finished leaves none)."""
     for artifact in artifacts:
         remove(Path(artifact.path))
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: Mapping[str, object]) -> None:
     """A sidecar or partial file: strict JSON (no NaN), written atomically."""
-    write_json_atomic(path, json_ready(data), default=str, allow_nan=False)
+    write_json_atomic(path, json_ready(dict(data)), default=str, allow_nan=False)

@@ -11,19 +11,19 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..backends.base import RenderBackend
 from ..checkpoint import load_checkpoint
 from ..config import RenderConfig
-from ..contracts import Payload, UserEnv
-from ..data import Artifact, RenderResult, frame_paths
+from ..contracts import EpisodeMetrics, Payload, UserEnv, UserValue
+from ..data import Artifact, RenderResult, RunMetrics, frame_paths
 from ..engine import Engine
 from ..engine.procs import setup_frozen
-from ..envs import open_env
+from ..envs import GymnasiumEnv, open_env
 from ..envs.gl import ensure_headless_gl, gl_notes
 from ..envs.mjlog import captured_mujoco_warnings
 from ..envs.unwrap import model_file
@@ -34,9 +34,9 @@ from ..metrics import aggregate, nonfinite_note
 from ..metrics.precision import sequential_entry
 from ..policies import PolicyRunner, build_policy
 from ..rerun import film_chosen
-from ..selection import Selector
+from ..selection import Selector, SelectSummary
 from ..sidecar import run_metadata
-from ..sink import Progress, RunContext, Sink
+from ..sink import Lingering, Progress, RunContext, Sink
 from ..storage import save_rollouts
 from ..writers import needs_frames
 from ..writers.group import BackgroundWriters, InlineWriters, KeptFrames, WriterGroup
@@ -53,13 +53,17 @@ from .stages import (
     two_pass_selectors,
 )
 
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
+    from torchrl.envs import EnvBase
+
 __all__ = ["Run", "render_policy"]
 
 log = logging.getLogger("torchrl_render")
 
 
 def render_policy(config: RenderConfig | None = None, /, *, command: list[str] | None = None,
-                  on_episode: Callable[[dict[str, Any]], None] | None = None, **fields: Any) -> RenderResult:
+                  on_episode: Callable[[EpisodeMetrics], None] | None = None, **fields: UserValue) -> RenderResult:
     """Rolls a policy out, streams its frames to the format writer, returns paths, metrics, rollouts.
 
     Args:
@@ -86,7 +90,7 @@ def render_policy(config: RenderConfig | None = None, /, *, command: list[str] |
     return result
 
 
-def _config(config: RenderConfig | None, fields: dict[str, Any]) -> RenderConfig:
+def _config(config: RenderConfig | None, fields: dict[str, UserValue]) -> RenderConfig:
     if config is None:
         return RenderConfig.from_dict(fields)
     return dataclasses.replace(config, **fields) if fields else config
@@ -101,15 +105,16 @@ class Run:
     """
 
     def __init__(self, cfg: RenderConfig, command: list[str] | None,
-                 on_episode: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_episode: Callable[[EpisodeMetrics], None] | None = None) -> None:
         self.command = command
         self.on_episode = on_episode
-        self.lingering: list[Any] = []  # the live page of a finished rollout, until its artifacts are written
+        self.lingering: list[Lingering] = []  # the live page of a finished rollout, until its artifacts are written
         self.notes: list[str] = _Notes()
         cfg = one_layout_per_camera_set(cfg, self.notes)
         self.cfg = cfg = envs_for_the_episodes(cfg, self.notes)
         self.selectors: tuple[Selector, ...] | None = two_pass_selectors(cfg)  # None: a single pass
-        self.select_info: dict[str, Any] | None = None
+        self.select_info: SelectSummary | None = None
+        self.measured: Sink | None = None  # a two-pass selection's first pass (rerun.film_chosen sets it)
         self.format_frames = needs_frames(cfg)
         self.needs_frames = self.format_frames or cfg.result_frames  # result_frames: torchrl.render's frames
         self.outputs = RunOutputs(cfg)
@@ -172,7 +177,10 @@ class Run:
             else:  # evaluate every episode, then film the chosen ones (rerun.py)
                 episodes, trajectories, self.select_info = self._roll_chosen(engine, backend)
             artifacts = self._close_writers()
-            self.notes.extend(n for a in artifacts for n in a.info.get("notes", ()))  # e.g. what a page leaves out
+            for artifact in artifacts:  # e.g. what a page leaves out
+                notes = artifact.info.get("notes", ())
+                if isinstance(notes, (list, tuple)):
+                    self.notes.extend(notes)
             if self.rollout_dir is not None:
                 kept, indices = self._saved(episodes, trajectories)
                 artifacts.append(save_rollouts(kept, self.rollout_dir, overwrite=self.cfg.overwrite, indices=indices,
@@ -184,7 +192,7 @@ class Run:
             note = nonfinite_note(aggregated)
             if note:
                 self.notes.append(note)
-            metrics: dict[str, Any] = {"per_episode": episodes, "aggregated": aggregated}
+            metrics: RunMetrics = {"per_episode": episodes, "aggregated": aggregated}
             self._sequential(metrics)
             meta = self._metadata(env, backend, digest, gl, metrics, artifacts, started)
             meta["engine"] = dict(engine.info)
@@ -193,14 +201,14 @@ class Run:
             self.write_sidecars(meta)
         except BaseException:
             remove_artifacts(artifacts)
-            for kept in lingering:
-                kept.stop(finished=False)
+            for held in lingering:
+                held.stop(finished=False)
             raise
-        for kept in lingering:  # every artifact is written; the page may stay up --live-keep s
-            kept.stop(finished=True)
+        for held in lingering:  # every artifact is written; the page may stay up --live-keep s
+            held.stop(finished=True)
+        kept_frames = self.writers.kept if isinstance(self.writers, KeptFrames) else []
         return RenderResult(artifacts[0].path if artifacts else None, trajectories,
-                            frame_paths(artifacts), meta, list(self.notes), getattr(self.writers, "kept", []),
-                            artifacts, metrics)
+                            frame_paths(artifacts), meta, list(self.notes), kept_frames, artifacts, metrics)
 
     def _notebook_only(self, started: float) -> RenderResult:
         """A ``live`` notebook, as torchrl.render writes it: no checkpoint loaded, no env or policy built, no
@@ -210,13 +218,13 @@ class Run:
         for group in self.groups:
             group.open_planned()
         artifacts = self.writers.close()
-        metrics = {"per_episode": [], "aggregated": aggregate([], time.perf_counter() - started)}
+        metrics: RunMetrics = {"per_episode": [], "aggregated": aggregate([], time.perf_counter() - started)}
         meta = self._metadata(None, None, digest, None, metrics, artifacts, started)
         self.write_sidecars(meta)
         return RenderResult(artifacts[0].path if artifacts else None, [], frame_paths(artifacts), meta,
                             list(self.notes), [], artifacts, metrics)
 
-    def write_sidecars(self, meta: dict[str, Any]) -> None:
+    def write_sidecars(self, meta: Mapping[str, object]) -> None:
         """The metadata sidecar, and the metadata kept inside artifacts (jsonl, npz, the notebook's asset folder)."""
         self.outputs.write_sidecars(meta, self.cfg)
 
@@ -242,13 +250,14 @@ class Run:
         """The policy runner (collect_render_rollouts hands in the one load_render_policy built)."""
         return build_policy(self.cfg, env, payload, digest, self.notes)
 
-    def _env(self, payload: Payload, stack: ExitStack) -> UserEnv:
+    def _env(self, payload: Payload, stack: ExitStack) -> GymnasiumEnv | EnvBase:
         """The run's single env: its specs go to the policy factory, whatever --num-envs is."""
         env = open_env(self.cfg, payload, render_mode=self._render_mode())  # torchrl's wrapper only if needed
         stack.callback(close_quietly, env)
         if getattr(env, "_torchrl_render_batched", False):  # Isaac Lab's copies are the env slots
-            from ..envs.isaaclab import slots_config
+            from ..envs.isaaclab import IsaacLabAdapter, slots_config
 
+            assert isinstance(env, IsaacLabAdapter)  # the only env that says it is a batch (imports torchrl)
             self.cfg = slots_config(self.cfg, env, self.needs_frames, self.notes)
         return env
 
@@ -257,7 +266,8 @@ class Run:
 
     # -- the rollout ----------------------------------------------------------------------------------
 
-    def _roll(self, engine: Engine, backend: RenderBackend) -> tuple[list[dict[str, Any]], list[Any]]:
+    def _roll(self, engine: Engine, backend: RenderBackend
+              ) -> tuple[list[EpisodeMetrics], list[TensorDictBase | None]]:
         context = RunContext(self.cfg, self.writers, self.notes, self.needs_frames, self.needs_state,
                              self.format_frames)
         sink = Sink(context, backend, observers(self.cfg, self.needs_frames), self.on_episode)
@@ -276,20 +286,20 @@ class Run:
         self.lingering = sink.close()  # the stream ends; the server stops once the artifacts are written
         return sink.episodes, sink.trajectories
 
-    def _rollout_info(self, env: UserEnv) -> dict[str, Any]:
+    def _rollout_info(self, env: UserEnv) -> dict[str, str | None]:
         """What ``replay`` needs beside saved rollouts: the sidecar and the MuJoCo model file, when known."""
         model = self.cfg.mujoco_model_path or model_file(env)
         return {"metadata": str(self.sidecar.absolute()),
                 "mujoco_model_path": str(Path(model).absolute()) if model is not None else None}
 
     def _roll_chosen(self, engine: Engine, backend: RenderBackend
-                     ) -> tuple[list[dict[str, Any]], list[Any], dict[str, Any]]:
+                     ) -> tuple[list[EpisodeMetrics], list[TensorDictBase | None], SelectSummary]:
         """Both passes of ``--render-select`` (:func:`~torchrl_render.rerun.film_chosen`)."""
         try:
             return film_chosen(self, engine, backend)
         except BaseException as exc:
             self.writers.abort()
-            measured = getattr(self, "measured", None)
+            measured = self.measured
             self.outputs.write_partial(measured.episodes if measured is not None else [], exc, self.cfg)
             raise
 
@@ -300,7 +310,8 @@ class Run:
             return []
         return self.writers.close()
 
-    def _saved(self, episodes: list[dict[str, Any]], trajectories: list[Any]) -> tuple[list[Any], list[int] | None]:
+    def _saved(self, episodes: list[EpisodeMetrics], trajectories: list[TensorDictBase | None]
+               ) -> tuple[list[TensorDictBase | None], list[int] | None]:
         """The trajectories ``--save-rollout`` keeps, and their episode indices: with a selection, the filmed
         episodes' (unless ``--save-all-rollouts``), from the first pass, whose numbers are the run's."""
         if self.select_info is None or self.cfg.save_all_rollouts:
@@ -308,7 +319,7 @@ class Run:
         kept = [(e["episode_ix"], t) for e, t in zip(episodes, trajectories) if "render_reason" in e]
         return [t for _, t in kept], [i for i, _ in kept]
 
-    def _sequential(self, metrics: dict[str, Any]) -> None:
+    def _sequential(self, metrics: RunMetrics) -> None:
         """``--precision``: the ``sequential`` entry (the half-width reached, on which episodes), and a note
         when the cap came first."""
         entry = sequential_entry(self.cfg, metrics["per_episode"])
@@ -329,20 +340,21 @@ class Run:
     # -- results --------------------------------------------------------------------------------------
 
     def _dry_result(self, backend: RenderBackend, digest: str | None, gl: str | None) -> RenderResult:
-        meta = {"check_setup": True, "config": self.cfg.to_dict(), "gl": gl, "checkpoint_sha256": digest,
-                "render": backend.info(), "planned_paths": [str(p) for g in self.groups for p in g.planned_paths()],
-                "warnings": list(self.notes)}
+        meta: dict[str, object] = {
+            "check_setup": True, "config": self.cfg.to_dict(), "gl": gl, "checkpoint_sha256": digest,
+            "render": backend.info(), "planned_paths": [str(p) for g in self.groups for p in g.planned_paths()],
+            "warnings": list(self.notes)}
         return RenderResult(None, [], [], meta, list(self.notes))
 
     def _metadata(self, env: UserEnv | None, backend: RenderBackend | None, digest: str | None, gl: str | None,
-                  metrics: dict[str, Any], artifacts: list[Artifact], started: float) -> dict[str, Any]:
+                  metrics: RunMetrics, artifacts: list[Artifact], started: float) -> dict[str, object]:
         """The sidecar: torchrl.render's keys and ours (:mod:`torchrl_render.sidecar`)."""
         return run_metadata(self.cfg, env=env, backend=backend, digest=digest, gl=gl, metrics=metrics,
                             artifacts=artifacts, wall=time.perf_counter() - started, argv=self.command,
                             notes=list(self.notes))
 
 
-class _Notes(list):
+class _Notes(list[str]):
     """The run's warnings: each note is kept and logged once, as it happens."""
 
     def append(self, text: str) -> None:

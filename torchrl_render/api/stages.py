@@ -13,7 +13,8 @@ import sys
 from collections.abc import Callable
 from contextlib import ExitStack
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from ..backends import BACKENDS
 from ..backends.base import RenderBackend
@@ -104,14 +105,14 @@ def check_devices(cfg: RenderConfig) -> None:
 
 # -- the checkpoint --------------------------------------------------------------------------------------------
 
-def checkpoint_digest(path: Any) -> str:
+def checkpoint_digest(path: str | Path) -> str:
     """The checkpoint's SHA-256, through ``torchrl_render.artifacts.checkpoint_hash`` when that module is
     loaded (looked up at call time, as torchrl.render's pipeline does, so a script that imported it and
     replaced the function there sees it used), else :func:`~torchrl_render.checkpoint.checkpoint_hash`, the
     same function. The module is found in ``sys.modules``, not imported: it sits above api (torchrl.render's
     module path, a face over compat, which imports api)."""
     artifacts = sys.modules.get(f"{__name__.split('.')[0]}.artifacts")
-    hash_of: Callable[[Any], str] = artifacts.checkpoint_hash if artifacts is not None else checkpoint_hash
+    hash_of: Callable[[str | Path], str] = artifacts.checkpoint_hash if artifacts is not None else checkpoint_hash
     return hash_of(path)
 
 
@@ -155,7 +156,7 @@ def choose_backend(cfg: RenderConfig, env: UserEnv, engine: Engine, needs: Needs
     if not needs.frames and cfg.render_backend not in ("auto", "null"):
         name = cfg.render_backend
     try:
-        backend = BACKENDS.load(name).from_config(env, cfg)
+        backend = _backend_class(name).from_config(env, cfg)
     except BackendUnavailable as exc:
         if needs.format_frames:
             raise
@@ -169,8 +170,27 @@ def choose_backend(cfg: RenderConfig, env: UserEnv, engine: Engine, needs: Needs
     return backend
 
 
-def close_quietly(env: UserEnv, close: Callable[[Any], None] | None = None) -> None:
-    """Closes ``env`` (with ``close(env)`` when given) and logs what closing raised."""
+@runtime_checkable
+class BackendMaker(Protocol):
+    """What a render backend's registry entry names (a :class:`RenderBackend` subclass, or ``auto``'s chooser): a
+    class whose ``from_config(env, cfg)`` builds the backend."""
+
+    def from_config(self, env: UserEnv, cfg: RenderConfig) -> RenderBackend: ...
+
+
+def _backend_class(name: str) -> BackendMaker:
+    """The class registered as render backend ``name`` (a plugin's too), checked to build backends."""
+    cls = BACKENDS.load(name)
+    if not isinstance(cls, BackendMaker):
+        raise ConfigError(f"render backend {name!r} ({BACKENDS.entry(name).target}) has no from_config",
+                          expected="a RenderBackend subclass (from_config(env, cfg) builds it)", got=repr(cls),
+                          fix=f"register a RenderBackend subclass under {name!r}")
+    return cls
+
+
+def close_quietly(env: UserEnv, close: Callable[[UserEnv], None] | None = None) -> None:
+    """Closes ``env`` (the user's, or the batch of its copies the engine's workers step; with ``close(env)`` when
+    given) and logs what closing raised."""
     try:
         free_gymnasium_gl(env)  # gymnasium leaves its GL objects to the collector otherwise
         close(env) if close is not None else env.close()
