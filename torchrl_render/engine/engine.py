@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import RenderConfig
-from ..contracts import EnvSlots, Payload, UserEnv
+from ..contracts import EnvSlots, Json, Payload, UserEnv
 from ..envs import as_torchrl
 from ..envs.unwrap import plain_gymnasium
 from ..metrics.precision import PrecisionRule
@@ -16,6 +16,10 @@ from .env_slots import obs_layout
 from .gym_loop import prepare, release, run_gymnasium
 from .plan import EpisodePlan
 from .records import Episode, StepRecord
+
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
+    from torchrl.envs import EnvBase
 
 __all__ = ["Engine"]
 
@@ -35,6 +39,7 @@ class Engine:
         infos: Also keep each step's env infos (``Episode.step_infos``), for a data writer that stores them.
         reward_fn: Optional reward override (``reward_fn(transition) -> reward``).
         notes: The run's warnings.
+        info: The engine's facts for the metadata's ``engine`` entry (its path, batch mode, workers...).
         only: Run exactly these episode indices (each reset with ``seed + index``), not ``0..num_trajs-1``.
         batch_like: Rendered episodes call the policy on a batch of this many copies of their observation
             (the re-run of episodes that ran K at a time with one policy call per batch step), taking
@@ -50,15 +55,15 @@ class Engine:
     rendered: range | frozenset[int] = range(0)
     keep: bool = True
     infos: bool = False
-    reward_fn: Callable[[Any], Any] | None = None
+    reward_fn: Callable[[TensorDictBase], object] | None = None
     notes: list[str] = field(default_factory=list)
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Json] = field(default_factory=dict)
     only: tuple[int, ...] | None = None
     batch_like: int | None = None
     batch_rows: dict[int, int] = field(default_factory=dict)
     #: The torchrl batch of K env workers (``ParallelEnv`` / ``SerialEnv``) the torchrl path steps when K > 1 and
     #: frames are made in the workers; set by the run, which owns and closes it.
-    batched: UserEnv | None = field(default=None, init=False, repr=False)
+    batched: EnvBase | None = field(default=None, init=False, repr=False)
     _plan: EpisodePlan | None = field(default=None, init=False, repr=False)
     #: The batch's slots and the envs they own, started ahead by :meth:`prepare` until the run takes them.
     _batch: tuple[EnvSlots, list[UserEnv]] | None = field(default=None, init=False, repr=False, compare=False)

@@ -25,19 +25,42 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.connection import Connection
+from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
+from numpy.typing import DTypeLike, NDArray
 
-from ..contracts import UserEnv
+from ..contracts import Array, UserEnv
 from ..envs.mjlog import quiet_mujoco_log
 from ..errors import RenderError, RolloutError
+from ..keys import NestedKey
 from .procs import freeze_inherited_heap
 
-__all__ = ["InProcessSlots", "ProcessSlots", "SlotError", "obs_layout", "step_seconds"]
+__all__ = ["Extras", "InProcessSlots", "Layout", "ProcessSlots", "Readers", "SlotError", "obs_layout", "step_seconds"]
+
+#: One env's observation entries, ``{key: (shape, dtype)}`` with torchrl's key names (:func:`obs_layout`).
+Layout: TypeAlias = "dict[str, tuple[tuple[int, ...], np.dtype[np.generic[object]]]]"
+
+#: Further per-step entries read from each env after its reset and each step (MuJoCo's qpos, mocap poses), by
+#: their TensorDict key (which may be nested): ``{key: read(env)}``, a float64 array each.
+Readers: TypeAlias = "dict[NestedKey, Callable[[UserEnv], NDArray[np.float64]]]"
+
+#: :data:`Readers` with the shape of what each reads: ``{key: (shape, read(env))}``.
+Extras: TypeAlias = "dict[NestedKey, tuple[tuple[int, ...], Callable[[UserEnv], NDArray[np.float64]]]]"
+
+#: An env's observation as the slots take it: an array (a Box space), or a dict of arrays (a Dict of Boxes).
+Observation: TypeAlias = "Array | Mapping[str, Array]"
+
+#: An env's info dict, as ``reset`` and ``step`` returned it.
+Info: TypeAlias = "dict[str, object]"
+
+#: The name of one array in the shared block: ``"reward"``, ``"todo"``... or ``("obs", key)`` for an observation
+#: entry.
+SharedName: TypeAlias = "str | tuple[str, NestedKey]"
 
 
 class SlotError(Exception):
@@ -54,7 +77,7 @@ class SlotError(Exception):
         self.slot, self.error, self.trace = slot, error, trace
 
 
-def obs_layout(space: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]] | None:
+def obs_layout(space: object) -> Layout | None:
     """``{key: (shape, dtype)}`` of a Box or a flat Dict of Boxes, with torchrl's key names; else None."""
     from gymnasium import spaces
 
@@ -67,7 +90,7 @@ def obs_layout(space: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]] | None
     return None
 
 
-def _success(info: dict[str, Any]) -> int:
+def _success(info: Mapping[str, object]) -> int:
     value = info.get("is_success", info.get("success"))
     return -1 if value is None else int(bool(np.any(np.asarray(value))))
 
@@ -75,33 +98,30 @@ def _success(info: dict[str, Any]) -> int:
 class _Buffers:
     """The per-slot arrays the engine reads after each call."""
 
-    def __init__(self, num: int, layout: dict[str, tuple[tuple[int, ...], np.dtype]],
-                 extras: dict[Any, tuple[tuple[int, ...], Callable[[Any], np.ndarray]]] | None = None,
-                 record_infos: bool = False) -> None:
+    def __init__(self, num: int, layout: Layout, extras: Extras | None = None, record_infos: bool = False) -> None:
         self.num, self.layout = num, layout
         #: Each slot's info dicts since its reset (the reset's first), kept only when a data writer stores them.
-        self.infos: dict[int, list[dict[str, Any]]] | None = {} if record_infos else None
-        self.obs = {k: np.zeros((num, *shape), dtype) for k, (shape, dtype) in layout.items()}
+        self.infos: dict[int, list[Info]] | None = {} if record_infos else None
+        self.obs: dict[NestedKey, Array] = {k: np.zeros((num, *shape), dtype) for k, (shape, dtype) in layout.items()}
         #: Further per-step entries read from each env after reset and step (e.g. MuJoCo's qpos).
-        self.extras = {key: fn for key, (_, fn) in (extras or {}).items()}
+        self.extras: Readers = {key: fn for key, (_, fn) in (extras or {}).items()}
         for key, (shape, _) in (extras or {}).items():
             self.obs[key] = np.zeros((num, *shape), np.float64)
         self.reward = np.zeros(num, np.float64)
         self.terminated = np.zeros(num, bool)
         self.truncated = np.zeros(num, bool)
         self.success = np.full(num, -1, np.int8)
-        self.single = next(iter(self.obs)) if len(layout) == 1 and "observation" in layout else None
 
-    def _put(self, i: int, obs: Any, extra: dict[Any, Any] | None = None) -> None:
-        if self.single is not None:
-            self.obs[self.single][i] = obs
-        else:
+    def _put(self, i: int, obs: Observation, extra: dict[NestedKey, NDArray[np.float64]] | None = None) -> None:
+        if isinstance(obs, Mapping):  # a Dict space's (even one whose only entry is named "observation")
             for key in self.layout:
                 self.obs[key][i] = obs[key]
-        for key, value in (extra or {}).items():
-            self.obs[key][i] = value
+        else:
+            self.obs["observation"][i] = obs
+        for name, value in (extra or {}).items():
+            self.obs[name][i] = value
 
-    def _log(self, i: int, info: dict[str, Any], reset: bool) -> None:
+    def _log(self, i: int, info: Info, reset: bool) -> None:
         """Keeps slot ``i``'s info dict (the first of its episode at a reset)."""
         assert self.infos is not None  # the callers log only with record_infos
         if reset:
@@ -109,7 +129,7 @@ class _Buffers:
         else:
             self.infos[i].append(info)
 
-    def take_infos(self, i: int) -> list[dict[str, Any]]:
+    def take_infos(self, i: int) -> list[Info]:
         """Slot ``i``'s info dicts since its last reset (``n + 1`` after ``n`` steps), handed over once."""
         if self.infos is None:
             raise ValueError("the slots were made without record_infos")
@@ -121,19 +141,29 @@ class InProcessSlots(_Buffers):
 
     Args:
         envs: The gymnasium envs (all with the same observation space).
+
+    Example (a Dict space whose one entry is named ``observation``: its dicts are read as a Dict space's):
+        >>> import gymnasium
+        >>> from gymnasium.wrappers import TransformObservation
+        >>> env = gymnasium.make("Pendulum-v1")
+        >>> space = gymnasium.spaces.Dict(observation=env.observation_space)
+        >>> env = TransformObservation(env, lambda o: {"observation": o}, space)
+        >>> slots = InProcessSlots([env])
+        >>> slots.reset([0], [3]); slots.obs["observation"].shape
+        (1, 3)
+        >>> slots.close()
     """
 
     kind = "serial"
 
-    def __init__(self, envs: Sequence[UserEnv], extras: dict[Any, Any] | None = None,
-                 record_infos: bool = False) -> None:
+    def __init__(self, envs: Sequence[UserEnv], extras: Extras | None = None, record_infos: bool = False) -> None:
         layout = obs_layout(envs[0].observation_space)
         if layout is None:
             raise ValueError("InProcessSlots needs a Box or flat Dict observation space")
         super().__init__(len(envs), layout, extras, record_infos)
         self.envs = list(envs)
 
-    def _extra(self, i: int) -> dict[Any, Any] | None:
+    def _extra(self, i: int) -> dict[NestedKey, NDArray[np.float64]] | None:
         return {key: fn(self.envs[i]) for key, fn in self.extras.items()} if self.extras else None
 
     def reset(self, rows: Sequence[int], seeds: Sequence[int | None]) -> None:
@@ -151,7 +181,7 @@ class InProcessSlots(_Buffers):
             self.terminated[i] = self.truncated[i] = False
             self.reward[i] = 0.0
 
-    def step(self, rows: Sequence[int], actions: np.ndarray) -> None:
+    def step(self, rows: Sequence[int], actions: Array) -> None:
         envs, reward, terminated, truncated, success = self.envs, self.reward, self.terminated, self.truncated, \
             self.success
         log = self._log if self.infos is not None else None
@@ -188,27 +218,28 @@ class _Shared:
             as a process argument, and forked ones inherit it).
     """
 
-    def __init__(self, entries: list[tuple[Any, tuple[int, ...], Any]], ctx: Any) -> None:
-        self.entries, offset = [], 0
-        for name, shape, dtype in entries:
-            dtype = np.dtype(dtype)
+    def __init__(self, entries: list[tuple[SharedName, tuple[int, ...], DTypeLike]], ctx: BaseContext) -> None:
+        self.entries: list[tuple[SharedName, tuple[int, ...], str, int]] = []
+        offset = 0
+        for name, shape, dtype_like in entries:
+            dtype = np.dtype(dtype_like)
             offset = -(-offset // 64) * 64  # each array starts on a cache line
             self.entries.append((name, tuple(shape), dtype.str, offset))
             offset += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         self.block = ctx.RawArray("b", max(offset, 1))
 
-    def views(self) -> dict[Any, np.ndarray]:
+    def views(self) -> dict[SharedName, Array]:
         """``{name: array}`` over the block (no copy)."""
         flat = np.frombuffer(self.block, np.uint8)
-        out = {}
+        out: dict[SharedName, Array] = {}
         for name, shape, dtype, offset in self.entries:
             size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
             out[name] = flat[offset:offset + size].view(dtype).reshape(shape)
         return out
 
 
-def _worker(conn: Connection, make: Callable[[], UserEnv], slots: list[int], shared: _Shared, layout: list[str],
-            extras: dict[Any, Callable[[Any], Any]], w: int = 0, record_infos: bool = False) -> None:
+def _worker(conn: Connection[bytes, bytes], make: Callable[[], UserEnv], slots: list[int], shared: _Shared,
+            layout: list[str], extras: Readers, w: int = 0, record_infos: bool = False) -> None:
     """Worker process ``w``: one env per slot in ``slots``, built here and stepped on the parent's orders.
 
     Observations, rewards, flags, success reports and extras go into the shared arrays; actions, the
@@ -249,22 +280,21 @@ def _close_all(envs: list[UserEnv]) -> None:
 class _Arrays:
     """The shared arrays by role (what :class:`_Buffers` holds, plus the actions)."""
 
-    def __init__(self, views: dict[Any, np.ndarray], layout: list[str]) -> None:
+    def __init__(self, views: dict[SharedName, Array], layout: list[str]) -> None:
         self.obs = {name[1]: v for name, v in views.items() if isinstance(name, tuple) and name[0] == "obs"}
         self.reward, self.terminated, self.truncated = views["reward"], views["terminated"], views["truncated"]
         self.success, self.actions = views["success"], views["actions"]
         self.todo, self.seed, self.seeded = views["todo"], views["seed"], views["seeded"]
         self.layout = layout
-        self.single = "observation" if layout == ["observation"] else None
 
-    def put(self, i: int, obs: Any, env: Any, extras: dict[Any, Callable[[Any], Any]]) -> None:
-        if self.single is not None:
-            self.obs[self.single][i] = obs
-        else:
+    def put(self, i: int, obs: Observation, env: UserEnv, extras: Readers) -> None:
+        if isinstance(obs, Mapping):  # a Dict space's (even one whose only entry is named "observation")
             for key in self.layout:
                 self.obs[key][i] = obs[key]
-        for key, fn in extras.items():
-            self.obs[key][i] = fn(env)
+        else:
+            self.obs["observation"][i] = obs
+        for name, fn in extras.items():
+            self.obs[name][i] = fn(env)
 
 
 #: The orders (parent -> worker, in the shared ``cmd``), the start-up answer and a wake-up (one byte on the
@@ -293,7 +323,7 @@ class _Handoff:
     in the common case.
     """
 
-    def __init__(self, views: dict[Any, np.ndarray], w: int, conn: Connection, side: str) -> None:
+    def __init__(self, views: dict[SharedName, Array], w: int, conn: Connection[bytes, bytes], side: str) -> None:
         self.order, self.answer, self.cmd = views["order"], views["answer"], views["cmd"]
         self.failed = views["failed"]
         # what this side marks when it blocks, and what it reads to know whether the other side blocked
@@ -307,7 +337,7 @@ class _Handoff:
         if self.theirs[self.w]:
             self.conn.send_bytes(_OK)
 
-    def _wait(self, flag: np.ndarray, value: int) -> None:
+    def _wait(self, flag: Array, value: int) -> None:
         """Until ``flag[w] == value``: polled, then blocked on the pipe (bytes read there are kept if errors)."""
         w, clock = self.w, time.perf_counter
         if flag[w] == value:
@@ -358,8 +388,9 @@ class _Handoff:
             if data[:1] in (_ERROR, _DATA):
                 self.errors.append(data)
 
-    def data(self) -> Any:
-        """The data the worker sent with its answer to the last order (sent before the answer, so it is there)."""
+    def data(self) -> dict[int, list[Info]]:
+        """The data the worker sent with its answer to the last order (sent before the answer, so it is there): the
+        only data a worker sends is its slots' info dicts (``_INFOS``)."""
         return pickle.loads(self._message(_DATA)[1:])
 
     # -- the worker's side --
@@ -375,17 +406,17 @@ class _Handoff:
         self._wake()
 
 
-def _send_error(conn: Connection, exc: BaseException, slot: int | None) -> None:
+def _send_error(conn: Connection[bytes, bytes], exc: BaseException, slot: int | None) -> None:
     conn.send_bytes(_ERROR + pickle.dumps((f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", slot)))
 
 
-def _serve(conn: Connection, envs: dict[int, UserEnv], arrays: _Arrays, extras: dict[Any, Callable[[Any], Any]],
+def _serve(conn: Connection[bytes, bytes], envs: dict[int, UserEnv], arrays: _Arrays, extras: Readers,
            handoff: _Handoff, record_infos: bool = False) -> None:
     """Answers ``reset`` / ``step`` / ``infos`` orders until ``close``; an env's error names its slot."""
     put, reward, terminated, truncated, success, actions, todo = arrays.put, arrays.reward, arrays.terminated, \
         arrays.truncated, arrays.success, arrays.actions, arrays.todo
     mine = sorted(envs)
-    infos: dict[int, list[dict[str, Any]]] = {}  # each slot's info dicts since its reset, with record_infos
+    infos: dict[int, list[Info]] = {}  # each slot's info dicts since its reset, with record_infos
     number = 0
     while True:
         number, cmd = handoff.next_order(number)
@@ -421,14 +452,14 @@ def _serve(conn: Connection, envs: dict[int, UserEnv], arrays: _Arrays, extras: 
         handoff.done(number)
 
 
-def _pickled_infos(infos: dict[int, list[dict[str, Any]]]) -> bytes:
+def _pickled_infos(infos: dict[int, list[Info]]) -> bytes:
     """The info dicts for the pipe; an entry that does not pickle (an env handle, a lambda) is left out of them
     (a data writer stores arrays and numbers only)."""
     try:
         return pickle.dumps(infos)
     except Exception:
-        def plain(info: dict[str, Any]) -> dict[str, Any]:
-            out = {}
+        def plain(info: Info) -> Info:
+            out: Info = {}
             for key, value in info.items():
                 if isinstance(value, dict):
                     out[key] = plain(value)
@@ -467,14 +498,13 @@ class ProcessSlots(_Buffers):
 
     kind = "parallel"
 
-    def __init__(self, make: Callable[[], UserEnv], num: int, workers: int,
-                 layout: dict[str, tuple[tuple[int, ...], np.dtype]], method: str = "spawn",
-                 extras: dict[Any, Any] | None = None, action_shape: tuple[int, ...] = (),
-                 action_dtype: Any = np.float32, record_infos: bool = False) -> None:
+    def __init__(self, make: Callable[[], UserEnv], num: int, workers: int, layout: Layout, method: str = "spawn",
+                 extras: Extras | None = None, action_shape: tuple[int, ...] = (),
+                 action_dtype: DTypeLike = np.float32, record_infos: bool = False) -> None:
         super().__init__(num, layout, extras, record_infos)
         ctx = mp.get_context(method)
-        entries: list[tuple[Any, tuple[int, ...], Any]] = [(("obs", key), buf.shape, buf.dtype)
-                                                           for key, buf in self.obs.items()]
+        entries: list[tuple[SharedName, tuple[int, ...], DTypeLike]] = [(("obs", key), buf.shape, buf.dtype)
+                                                                         for key, buf in self.obs.items()]
         entries += [("reward", (num,), np.float64), ("terminated", (num,), bool), ("truncated", (num,), bool),
                     ("success", (num,), np.int8), ("actions", (num, *action_shape), action_dtype),
                     ("todo", (num,), bool), ("seed", (num,), np.int64), ("seeded", (num,), bool)]
@@ -490,7 +520,7 @@ class ProcessSlots(_Buffers):
         self.success, self.actions = arrays.success, arrays.actions
         self.todo, self.seed, self.seeded = arrays.todo, arrays.seed, arrays.seeded
         self.success[:] = -1
-        self.conns: list[Connection] = []
+        self.conns: list[Connection[bytes, bytes]] = []
         self.procs: list[BaseProcess] = []
         self.handoffs: list[_Handoff] = []
         self.started: list[bool] = []  # whether each worker said it built its envs (its start-up answer read)
@@ -612,12 +642,12 @@ class ProcessSlots(_Buffers):
             self.terminated[i] = self.truncated[i] = False
             self.reward[i] = 0.0
 
-    def step(self, rows: Sequence[int], actions: np.ndarray) -> None:
+    def step(self, rows: Sequence[int], actions: Array) -> None:
         if actions is not self.actions:
             self.actions[rows] = actions[rows]
         self._order(_STEP, rows, "stepping")
 
-    def take_infos(self, i: int) -> list[dict[str, Any]]:
+    def take_infos(self, i: int) -> list[Info]:
         """Slot ``i``'s info dicts since its last reset; from a worker process, one order and one message."""
         if self.infos is None or i % self.parts == 0:
             return super().take_infos(i)

@@ -10,7 +10,7 @@ This module imports torchrl at its top: it is loaded only on the engine's torchr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -20,6 +20,10 @@ from torchrl.envs import Transform
 from ..contracts import FrameSource, UserEnv
 from ..envs.unwrap import underlying_env
 from .seeding import reseed_for_reset
+
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
+    from torchrl.data import Composite
 
 __all__ = ["CONTROL_KEYS", "FRAMES_KEY", "RENDER_KEY", "SEED_KEY", "EpisodeControl"]
 
@@ -62,7 +66,7 @@ class EpisodeControl(Transform):
         assert self.make_backend is not None  # called only when needs_frames
         return self.make_backend(self.parent.base_env)
 
-    def _reset_env_preprocess(self, tensordict: Any) -> Any:
+    def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
         if tensordict is not None:
             seed = tensordict.get(SEED_KEY, None)
             if seed is not None and int(seed) >= 0:
@@ -72,7 +76,7 @@ class EpisodeControl(Transform):
             self.render_now = bool(flag) if flag is not None else False
         return tensordict
 
-    def _frames(self, td: Any) -> Any:
+    def _frames(self, td: TensorDictBase) -> TensorDictBase:
         captured = None
         if self.render_now:
             assert self.backend is not None  # made by _reset for a rendered episode, before its steps
@@ -82,7 +86,7 @@ class EpisodeControl(Transform):
             td.set((FRAMES_KEY, name), torch.from_numpy(np.ascontiguousarray(frame)))
         return td
 
-    def _reset(self, tensordict: Any, tensordict_reset: Any) -> Any:
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         if self.render_now and self.shapes:
             # made at the first rendered episode: a camera set up at its first frame (as gymnasium's
             # default view is) sees that episode's state, as it does with one env
@@ -91,17 +95,17 @@ class EpisodeControl(Transform):
             self.backend.begin_episode()
         return self._frames(tensordict_reset) if self.shapes else tensordict_reset
 
-    def _step(self, tensordict: Any, next_tensordict: Any) -> Any:
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         return self._frames(next_tensordict) if self.shapes else next_tensordict
 
-    def transform_observation_spec(self, observation_spec: Any) -> Any:
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
         self._probe_shapes()
         for name, shape in self.shapes.items():
             observation_spec[(FRAMES_KEY, name)] = Bounded(0, 255, shape=shape, dtype=torch.uint8,
                                                            device=observation_spec.device)
         return observation_spec
 
-    def transform_state_spec(self, state_spec: Any) -> Any:
+    def transform_state_spec(self, state_spec: Composite) -> Composite:
         state_spec[SEED_KEY] = Unbounded(shape=(), dtype=torch.int64, device=state_spec.device)
         state_spec[RENDER_KEY] = Unbounded(shape=(), dtype=torch.bool, device=state_spec.device)
         return state_spec

@@ -17,19 +17,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..config import RenderConfig
-from ..contracts import ActFn, BeginFn, EnvSlots, UserEnv
+from ..contracts import ActFn, Array, BeginFn, EnvSlots, UserEnv
 from ..envs import make_raw_env
 from ..envs.mujoco_state import mocap_extras
 from ..envs.unwrap import describe_env, find_simulation, plain_gymnasium
 from ..errors import ConfigError
 from ..policies import PolicyRunner
 from ..policies.actions import ActionGuard, gym_bounds
-from .env_slots import InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
+from .env_slots import Extras, InProcessSlots, ProcessSlots, cpu_count, obs_layout, step_seconds
 from .procs import pickling_start_method, worker_factory
 from .records import Episode, StepRecord
 from .slot_loop import SlotLoop
@@ -52,6 +53,7 @@ MIN_FREE_CORES = 1.5
 def run_gymnasium(engine: Engine) -> Iterator[StepRecord | Episode]:
     """All the run's episodes (see the module docstring)."""
     cfg, raw = engine.cfg, engine.raw
+    assert raw is not None  # the engine takes this path only for a plain gymnasium env (engine._refusal)
     plan = engine.plan()
     space = raw.action_space
     common = dict(seed=cfg.seed, max_steps=cfg.max_steps, obs_key=cfg.obs_key, keep=engine.keep,
@@ -130,14 +132,14 @@ def release(engine: Engine) -> None:
             env.close()
 
 
-def read_qpos(env: UserEnv) -> np.ndarray:
+def read_qpos(env: UserEnv) -> NDArray[np.float64]:
     """MuJoCo's ``qpos`` of a gymnasium MuJoCo env (a copy), for ``mujoco_qpos_key``."""
     sim = find_simulation(env)
     assert sim is not None  # an extra only of envs that have one (_extras checks)
     return np.array(sim[1].qpos, dtype=np.float64)
 
 
-def _extras(cfg: RenderConfig, raw: UserEnv) -> dict[Any, Any]:
+def _extras(cfg: RenderConfig, raw: UserEnv) -> Extras:
     """``mujoco_qpos_key``: qpos is stored with every step (before the action under the key, after it
     under ``("next", key)``), for replays from saved rollouts."""
     key = getattr(cfg, "mujoco_qpos_key", None)
@@ -152,9 +154,10 @@ def _extras(cfg: RenderConfig, raw: UserEnv) -> dict[Any, Any]:
     return {key: (read_qpos(raw).shape, read_qpos), **mocap_extras(key, raw)}  # + mocap poses, if any
 
 
-def _slots(engine: Engine, extras: dict[Any, Any]) -> tuple[EnvSlots, list[UserEnv]]:
+def _slots(engine: Engine, extras: Extras) -> tuple[EnvSlots, list[UserEnv]]:
     """K slots: this process's envs (the run's own first) or worker processes."""
     cfg, raw = engine.cfg, engine.raw
+    assert raw is not None  # the engine takes this path only for a plain gymnasium env (engine._refusal)
     k, mode, workers = cfg.num_envs, cfg.env_batch_mode, min(cfg.num_envs, cpu_count())
     if mode == "auto":
         mode = "serial"
@@ -256,14 +259,14 @@ def padded_actor(policy: PolicyRunner, slots: EnvSlots, k: int, rows: dict[int, 
     views = {key: torch.from_numpy(padded[key]) for key in slots.layout}
     spec = policy.gym_check.spec
     out = np.zeros((slots.num, *spec.shape), np.dtype(str(spec.dtype).replace("torch.", "")))
-    guard = ActionGuard(out, gym_bounds(plain_gymnasium(policy.env).action_space))
+    guard = ActionGuard(out, gym_bounds(_gym_env(policy).action_space))
     batch, row = (k,), [0]
 
     def begin(i: int, episode_seed: int | None) -> None:
         # episode seeds are None exactly when the run's seed is
         row[0] = rows.get(episode_seed - seed, 0) if episode_seed is not None and seed is not None else 0
 
-    def act(active: np.ndarray) -> np.ndarray:
+    def act(active: Array) -> Array:
         for key, copies in padded.items():
             copies[:] = slots.obs[key][0]
         out[0] = policy.act(views, batch).numpy()[row[0]]
@@ -279,7 +282,7 @@ def actor(policy: PolicyRunner, slots: EnvSlots, per_env: bool) -> tuple[ActFn, 
     views = {key: torch.from_numpy(slots.obs[key]) for key in slots.layout}  # share the slots' memory
     spec = policy.gym_check.spec  # the action as the gymnasium env takes it (an index for Discrete)
     out = np.zeros((slots.num, *spec.shape), np.dtype(str(spec.dtype).replace("torch.", "")))
-    guard = ActionGuard(out, gym_bounds(plain_gymnasium(policy.env).action_space))
+    guard = ActionGuard(out, gym_bounds(_gym_env(policy).action_space))
     if per_env:
         rows = [(policy.for_worker(i), {k: v[i] for k, v in views.items()}) for i in range(slots.num)]
 
@@ -289,13 +292,13 @@ def actor(policy: PolicyRunner, slots: EnvSlots, per_env: bool) -> tuple[ActFn, 
         if slots.num == 1:  # one env: no loop over the rows
             runner, obs = rows[0]
 
-            def act_one(active: np.ndarray) -> np.ndarray:
+            def act_one(active: Array) -> Array:
                 out[0] = runner.act(obs).numpy()
                 return guard(active)
 
             return act_one, begin
 
-        def act(active: np.ndarray) -> np.ndarray:
+        def act(active: Array) -> Array:
             for i in active.tolist():
                 runner, obs = rows[i]
                 out[i] = runner.act(obs).numpy()
@@ -307,8 +310,15 @@ def actor(policy: PolicyRunner, slots: EnvSlots, per_env: bool) -> tuple[ActFn, 
     if policy.samples and policy.cfg.seed is not None:
         policy._rng_state = torch.Generator().manual_seed(policy.cfg.seed).get_state()
 
-    def act_batch(active: np.ndarray) -> np.ndarray:
+    def act_batch(active: Array) -> Array:
         out[:] = policy.act(views, batch).numpy()
         return guard(active)
 
     return act_batch, (lambda i, seed: None)
+
+
+def _gym_env(policy: PolicyRunner) -> UserEnv:
+    """The gymnasium env under the policy's env (its action space bounds the actions)."""
+    raw = plain_gymnasium(policy.env)
+    assert raw is not None  # the engine takes this path only for a plain gymnasium env (engine._refusal)
+    return raw

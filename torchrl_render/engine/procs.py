@@ -21,12 +21,15 @@ import gc
 import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Generic, ParamSpec, TypeVar
 
 PRELOAD = ["torch", "tensordict", "torchrl.envs"]
 GL_VARS = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_EGL_DEVICE_ID")
 
 _server_gl: tuple[str | None, ...] | None = None  # the GL variables the fork server was started with
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def pickling_start_method() -> str:
@@ -41,29 +44,30 @@ def pickling_start_method() -> str:
     return "forkserver" if gl == _server_gl else "spawn"
 
 
-class InThisEnviron:
+class InThisEnviron(Generic[_P, _R]):
     """``make`` run in a worker with the environment this process had when the object was made.
 
     Example:
         >>> os.environ["TORCHRL_RENDER_DOCTEST"] = "1"
-        >>> make = InThisEnviron(os.environ.get, "TORCHRL_RENDER_DOCTEST")
+        >>> from functools import partial
+        >>> make = InThisEnviron(partial(os.environ.get, "TORCHRL_RENDER_DOCTEST"))
         >>> del os.environ["TORCHRL_RENDER_DOCTEST"]
         >>> make()  # as a worker process calls it: the variable is back
         '1'
         >>> del os.environ["TORCHRL_RENDER_DOCTEST"]
     """
 
-    def __init__(self, make: Callable[..., Any], *args: Any) -> None:
-        self.make, self.args, self.environ = make, args, dict(os.environ)
+    def __init__(self, make: Callable[_P, _R]) -> None:
+        self.make, self.environ = make, dict(os.environ)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         if os.environ != self.environ:
             os.environ.clear()
             os.environ.update(self.environ)
-        return self.make(*self.args, *args, **kwargs)
+        return self.make(*args, **kwargs)
 
 
-def worker_factory(make: Callable[..., Any], method: str) -> Callable[..., Any]:
+def worker_factory(make: Callable[_P, _R], method: str) -> Callable[_P, _R]:
     """``make`` as the workers of ``method`` should get it (a fork server's with this process's environment)."""
     return InThisEnviron(make) if method == "forkserver" else make
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
-from ..contracts import EpisodeMetrics, Frames, StepView, UserEnv
+from ..contracts import Array, EpisodeMetrics, Frames, StepView, UserEnv
 
 if TYPE_CHECKING:
     from tensordict import TensorDictBase
@@ -86,19 +87,19 @@ class Episode:
 
     index: int
     seed: int | None
-    rewards: np.ndarray
-    dones: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
+    rewards: NDArray[np.float64]
+    dones: NDArray[np.bool_]
+    terminated: NDArray[np.bool_]
+    truncated: NDArray[np.bool_]
     sum_reward: float = 0.0
     success: bool | None = None
-    observations: np.ndarray | None = None
-    actions: np.ndarray | None = None
+    observations: Array | None = None
+    actions: Array | None = None
     trajectory: TensorDictBase | None = None
     wall_s: float = 0.0
     sum_reward_fn: float | None = None
     slot: int | None = None
-    step_success: np.ndarray | None = None
+    step_success: NDArray[np.int8] | None = None
     step_infos: list[dict[str, object]] | None = None
 
     @property

@@ -15,10 +15,13 @@ the same checkpoint and seed give torchrl.render's episodes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import SEED_MODES  # per-episode: as its ecosystem seeds seed + i; torchrl: torchrl.render's
 from ..contracts import UserEnv
+
+if TYPE_CHECKING:
+    from dm_control.rl.control import Task
 
 __all__ = ["SEED_MODES", "episode_seed", "reseed_for_reset", "seed_kind", "seed_once"]
 
@@ -47,7 +50,8 @@ def seed_kind(raw: UserEnv) -> str:
     return "torchrl"
 
 
-def _dm_task(raw: UserEnv) -> Any:
+def _dm_task(raw: UserEnv) -> Task | None:
+    """The dm_control task behind ``raw`` (it holds the random state its episodes draw from), else None."""
     inner = getattr(raw, "_env", raw)  # dm_control's pixels.Wrapper keeps the env in _env
     task = getattr(inner, "task", None) if type(inner).__module__.startswith("dm_control") else None
     return task if task is not None and hasattr(task, "_random") else None
@@ -67,6 +71,8 @@ def reseed_for_reset(env: UserEnv, raw: UserEnv, seed: int | None) -> None:
     elif kind == "dm_control":
         import numpy as np
 
-        _dm_task(raw)._random = np.random.RandomState(int(seed))
+        task = _dm_task(raw)
+        assert task is not None  # seed_kind found it
+        task._random = np.random.RandomState(int(seed))
     else:
         env.set_seed(int(seed))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..contracts import UserEnv
 from ..envs.unwrap import underlying_env
@@ -25,10 +25,13 @@ from ..policies import PolicyRunner
 from .records import StepRecord
 from .seeding import episode_seed, reseed_for_reset, seed_once
 
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
+
 __all__ = ["act", "flag", "rollout"]
 
 
-def flag(td: Any, key: NestedKey) -> bool:
+def flag(td: TensorDictBase, key: NestedKey) -> bool:
     """Whether any entry of ``td[key]`` is set (False when the key is absent); read in numpy on the CPU
     (1 us, where torch's ``any`` takes 3: three flags a step)."""
     value = td.get(key, None)
@@ -78,7 +81,7 @@ def rollout(env: UserEnv, policy: PolicyRunner, *, trajectories: Iterable[int], 
             td = advance(td)
 
 
-def _reset(env: UserEnv, raw: Any, traj: int, traj_seed: int | None) -> Any:
+def _reset(env: UserEnv, raw: UserEnv, traj: int, traj_seed: int | None) -> TensorDictBase:
     try:
         reseed_for_reset(env, raw, traj_seed)
         return env.reset()
@@ -89,7 +92,7 @@ def _reset(env: UserEnv, raw: Any, traj: int, traj_seed: int | None) -> Any:
                            fix="check the env factory and its reset()") from exc
 
 
-def _step(env: UserEnv, td: Any, traj: int, step: int) -> Any:
+def _step(env: UserEnv, td: TensorDictBase, traj: int, step: int) -> TensorDictBase:
     try:
         return env.step(td)
     except RenderError:
@@ -112,12 +115,12 @@ class _Advance:
     _EXCLUDED = ("reward", "action")
 
     def __init__(self) -> None:
-        self.seen: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
-        self.from_next: list[Any] = []
-        self.from_root: list[Any] = []
+        self.seen: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # the root's and next's keys
+        self.from_next: list[str] = []
+        self.from_root: list[str] = []
         self.flat = False
 
-    def __call__(self, td: Any) -> Any:
+    def __call__(self, td: TensorDictBase) -> TensorDictBase:
         nxt = td.get("next")
         seen = (tuple(td.keys()), tuple(nxt.keys()))
         if seen != self.seen:
@@ -131,7 +134,7 @@ class _Advance:
             out.set(key, td.get(key))
         return out
 
-    def _plan(self, td: Any, nxt: Any, seen: tuple[tuple[Any, ...], tuple[Any, ...]]) -> None:
+    def _plan(self, td: TensorDictBase, nxt: TensorDictBase, seen: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
         from tensordict import TensorDict, is_tensor_collection
 
         self.seen = seen
@@ -152,14 +155,14 @@ class _StepCounterMarks:
         self.truncated = max_steps is not None and "truncated" not in env.full_done_spec.keys()
         self.count = max_steps is not None and "step_count" not in env.full_observation_spec.keys()
 
-    def reset(self, td: Any) -> Any:
+    def reset(self, td: TensorDictBase) -> TensorDictBase:
         if self.truncated:
             self._set(td, "truncated", False)
         if self.count:
             self._set(td, "step_count", 0)
         return td
 
-    def step(self, nxt: Any, step: int, cut: bool) -> None:
+    def step(self, nxt: TensorDictBase, step: int, cut: bool) -> None:
         if self.truncated:
             self._set(nxt, "truncated", False)
         if self.count:
@@ -168,7 +171,7 @@ class _StepCounterMarks:
             self._set(nxt, "truncated", True)
             self._set(nxt, self.done_key, True)
 
-    def _set(self, td: Any, key: NestedKey, value: bool | int) -> None:
+    def _set(self, td: TensorDictBase, key: NestedKey, value: bool | int) -> None:
         """``value`` shaped as the done entry (bool flags; ``step_count`` int64, as ``StepCounter``'s)."""
         import torch
 
@@ -178,7 +181,8 @@ class _StepCounterMarks:
         td.set(key, torch.full(shape, value, dtype=dtype, device=td.device))
 
 
-def _act_in_row(k: int, rows: dict[int, int], policy: PolicyRunner, td: Any, traj: int, step: int) -> Any:
+def _act_in_row(k: int, rows: dict[int, int], policy: PolicyRunner, td: TensorDictBase, traj: int,
+                step: int) -> TensorDictBase:
     """:func:`act` on a ``[k]`` batch of copies of ``td`` (contiguous, as a batch of K envs is); what the policy
     wrote in the row of episode ``traj`` goes into ``td``."""
     batch = act(policy, td.expand(k).clone(), traj, step)
@@ -186,7 +190,7 @@ def _act_in_row(k: int, rows: dict[int, int], policy: PolicyRunner, td: Any, tra
     return td
 
 
-def act(policy: PolicyRunner, td: Any, traj: int, step: int) -> Any:
+def act(policy: PolicyRunner, td: TensorDictBase, traj: int, step: int) -> TensorDictBase:
     """``policy(td)``; an exception of the user's policy becomes a :class:`PolicyError` naming the step."""
     try:
         out = policy(td)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import DTypeLike
+from numpy.typing import DTypeLike, NDArray
 
-from ..contracts import ActFn, BeginFn, EnvSlots
+from ..contracts import ActFn, Array, BeginFn, EnvSlots
 from ..errors import PolicyError, RenderError, RolloutError, UserPolicyError
 from ..keys import NestedKey
 from .env_slots import SlotError
@@ -26,7 +26,7 @@ from .records import Episode, StepRecord
 
 if TYPE_CHECKING:
     import torch
-    from tensordict import TensorDict
+    from tensordict import TensorDict, TensorDictBase
 
 __all__ = ["SlotLoop"]
 
@@ -53,7 +53,8 @@ class SlotLoop:
 
     def __init__(self, slots: EnvSlots, act: ActFn, begin: BeginFn,
                  plan: EpisodePlan, *, seed: int | None, max_steps: int | None, obs_key: NestedKey, keep: bool,
-                 trajectories: bool, reward_fn: Callable[[Any], Any] | None = None, action_shape: tuple[int, ...] = (),
+                 trajectories: bool, reward_fn: Callable[[TensorDictBase], object] | None = None,
+                 action_shape: tuple[int, ...] = (),
                  action_dtype: DTypeLike = np.float32, success_rule: str = "any") -> None:
         self.slots, self.act, self.begin, self.plan = slots, act, begin, plan
         self.final_success = success_rule == "final"
@@ -107,13 +108,13 @@ class SlotLoop:
                 yield from self._start(starts, rendered)
                 rows = np.flatnonzero(self.episode >= 0)
 
-    def _where(self, rows: np.ndarray, step: int) -> str:
+    def _where(self, rows: NDArray[np.int64], step: int) -> str:
         episodes = [int(self.episode[i]) for i in np.asarray(rows).tolist()]
         if len(episodes) == 1:
             return f"at step {int(self.t[rows[0]]) + step} of episode {episodes[0]}"
         return f"at a step of episodes {episodes}"
 
-    def _act(self, rows: np.ndarray) -> np.ndarray:
+    def _act(self, rows: NDArray[np.int64]) -> Array:
         try:
             return self.act(rows)
         except UserPolicyError as exc:  # the user's code raised; a bug of ours keeps its traceback
@@ -121,7 +122,7 @@ class SlotLoop:
                               fix="check that the policy accepts the env's observation (see --obs-key)") \
                 from exc.__cause__
 
-    def _step(self, rows: np.ndarray, actions: np.ndarray) -> None:
+    def _step(self, rows: NDArray[np.int64], actions: Array) -> None:
         fix = "check the env's step(), or the action the policy produced"
         try:
             self.slots.step(rows.tolist(), actions)
@@ -148,7 +149,8 @@ class SlotLoop:
                                f"{episodes if len(rows) > 1 else episodes[0]}: {type(exc).__name__}: {exc}",
                                fix=fix) from exc
 
-    def _book(self, rows: np.ndarray, actions: np.ndarray, before: dict[str, np.ndarray] | None) -> np.ndarray:
+    def _book(self, rows: NDArray[np.int64], actions: Array,
+              before: dict[NestedKey, Array] | None) -> NDArray[np.int64]:
         """The per-step bookkeeping, vectorised over the active rows; returns the rows that ended."""
         if len(rows) == 1 and self.reward_fn is None:
             return self._book_one(int(rows[0]), actions)
@@ -178,7 +180,7 @@ class SlotLoop:
             ended |= t >= self.max_steps
         return rows[ended]
 
-    def _book_one(self, i: int, actions: np.ndarray) -> np.ndarray:
+    def _book_one(self, i: int, actions: Array) -> NDArray[np.int64]:
         """:meth:`_book` for a single active slot (one env): scalar stores, no fancy indexing."""
         s = self.slots
         t = int(self.t[i]) + 1
@@ -201,8 +203,8 @@ class SlotLoop:
         ended = term or trunc or (self.max_steps is not None and t >= self.max_steps)
         return np.array([i]) if ended else _NONE
 
-    def _reward_fn(self, reward_fn: Callable[[Any], Any], rows: np.ndarray, actions: np.ndarray,
-                   before: dict[str, np.ndarray]) -> np.ndarray:
+    def _reward_fn(self, reward_fn: Callable[[TensorDictBase], object], rows: NDArray[np.int64], actions: Array,
+                   before: dict[NestedKey, Array]) -> NDArray[np.float64]:
         import torch
         from tensordict import TensorDict
 
@@ -217,7 +219,7 @@ class SlotLoop:
         return np.asarray(torch.as_tensor(out, dtype=torch.float64).reshape(n, -1).sum(-1))
 
     def _grow(self) -> None:
-        def grow(a: np.ndarray) -> np.ndarray:
+        def grow(a: Array) -> Array:
             return np.concatenate([a, np.zeros_like(a)], axis=1)
 
         self.rew, self.term, self.trunc = grow(self.rew), grow(self.term), grow(self.trunc)
@@ -273,7 +275,7 @@ class SlotLoop:
             ep.sum_reward_fn = float(self.fn_ret[i])
         if self.keep:
             assert self.actions is not None and self.step_succ is not None  # allocated when keep
-            obs: dict[NestedKey, np.ndarray] = {k: v[i, :n + 1].copy() for k, v in self.obs.items()}
+            obs: dict[NestedKey, Array] = {k: v[i, :n + 1].copy() for k, v in self.obs.items()}
             ep.observations = obs.get(self.obs_key)
             ep.actions = self.actions[i, :n].copy()
             ep.step_success = self.step_succ[i, :n + 1].copy()
@@ -283,7 +285,7 @@ class SlotLoop:
                 ep.trajectory = _trajectory(obs, ep.actions, ep)
         return ep, discard
 
-    def _records(self, rows: np.ndarray, rendered: range | frozenset[int]) -> Iterator[StepRecord]:
+    def _records(self, rows: NDArray[np.int64], rendered: range | frozenset[int]) -> Iterator[StepRecord]:
         for i in np.asarray(rows).tolist():
             index = int(self.episode[i])
             if index < 0 or index not in rendered:
@@ -304,7 +306,7 @@ def _with_trace(fix: str, exc: SlotError) -> str:
     return f"{fix}; the worker's traceback: {exc.trace}" if exc.trace else fix
 
 
-def _state_td(slots: EnvSlots, i: int) -> dict[str, torch.Tensor]:
+def _state_td(slots: EnvSlots, i: int) -> dict[NestedKey, torch.Tensor]:
     """Slot ``i``'s observation entries as tensors: the state view render backends read (a dict, so that a
     rendered gymnasium run needs no tensordict)."""
     import torch
@@ -312,7 +314,7 @@ def _state_td(slots: EnvSlots, i: int) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v[i].copy()) for k, v in slots.obs.items()}
 
 
-def _trajectory(obs: dict[NestedKey, np.ndarray], actions: np.ndarray, ep: Episode) -> TensorDict:
+def _trajectory(obs: dict[NestedKey, Array], actions: Array, ep: Episode) -> TensorDict:
     """The episode as torchrl lays a rollout out: ``[T]`` transitions with a ``next`` entry."""
     import torch
     from tensordict import TensorDict

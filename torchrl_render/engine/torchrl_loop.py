@@ -9,13 +9,15 @@ torchrl's own envs produce; the gymnasium path avoids them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..config import RenderConfig
+from ..contracts import Array, StepView
 from ..envs.mujoco_state import LiveStates
+from ..keys import NestedKey
 from ..metrics import read_success, step_success
 from .plan import EpisodePlan
 from .records import Episode, StepRecord
@@ -60,7 +62,7 @@ class _Gathered:
     def __init__(self, record: StepRecord) -> None:
         self.index, self.seed, self.t0, self.slot = record.trajectory, record.seed, record.wall, record.slot
         self.first = record.td
-        self.steps: list[Any] = []  # TensorDicts, which torch.stack stacks but its stubs do not admit
+        self.steps: list[TensorDictBase] = []  # each step's transition, stacked into the episode's
         self.rewards: list[float] = []
         self.flags: list[tuple[bool, bool, bool]] = []
         self.total = 0.0
@@ -138,7 +140,8 @@ def _own_keys(engine: Engine) -> tuple[str, ...]:
     return () if counted else ("step_count",)
 
 
-def _step_infos(cfg: RenderConfig, first: Any, traj: TensorDictBase, own: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def _step_infos(cfg: RenderConfig, first: StepView, traj: TensorDictBase,
+                own: tuple[str, ...] = ()) -> list[dict[str, object]]:
     """A torchrl env's step infos: the tensor entries of each step's ``next`` beyond the recorded observation,
     the reward and the flags (what an env's info reader, or the env itself, adds), as ``T + 1`` dicts of arrays
     (the reset's first: the reset TensorDict's entries of those keys, where it has them). ``own``: entries this
@@ -146,8 +149,9 @@ def _step_infos(cfg: RenderConfig, first: Any, traj: TensorDictBase, own: tuple[
     nxt = traj.get("next")
     skip = {_tuple(k) for k in (cfg.obs_key, cfg.reward_key, cfg.done_key, cfg.pixel_key, "terminated", "truncated",
                                 "done", *INTERNAL_KEYS, *own)}
-    if getattr(cfg, "mujoco_qpos_key", None) is not None:
-        skip.add(_tuple(cfg.mujoco_qpos_key))
+    qpos_key = getattr(cfg, "mujoco_qpos_key", None)
+    if qpos_key is not None:
+        skip.add(_tuple(qpos_key))
     keys = [k for k in nxt.keys(True, True) if _tuple(k) not in skip and _tuple(k)[0] != "next"
             and hasattr(nxt.get(k), "numpy")]
     values = {k: nxt.get(k).detach().cpu().numpy() for k in keys}
@@ -157,23 +161,26 @@ def _step_infos(cfg: RenderConfig, first: Any, traj: TensorDictBase, own: tuple[
     return out
 
 
-def _array(value: Any) -> Any:
+def _array(value: object) -> Array | None:
+    """A tensor's values as a numpy array (None for what is not a tensor)."""
     return value.detach().cpu().numpy() if hasattr(value, "detach") else None
 
 
-def _nested(flat: dict[Any, Any]) -> dict[str, Any]:
+def _nested(flat: Mapping[NestedKey, object]) -> dict[str, object]:
     """``{("a", "b"): x}`` as ``{"a": {"b": x}}``, as an env's nested info dict is."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in flat.items():
         path = _tuple(key)
         node = out
         for part in path[:-1]:
-            node = node.setdefault(part, {})
+            child = node.setdefault(part, {})
+            assert isinstance(child, dict)  # a TensorDict's key is never both a leaf and the parent of another
+            node = child
         node[path[-1]] = value
     return out
 
 
-def _tuple(key: Any) -> tuple[str, ...]:
+def _tuple(key: NestedKey) -> tuple[str, ...]:
     return key if isinstance(key, tuple) else (key,)
 
 
@@ -192,7 +199,7 @@ def _without_internal(traj: TensorDictBase) -> TensorDictBase:
     return traj.exclude(*INTERNAL_KEYS, *[("next", k) for k in INTERNAL_KEYS])
 
 
-def _reward_fn(fn: Callable[[Any], Any], transition: TensorDictBase | None) -> float:
+def _reward_fn(fn: Callable[[TensorDictBase], object], transition: TensorDictBase | None) -> float:
     import torch
 
     with torch.no_grad():

@@ -25,16 +25,16 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from io import BufferedRandom
+from typing import TYPE_CHECKING, ParamSpec, TypedDict, TypeVar
 
-import numpy as np
 import torch
 from tensordict import TensorDict
 from torchrl.envs import ParallelEnv, SerialEnv, TransformedEnv
 from torchrl.envs.utils import step_mdp
 
 from ..config import RenderConfig
-from ..contracts import FrameSource, Payload, UserEnv
+from ..contracts import Frames, FrameSource, Json, Payload, UserEnv
 from ..envs import build_env
 from ..envs.gl import ensure_headless_gl
 from ..envs.mjlog import quiet_mujoco_log
@@ -46,8 +46,23 @@ from .procs import freeze_inherited_heap, pickling_start_method, worker_factory
 from .records import StepRecord
 from .single import act, flag
 
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
+    from torchrl.envs import EnvBase
+
 __all__ = ["EpisodeOrderer", "close_batched", "vector_rollout"]
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class _WorkerReport(TypedDict):
+    """What a ``ParallelEnv`` worker whose env raised leaves for the parent (``reports/<slot>.json``)."""
+
+    slot: int
+    what: str
+    error: str
+    trace: str
 
 
 def _make_worker_env(cfg: RenderConfig, payload: Payload, render_mode: str | None,
@@ -75,8 +90,8 @@ def _name_the_slot(env: UserEnv, slot: int, reports: str | None = None) -> None:
     torchrl's parent only sees the worker die. The worker writes what raised to ``reports/<slot>.json`` and
     exits at once (no traceback on the terminal), and the parent reads it to name the episode, as it does for
     an env in its own process."""
-    def named(call: Callable[..., Any], what: str) -> Callable[..., Any]:
-        def run(*args: Any, **kwargs: Any) -> Any:
+    def named(call: Callable[_P, _R], what: str) -> Callable[_P, _R]:
+        def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             try:
                 return call(*args, **kwargs)
             except Exception as exc:
@@ -97,7 +112,8 @@ def _report_and_exit(reports: str, slot: int, what: str, exc: Exception) -> None
     import traceback
 
     lines = traceback.format_exc().strip().splitlines()
-    report = {"slot": slot, "what": what, "error": f"{type(exc).__name__}: {exc}", "trace": " | ".join(lines[-3:])}
+    report: _WorkerReport = {"slot": slot, "what": what, "error": f"{type(exc).__name__}: {exc}",
+                             "trace": " | ".join(lines[-3:])}
     path = os.path.join(reports, f"{slot}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(report, f)
@@ -105,7 +121,7 @@ def _report_and_exit(reports: str, slot: int, what: str, exc: Exception) -> None
     os._exit(1)
 
 
-def _worker_report(env: UserEnv) -> dict[str, Any] | None:
+def _worker_report(env: EnvBase) -> _WorkerReport | None:
     """The error a ``ParallelEnv`` worker of ``env`` reported before it ended (the first, by slot), or None."""
     import json
 
@@ -119,12 +135,13 @@ def _worker_report(env: UserEnv) -> dict[str, Any] | None:
         if names:
             env._torchrl_render_worker_failed = True
             with open(os.path.join(reports, names[0])) as f:
-                return json.load(f)
+                report: _WorkerReport = json.load(f)  # what _report_and_exit wrote
+                return report
         time.sleep(0.01)
     return None
 
 
-def close_batched(env: UserEnv) -> None:
+def close_batched(env: EnvBase) -> None:
     """Closes a batched env of :func:`make_batched_env` and removes its workers' report folder. A worker that
     reported its error ended on purpose, and torchrl's close then raises about it: the run has said so."""
     import shutil
@@ -142,7 +159,7 @@ def close_batched(env: UserEnv) -> None:
 
 def make_batched_env(cfg: RenderConfig, payload: Payload, render_mode: str | None,
                      make_backend: Callable[[UserEnv], FrameSource] | None, notes: list[str],
-                     info: dict[str, Any] | None = None) -> SerialEnv | ParallelEnv:
+                     info: dict[str, Json] | None = None) -> SerialEnv | ParallelEnv:
     """``ParallelEnv`` (workers from a fork server, :mod:`.procs`) or ``SerialEnv`` of ``cfg.num_envs`` worker envs.
 
     ``make_backend`` (picklable, e.g. ``partial(backends.factory.make_backend, cfg)``) builds the render
@@ -173,7 +190,7 @@ def make_batched_env(cfg: RenderConfig, payload: Payload, render_mode: str | Non
     return env
 
 
-def vector_rollout(env: UserEnv, policy: PolicyRunner, *, episodes: Iterator[int], max_steps: int | None,
+def vector_rollout(env: EnvBase, policy: PolicyRunner, *, episodes: Iterator[int], max_steps: int | None,
                    seed: int | None, rendered: range | frozenset[int], done_key: NestedKey = "done",
                    reward_key: NestedKey = "reward") -> Iterator[StepRecord]:
     """Dispatches the ``episodes`` (indices, in order) over the batched env; yields records as they happen."""
@@ -224,7 +241,7 @@ def vector_rollout(env: UserEnv, policy: PolicyRunner, *, episodes: Iterator[int
         td = nxt
 
 
-def _env_error(env: UserEnv, exc: Exception, episode: list[int], steps: list[int] | None,
+def _env_error(env: EnvBase, exc: Exception, episode: list[int], steps: list[int] | None,
                seed: int | None) -> Exception:
     """What the run says when the batched env raised (``steps`` None: while resetting): the episode, its step,
     the env and its seed, from the exception (an env in this process names its slot) or from the report a
@@ -249,7 +266,7 @@ def _env_error(env: UserEnv, exc: Exception, episode: list[int], steps: list[int
                         fix=fix + (f"; the worker's traceback: {trace}" if trace else ""))
 
 
-def _merge_row(td: Any, i: int, row: Any) -> None:
+def _merge_row(td: TensorDictBase, i: int, row: TensorDictBase) -> None:
     """Writes what the policy produced for env ``i`` (action, recurrent state...) into the batch."""
     for key in row.keys(True, True):
         value = row.get(key)
@@ -264,7 +281,7 @@ def _begin(policy: PolicyRunner, mask: torch.Tensor, episode: list[int], seed: i
             policy.for_worker(i).begin_episode(_seed(seed, episode[i]))
 
 
-def _control(env: UserEnv, mask: torch.Tensor, episode: list[int], queue: Iterator[int], seed: int | None,
+def _control(env: EnvBase, mask: torch.Tensor, episode: list[int], queue: Iterator[int], seed: int | None,
              rendered: range | frozenset[int]) -> TensorDict:
     """Assigns the next episodes to the masked workers; builds the reset TensorDict."""
     k = len(episode)
@@ -281,7 +298,7 @@ def _control(env: UserEnv, mask: torch.Tensor, episode: list[int], queue: Iterat
     return TensorDict({SEED_KEY: seeds, RENDER_KEY: render, "_reset": reset}, batch_size=[k])
 
 
-def _records(td: Any, episode: list[int], seed: int | None, mask: torch.Tensor) -> Iterator[StepRecord]:
+def _records(td: TensorDictBase, episode: list[int], seed: int | None, mask: torch.Tensor) -> Iterator[StepRecord]:
     for i in range(len(episode)):
         if mask[i] and episode[i] >= 0:
             row = td[i]
@@ -289,8 +306,8 @@ def _records(td: Any, episode: list[int], seed: int | None, mask: torch.Tensor) 
                              frames=_frames_of(row), slot=i)
 
 
-def _record(td: Any, i: int, ep: int, step: int, seed: int | None, reward_key: NestedKey, done_key: NestedKey,
-            max_steps: int | None) -> StepRecord:
+def _record(td: TensorDictBase, i: int, ep: int, step: int, seed: int | None, reward_key: NestedKey,
+            done_key: NestedKey, max_steps: int | None) -> StepRecord:
     row = td[i]
     nxt = row.get("next")
     reward = nxt.get(reward_key, None)
@@ -306,19 +323,19 @@ def _seed(seed: int | None, ep: int) -> int | None:
     return None if seed is None else seed + ep
 
 
-def _clean(td: Any) -> Any:
+def _clean(td: TensorDictBase) -> TensorDictBase:
     """A private copy without the control and frame entries (batched buffers are reused)."""
     return td.exclude(*CONTROL_KEYS, ("next", FRAMES_KEY), ("next", SEED_KEY), ("next", RENDER_KEY)).clone()
 
 
-def _frames_of(td: Any) -> dict[str, np.ndarray] | None:
+def _frames_of(td: TensorDictBase) -> Frames | None:
     frames = td.get(FRAMES_KEY, None)
     if frames is None:
         return None
     return {name: frames.get(name).numpy().copy() for name in frames.keys()}
 
 
-def _step_mdp(td: Any) -> Any:
+def _step_mdp(td: TensorDictBase) -> TensorDictBase:
     return step_mdp(td, keep_other=True)
 
 
@@ -329,7 +346,7 @@ class EpisodeOrderer:
         self.max_steps = max_steps
         self.next = first
         self.waiting: dict[int, list[StepRecord]] = {}
-        self.spill: dict[int, Any] = {}
+        self.spill: dict[int, BufferedRandom] = {}  # the spilled frames of each episode ahead
         self.complete: set[int] = set()
         self.dir = tempfile.TemporaryDirectory(prefix="torchrl_render_spill_")
 
