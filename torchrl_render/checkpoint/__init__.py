@@ -38,13 +38,18 @@ import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
+from ..contracts import Payload
 from ..errors import CheckpointError, short_name
 from ..storage import atomic_path
 from .safeload import CORRUPT_FIX as _CORRUPT_FIX
 from .safeload import torch_load as _torch_load
 from .torchrl_format import MANIFEST, TorchRLCheckpoint, is_torchrl_archive, save_unified
+
+if TYPE_CHECKING:
+    import torch
+    from torch.serialization import MAP_LOCATION
 
 __all__ = [
     "TorchRLCheckpoint",
@@ -62,6 +67,18 @@ __all__ = [
 STATE_DICT_KEYS = ("model_state_dict", "policy_state_dict", "state_dict", "policy", "model", "actor")
 _REMOTE = ("http://", "https://", "s3://", "gs://", "hf://", "ftp://")
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")
+
+
+class _HoldsWeights(Protocol):
+    """What has weights to save or compare: a ``torch.nn.Module`` (or any object with its ``state_dict()``)."""
+
+    def state_dict(self) -> Mapping[str, torch.Tensor]: ...
+
+
+class _TakesWeights(_HoldsWeights, Protocol):
+    """A policy whose weights a checkpoint's state dict can replace (a ``torch.nn.Module``'s two methods)."""
+
+    def load_state_dict(self, state_dict: Mapping[str, torch.Tensor], strict: bool = ...) -> object: ...
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -132,8 +149,8 @@ def check_checkpoint_path(path: str | Path) -> Path:
     return p
 
 
-def load_checkpoint(path: str | Path, map_location: Any = "cpu", *, weights_only: bool | None = None,
-                    trust: bool = False) -> Any:
+def load_checkpoint(path: str | Path, map_location: MAP_LOCATION = "cpu", *, weights_only: bool | None = None,
+                    trust: bool = False) -> Payload:
     """Loads a local checkpoint (torchrl.render's signature); returns its payload.
 
     Nothing in the file runs unless it is trusted: ``.pt`` files load with ``weights_only=True``
@@ -168,7 +185,7 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu", *, weights_only
         return _torch_load(fh, str(path), p.stat().st_size, trust, map_location)
 
 
-def check_payload(checkpoint: Any, where: str) -> None:
+def check_payload(checkpoint: object, where: str) -> None:
     """Refuses what is not a loaded checkpoint payload, before a factory gets it as ``spec.checkpoint``.
 
     ``(payload, sha256)`` (what a ``load_checkpoint`` of torchrl_render 0.1 returned) and a path would
@@ -186,14 +203,15 @@ def check_payload(checkpoint: Any, where: str) -> None:
                                            "goes to checkpoint_digest=checkpoint_hash(path))")
 
 
-def read_checkpoint(path: str | Path, *, trust: bool = False, map_location: Any = "cpu") -> tuple[Any, str]:
+def read_checkpoint(path: str | Path, *, trust: bool = False,
+                    map_location: MAP_LOCATION = "cpu") -> tuple[Payload, str]:
     """``(payload, sha256)`` of a local checkpoint: :func:`load_checkpoint` and its digest."""
     payload = load_checkpoint(path, map_location, trust=trust)
     p = Path(path).expanduser()
     return payload, sha256_file(p.parent if p.name == MANIFEST else p)
 
 
-def _load_safetensors(path: Path) -> dict[str, Any]:
+def _load_safetensors(path: Path) -> dict[str, torch.Tensor]:
     try:
         from safetensors.torch import load_file
     except ImportError as exc:
@@ -227,15 +245,15 @@ def _safetensors_problem(path: Path) -> str | None:
 # -- state dicts -----------------------------------------------------------------------------------------
 
 
-def _is_state_dict(obj: Any) -> bool:
+def _is_state_dict(obj: object) -> TypeGuard[Mapping[str, torch.Tensor]]:
     import torch
 
     return (isinstance(obj, Mapping) and len(obj) > 0
             and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items()))
 
 
-def find_state_dict(payload: Any, checkpoint_key: str | None = None,
-                    state_dict_key: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
+def find_state_dict(payload: Payload, checkpoint_key: str | None = None,
+                    state_dict_key: str | None = None) -> tuple[dict[str, torch.Tensor] | None, str | None]:
     """Finds the policy's state dict in a checkpoint; returns ``(state_dict, where)``.
 
     ``checkpoint_key`` first selects a sub-entry (for a TorchRL checkpoint, a
@@ -268,7 +286,7 @@ def find_state_dict(payload: Any, checkpoint_key: str | None = None,
 
 
 
-def infer_state_dict(payload: Any, key: str | None = None) -> Mapping[str, Any]:
+def infer_state_dict(payload: Payload, key: str | None = None) -> Mapping[str, torch.Tensor]:
     """torchrl.render's ``infer_state_dict``: the policy's state dict in a checkpoint payload (``key`` names it
     exactly), as :func:`find_state_dict` finds it; a payload without one raises :class:`CheckpointError`.
 
@@ -287,7 +305,9 @@ def infer_state_dict(payload: Any, key: str | None = None) -> Mapping[str, Any]:
     return state_dict
 
 
-def _pick(payload: Any, key: str, flag: str) -> Any:
+def _pick(payload: Payload, key: str, flag: str) -> Payload:
+    """The payload's entry ``key`` (a TorchRL checkpoint's component of that name), as the user's file holds it."""
+
     if isinstance(payload, TorchRLCheckpoint) and key not in payload and key in payload.components:
         return payload.component(key)  # a component outside torchrl.render's layout, read when named
     if not isinstance(payload, Mapping) or key not in payload:
@@ -298,7 +318,7 @@ def _pick(payload: Any, key: str, flag: str) -> Any:
     return payload[key]
 
 
-def load_into_policy(policy: Any, state_dict: Mapping[str, Any], strict: bool = True) -> str:
+def load_into_policy(policy: _TakesWeights, state_dict: Mapping[str, torch.Tensor], strict: bool = True) -> str:
     """Loads ``state_dict`` into ``policy`` unless it already holds those weights.
 
     Returns ``"loaded"``, ``"already loaded"`` (the factory loaded them itself) or, with
@@ -342,10 +362,10 @@ def _few(keys: list[str], limit: int = 10) -> str:
     return str(keys[:limit]) + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
-def save_render_checkpoint(path: str | Path | None, model: Any, *, env_metadata: Mapping[str, Any] | None = None,
-                           frames: int | None = None, metrics: Mapping[str, Any] | None = None,
-                           config: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None,
-                           format: str | None = None) -> Path | None:
+def save_render_checkpoint(path: str | Path | None, model: _HoldsWeights | Mapping[str, torch.Tensor], *,
+                           env_metadata: Mapping[str, object] | None = None, frames: int | None = None,
+                           metrics: Mapping[str, object] | None = None, config: Mapping[str, object] | None = None,
+                           extra: Mapping[str, object] | None = None, format: str | None = None) -> Path | None:
     """Writes a checkpoint that :func:`load_checkpoint` reads back with ``weights_only=True``.
 
     The weights go under ``model_state_dict``; ``env_metadata`` entries are merged
@@ -378,11 +398,11 @@ def save_render_checkpoint(path: str | Path | None, model: Any, *, env_metadata:
     return path
 
 
-def _legacy_payload(state: dict[str, Any], env_metadata: Mapping[str, Any] | None, frames: int | None,
-                    metrics: Mapping[str, Any] | None, config: Mapping[str, Any] | None,
-                    extra: Mapping[str, Any] | None) -> dict[str, Any]:
+def _legacy_payload(state: dict[str, torch.Tensor], env_metadata: Mapping[str, object] | None, frames: int | None,
+                    metrics: Mapping[str, object] | None, config: Mapping[str, object] | None,
+                    extra: Mapping[str, object] | None) -> dict[str, object]:
     """torchrl.render's ``.pt`` layout: the weights, the env metadata merged at the top, then the rest."""
-    payload: dict[str, Any] = {"model_state_dict": state, **(env_metadata or {})}
+    payload: dict[str, object] = {"model_state_dict": state, **(env_metadata or {})}
     if frames is not None:
         payload["frames"] = int(frames)
     for key, value in (("metrics", metrics), ("config", config)):
@@ -397,7 +417,7 @@ _LEGACY_DEFAULT = ("save_render_checkpoint(format=None) writes the legacy torch.
                    "format='directory' to opt in now, or format='pt' to keep the .pt file without this warning.")
 
 
-def _check_safe(obj: Any, where: str) -> None:
+def _check_safe(obj: object, where: str) -> None:
     import torch
 
     if obj is None or isinstance(obj, (bool, int, float, str, bytes, torch.Tensor, torch.dtype, torch.Size)):

@@ -15,9 +15,14 @@ from __future__ import annotations
 import pickle
 import re
 import zipfile
-from typing import Any
+from collections.abc import Iterable
+from typing import IO, TYPE_CHECKING
 
+from ..contracts import Payload
 from ..errors import CheckpointError, UnsafeCheckpointError
+
+if TYPE_CHECKING:
+    from torch.serialization import MAP_LOCATION
 
 __all__ = ["CORRUPT_FIX", "check_zip_records", "needs_unpickling", "torch_load", "weights_only_reason"]
 
@@ -30,7 +35,7 @@ MAX_RATIO = 100
 MAX_INFLATED = 64 << 20
 
 
-def check_zip_records(archive: zipfile.ZipFile, label: str, size: int, names: Any = None) -> None:
+def check_zip_records(archive: zipfile.ZipFile, label: str, size: int, names: Iterable[str] | None = None) -> None:
     """Refuses, before anything is inflated, a zip whose records declare more bytes than such a file can hold:
     a compressed record over :data:`MAX_INFLATED` bytes that inflates over :data:`MAX_RATIO` times, or a stored
     record larger than the file. ``names``: the records to check (default: all)."""
@@ -55,7 +60,7 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"
 
 
-def torch_load(fh: Any, label: str, size: int, trust: bool, map_location: Any = "cpu") -> Any:
+def torch_load(fh: IO[bytes], label: str, size: int, trust: bool, map_location: MAP_LOCATION = "cpu") -> Payload:
     """``torch.load`` with ``weights_only=True`` (full unpickling when ``trust``), turning its failures into
     :class:`CheckpointError`: :class:`UnsafeCheckpointError` for a file that holds code-bearing objects."""
     import torch

@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ..errors import RenderError
 
@@ -33,7 +32,7 @@ STEP_KEYS = ("step", "global_step", "train_step", "train_steps", "training_step"
 _CACHE: dict[tuple[str, str], int | None] = {}
 
 
-def step_from_payload(payload: Any) -> int | None:
+def step_from_payload(payload: object) -> int | None:
     """The first integer entry of :data:`STEP_KEYS` in a loaded checkpoint, else None."""
     if isinstance(payload, Mapping):
         for key in STEP_KEYS:

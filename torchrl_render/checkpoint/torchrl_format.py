@@ -31,17 +31,29 @@ import io
 import json
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
+from ..contracts import Json
 from ..errors import CheckpointError
 from .safeload import check_zip_records, torch_load
 
-__all__ = ["MANIFEST", "TorchRLCheckpoint", "is_torchrl_archive", "save_unified"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["MANIFEST", "ComponentRecord", "TorchRLCheckpoint", "is_torchrl_archive", "save_unified"]
 
 MANIFEST = "manifest.json"
 TORCHRL_FORMAT = ("torchrl.checkpoint", 1)
+
+
+class ComponentRecord(TypedDict):
+    """A component's entry in ``manifest.json``: the adapter that saved it, its folder and its files."""
+
+    adapter: str
+    path: str
+    files: list[Json]
 
 
 def is_torchrl_archive(path: Path) -> bool:
@@ -86,7 +98,7 @@ class _Source:
                                got=why, fix="re-save the checkpoint, or copy it again (it may be incomplete)")
 
 
-class TorchRLCheckpoint(dict):
+class TorchRLCheckpoint(dict[str, object]):
     """A TorchRL checkpoint as torchrl.render's ``load_checkpoint`` lays it out: a ``dict``.
 
     Its items are torchrl.render's payload, read when the checkpoint is opened: ``model_state_dict``
@@ -103,9 +115,8 @@ class TorchRLCheckpoint(dict):
         self.path = Path(path)
         self.trust = trust
         self.source = _Source(self.path)
-        self.manifest = _read_manifest(self.source)
-        self.components: dict[str, dict[str, Any]] = self.manifest["components"]
-        self._cache: dict[str, Any] = {}
+        self.manifest, self.components = _read_manifest(self.source)
+        self._cache: dict[str, object] = {}
         self._layout()
 
     def _layout(self) -> None:
@@ -132,7 +143,7 @@ class TorchRLCheckpoint(dict):
         """Names of the components read so far."""
         return sorted(self._cache)
 
-    def component(self, name: str) -> Any:
+    def component(self, name: str) -> object:
         """The value of component ``name`` (a state dict, or a JSON value), read once."""
         if name not in self._cache:
             if name not in self.components:
@@ -142,7 +153,7 @@ class TorchRLCheckpoint(dict):
             self._cache[name] = _read_component(self, name, self.components[name])
         return self._cache[name]
 
-    def __missing__(self, key: str) -> Any:
+    def __missing__(self, key: str) -> object:
         if key in self.components:  # a component that is not part of torchrl.render's layout: read now
             return self.component(key)
         raise KeyError(key)
@@ -151,7 +162,8 @@ class TorchRLCheckpoint(dict):
         return f"TorchRLCheckpoint({str(self.path)!r}, components={sorted(self.components)}, loaded={self.loaded})"
 
 
-def _read_manifest(source: _Source) -> dict[str, Any]:
+def _read_manifest(source: _Source) -> tuple[dict[str, Json], dict[str, ComponentRecord]]:
+    """The manifest, and its component table (checked: each record names its adapter, folder and files)."""
     try:
         manifest = json.loads(source.read(MANIFEST))
     except json.JSONDecodeError as exc:
@@ -163,15 +175,20 @@ def _read_manifest(source: _Source) -> dict[str, Any]:
                               got=f"format {found[0]!r}, version {found[1]!r}" if found else type(manifest).__name__,
                               fix="re-save it with torchrl 0.14 (torchrl.checkpoint.Checkpoint), or load it with "
                                   "the torchrl version that wrote it and save the policy's state dict")
-    components = manifest.get("components")
-    if not isinstance(components, dict) or not all(
-            isinstance(r, dict) and isinstance(r.get("adapter"), str) and isinstance(r.get("path"), str)
-            and isinstance(r.get("files"), list) for r in components.values()):
+    table = manifest.get("components")
+    if not isinstance(table, dict):
         raise source.error(f"{MANIFEST} has no valid component table")
-    return manifest
+    components: dict[str, ComponentRecord] = {}
+    for name, record in table.items():
+        adapter, folder, files = (record.get("adapter"), record.get("path"), record.get("files")) \
+            if isinstance(record, dict) else (None, None, None)
+        if not (isinstance(adapter, str) and isinstance(folder, str) and isinstance(files, list)):
+            raise source.error(f"{MANIFEST} has no valid component table")
+        components[name] = {"adapter": adapter, "path": folder, "files": files}
+    return manifest, components
 
 
-def _read_component(ckpt: TorchRLCheckpoint, name: str, record: Mapping[str, Any]) -> Any:
+def _read_component(ckpt: TorchRLCheckpoint, name: str, record: ComponentRecord) -> object:
     adapter, base, files = record["adapter"], record["path"].rstrip("/"), set(record["files"])
     source = ckpt.source
     if adapter == "torchrl.json":
@@ -200,7 +217,7 @@ def _read_component(ckpt: TorchRLCheckpoint, name: str, record: Mapping[str, Any
         raise source.error(f"component {name!r} has an unreadable schema ({type(exc).__name__}: {exc})") from exc
 
 
-def _archive_tensors(source: _Source, data: bytes, name: str) -> dict[str, Any]:
+def _archive_tensors(source: _Source, data: bytes, name: str) -> dict[str, torch.Tensor]:
     try:
         inner = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile as exc:
@@ -215,13 +232,13 @@ def _archive_tensors(source: _Source, data: bytes, name: str) -> dict[str, Any]:
         return _memmap_tensors(source, read, name)
 
 
-def _memmap_tensors(source: _Source, read: Callable[[str], bytes], name: str) -> dict[str, Any]:
+def _memmap_tensors(source: _Source, read: Callable[[str], bytes], name: str) -> dict[str, torch.Tensor]:
     """A tensordict memmap folder: ``meta.json`` (dtype, shape per key) plus one raw ``<key>.memmap`` each."""
     try:
         meta = json.loads(read("meta.json"))
     except json.JSONDecodeError as exc:
         raise source.error(f"component {name!r} has an invalid meta.json ({exc})") from exc
-    tensors = {}
+    tensors: dict[str, torch.Tensor] = {}
     for key, info in meta.items():
         if not isinstance(info, dict) or "dtype" not in info:
             continue  # the TensorDict's own shape/device/_type entries
@@ -231,7 +248,7 @@ def _memmap_tensors(source: _Source, read: Callable[[str], bytes], name: str) ->
     return tensors
 
 
-def _consolidated_tensors(source: _Source, data: bytes, name: str) -> dict[str, Any]:
+def _consolidated_tensors(source: _Source, data: bytes, name: str) -> dict[str, torch.Tensor]:
     """A consolidated TensorDict: raw storage, then its JSON metadata, then the metadata's size (int64)."""
     try:
         size = int.from_bytes(data[-8:], "little")
@@ -245,7 +262,7 @@ def _consolidated_tensors(source: _Source, data: bytes, name: str) -> dict[str, 
 
 
 def _tensor(source: _Source, data: bytes, dtype_name: str, shape: list[int], where: str,
-            padded: bool = False) -> Any:
+            padded: bool = False) -> torch.Tensor:
     import math
 
     import torch
@@ -262,43 +279,81 @@ def _tensor(source: _Source, data: bytes, dtype_name: str, shape: list[int], whe
     return torch.frombuffer(bytearray(data[:need]), dtype=dtype).reshape(shape)
 
 
-def _decode(value: Mapping[str, Any], tensors: Mapping[str, Any]) -> Any:
-    """Rebuilds a value from torchrl's state-dict schema (JSON plus tensor references); builds no other object."""
-    kind = value["kind"]
+def _decode(value: Json, tensors: Mapping[str, torch.Tensor]) -> object:
+    """Rebuilds a value from torchrl's state-dict schema (JSON plus tensor references); builds no other object.
+    A schema of another shape raises ``TypeError``, ``KeyError`` or ``ValueError`` (the caller names the component)."""
+    entry = _object(value)
+    kind = _text(entry["kind"])
     if kind == "value":
-        return value["value"]
+        return entry["value"]
     if kind == "tensor":
-        return tensors[value["key"]].clone()
+        return tensors[_text(entry["key"])].clone()
     if kind in ("dict", "ordered_dict"):
-        out = OrderedDict() if kind == "ordered_dict" else {}
-        for key, item in value["items"]:
+        out: dict[object, object] = OrderedDict() if kind == "ordered_dict" else {}
+        for pair in _list(entry["items"]):
+            key, item = _list(pair)
             out[_decode(key, tensors)] = _decode(item, tensors)
-        if "metadata" in value:  # nn.Module state dicts carry per-module versions here
-            out._metadata = _decode(value["metadata"], tensors)  # type: ignore[attr-defined]
+        if "metadata" in entry:  # nn.Module state dicts carry per-module versions here
+            out._metadata = _decode(entry["metadata"], tensors)  # type: ignore[attr-defined]
         return out
-    if kind in ("list", "tuple", "set", "frozenset"):
-        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[kind](
-            _decode(item, tensors) for item in value["items"])
-    return _decode_scalar(kind, value, tensors)
+    if kind in _COLLECTIONS:
+        return _COLLECTIONS[kind](_decode(item, tensors) for item in _list(entry["items"]))
+    return _decode_scalar(kind, entry, tensors)
 
 
-def _decode_scalar(kind: str, value: Mapping[str, Any], tensors: Mapping[str, Any]) -> Any:
+#: The schema's collections, by kind: built from their decoded items.
+_COLLECTIONS: dict[str, Callable[[Iterable[object]], object]] = {"list": list, "tuple": tuple, "set": set,
+                                                                  "frozenset": frozenset}
+
+
+def _object(value: Json) -> dict[str, Json]:
+    if not isinstance(value, dict):
+        raise TypeError(f"a schema entry is a {type(value).__name__}, where an object was expected")
+    return value
+
+
+def _list(value: Json) -> list[Json]:
+    if not isinstance(value, list):
+        raise TypeError(f"a schema entry is a {type(value).__name__}, where a list was expected")
+    return value
+
+
+def _text(value: Json) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a schema entry is a {type(value).__name__}, where a string was expected")
+    return value
+
+
+def _ints(value: Json) -> list[int]:
+    numbers = _list(value)
+    if not all(isinstance(n, int) for n in numbers):
+        raise TypeError("a schema entry holds a non-integer, where integers were expected")
+    return [n for n in numbers if isinstance(n, int)]
+
+
+def _number(value: Json) -> float:
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"a schema entry is a {type(value).__name__}, where a number was expected")
+    return value
+
+
+def _decode_scalar(kind: str, value: dict[str, Json], tensors: Mapping[str, torch.Tensor]) -> object:
     import base64
 
     import numpy as np
     import torch
 
-    simple: dict[str, Callable[[], Any]] = {
-        "numpy": lambda: tensors[value["key"]].numpy().astype(np.dtype(value["dtype"]), copy=True),
-        "torch_size": lambda: torch.Size(value["items"]),
-        "slice": lambda: slice(*(_decode(i, tensors) for i in value["items"])),
-        "range": lambda: range(*value["items"]),
-        "torch_device": lambda: torch.device(value["value"]),
-        "path": lambda: Path(value["value"]),
-        "bytes": lambda: base64.b64decode(value["value"]),
-        "bytearray": lambda: bytearray(base64.b64decode(value["value"])),
-        "complex": lambda: complex(value["real"], value["imag"]),
-        "numpy_scalar": lambda: np.dtype(value["dtype"]).type(value["value"]),
+    simple: dict[str, Callable[[], object]] = {
+        "numpy": lambda: tensors[_text(value["key"])].numpy().astype(np.dtype(_text(value["dtype"])), copy=True),
+        "torch_size": lambda: torch.Size(_ints(value["items"])),
+        "slice": lambda: slice(*(_decode(i, tensors) for i in _list(value["items"]))),
+        "range": lambda: range(*_ints(value["items"])),
+        "torch_device": lambda: torch.device(_text(value["value"])),
+        "path": lambda: Path(_text(value["value"])),
+        "bytes": lambda: base64.b64decode(_text(value["value"])),
+        "bytearray": lambda: bytearray(base64.b64decode(_text(value["value"]))),
+        "complex": lambda: complex(_number(value["real"]), _number(value["imag"])),
+        "numpy_scalar": lambda: np.dtype(_text(value["dtype"])).type(value["value"]),
         "ellipsis": lambda: Ellipsis,
     }
     if kind == "torch_dtype":
@@ -314,19 +369,19 @@ def _decode_scalar(kind: str, value: Mapping[str, Any], tensors: Mapping[str, An
 class _Held:
     """A state-dict holder: what torchrl's ``Checkpoint`` saves with its ``torchrl.state_dict`` adapter."""
 
-    def __init__(self, value: Mapping[str, Any]) -> None:
+    def __init__(self, value: Mapping[str, object]) -> None:
         self.value = dict(value)
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         return self.value
 
-    def load_state_dict(self, value: Mapping[str, Any]) -> None:
+    def load_state_dict(self, value: Mapping[str, object]) -> None:
         self.value = dict(value)
 
 
-def save_unified(path: Path, format: str, state: Mapping[str, Any], env_metadata: Mapping[str, Any] | None,
-                 frames: int | None, metrics: Mapping[str, Any] | None, config: Mapping[str, Any] | None,
-                 extra: Mapping[str, Any] | None) -> Path:
+def save_unified(path: Path, format: str, state: Mapping[str, torch.Tensor], env_metadata: Mapping[str, object] | None,
+                 frames: int | None, metrics: Mapping[str, object] | None, config: Mapping[str, object] | None,
+                 extra: Mapping[str, object] | None) -> Path:
     """Writes a ``torchrl.checkpoint.Checkpoint`` (``format`` "directory" or "archive") laid out as
     :class:`TorchRLCheckpoint` reads it: ``policy`` (the state dict), ``environment_metadata``,
     ``trainer_state`` (``frames``), ``metrics``, ``config`` and ``extra``."""
@@ -338,15 +393,16 @@ def save_unified(path: Path, format: str, state: Mapping[str, Any], env_metadata
                               expected="None or 'pt' (a .pt file), 'directory' or 'archive'",
                               got=format, fix="pass format='directory' or format='archive', or leave it out")
 
-    def holds_tensor(value: Any) -> bool:
+    def holds_tensor(value: object) -> bool:
         if isinstance(value, Mapping):
             return any(holds_tensor(v) for v in value.values())
         return isinstance(value, torch.Tensor) or (isinstance(value, (list, tuple)) and any(map(holds_tensor, value)))
 
-    def component(value: Mapping[str, Any]) -> Any:  # mappings holding tensors (nested too) need the state-dict adapter
+    # mappings holding tensors (nested too) need the state-dict adapter
+    def component(value: Mapping[str, object]) -> _Held | dict[str, object]:
         return _Held(value) if holds_tensor(value) else dict(value)
 
-    parts: dict[str, Any] = {"policy": _Held(state)}
+    parts: dict[str, _Held | dict[str, object]] = {"policy": _Held(state)}
     for name, value in (("environment_metadata", env_metadata), ("metrics", metrics), ("config", config),
                         ("extra", extra)):
         if value is not None:
