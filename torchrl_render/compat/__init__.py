@@ -18,17 +18,26 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from .. import config as _config
 from ..api import Run
 from ..checkpoint import check_payload, checkpoint_hash, infer_state_dict, load_checkpoint
+from ..contracts import Payload, UserEnv, UserFactory, UserPolicy
 from ..envs import build_env, to_torchrl_env
 from ..envs.gl import ensure_headless_gl
 from ..errors import ConfigError, ResolveError, did_you_mean
+from ..keys import NestedKey
 from ..policies import build_policy
 from ..resolve import factory_name, import_file, import_module, is_path
+
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
+    from torchrl.envs import EnvBase
+
+    from ..config import RenderConfig
+    from ..policies import PolicyRunner
 
 __all__ = ["TensorDictPolicyAdapter", "add_step_counter", "call_with_supported_kwargs", "checkpoint_hash",
            "import_from_string", "infer_state_dict", "key_to_string", "load_render_policy", "make_render_env",
@@ -36,8 +45,11 @@ __all__ = ["TensorDictPolicyAdapter", "add_step_counter", "call_with_supported_k
 
 key_to_string = _config.key_to_string
 
+#: What a factory returns (:func:`call_with_supported_kwargs` hands it back).
+_Made = TypeVar("_Made")
 
-def parse_nested_key(value: Any) -> Any:
+
+def parse_nested_key(value: object) -> NestedKey:
     """``"a.b"`` -> ``("a", "b")``; a plain name and a tuple pass through (see :func:`.config.parse_nested_key`).
 
     Example:
@@ -50,7 +62,7 @@ def parse_nested_key(value: Any) -> Any:
 # -- import strings and factory calls --------------------------------------------------------------
 
 
-def import_from_string(spec: str) -> Any:
+def import_from_string(spec: str) -> object:
     """The object named by ``"module:attr.path"`` or ``"path/file.py:attr"`` (callable or not).
 
     Example:
@@ -61,7 +73,7 @@ def import_from_string(spec: str) -> Any:
     if not target or not attr:
         raise ConfigError(f"import spec {spec!r} is not 'module:object'", expected="'module.submodule:object'",
                           got=repr(spec), fix="write it as e.g. 'mypkg.policy:make_policy'")
-    obj = import_file(target, "import") if is_path(target) else import_module(target, "import")
+    obj: object = import_file(target, "import") if is_path(target) else import_module(target, "import")
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ResolveError(f"{target!r} has no attribute {part!r}.{did_you_mean(part, dir(obj))}",
@@ -71,7 +83,8 @@ def import_from_string(spec: str) -> Any:
     return obj
 
 
-def call_with_supported_kwargs(factory: Callable[..., Any], preferred_arg: Any, kwargs: Mapping[str, Any]) -> Any:
+def call_with_supported_kwargs(factory: UserFactory[_Made], preferred_arg: object,
+                               kwargs: Mapping[str, object]) -> _Made:
     """Calls ``factory`` with the entries of ``kwargs`` it names, or with ``preferred_arg`` (the spec).
 
     ``*args`` takes the spec alone; ``**kwargs`` takes every entry; otherwise each parameter named
@@ -107,7 +120,7 @@ def call_with_supported_kwargs(factory: Callable[..., Any], preferred_arg: Any, 
 # -- envs ------------------------------------------------------------------------------------------
 
 
-def make_render_env(config: Any, checkpoint: Any | None = None) -> Any:
+def make_render_env(config: RenderConfig, checkpoint: Payload = None) -> EnvBase:
     """The env :func:`~torchrl_render.render_policy` would build for ``config`` (a torchrl env).
 
     It is built with ``render_mode="rgb_array"`` when the format needs frames; ``max_steps`` is
@@ -119,12 +132,12 @@ def make_render_env(config: Any, checkpoint: Any | None = None) -> Any:
     return build_env(config, checkpoint, render_mode=Run(framed, None)._render_mode())
 
 
-def normalize_env(env: Any, config: Any) -> Any:
+def normalize_env(env: UserEnv, config: RenderConfig) -> EnvBase:
     """A torchrl env for ``env``: torchrl envs pass, gymnasium and dm_control envs are wrapped."""
     return to_torchrl_env(env, device=config.env_device or config.device, backend=config.env_backend, source=env)
 
 
-def add_step_counter(env: Any, max_steps: int) -> Any:
+def add_step_counter(env: UserEnv, max_steps: int) -> UserEnv:
     """``env`` with a torchrl ``StepCounter(max_steps)`` appended, unless it has one (non-torchrl envs pass)."""
     from torchrl.envs import EnvBase, TransformedEnv
     from torchrl.envs.transforms import StepCounter
@@ -138,7 +151,7 @@ def add_step_counter(env: Any, max_steps: int) -> Any:
     return env.append_transform(StepCounter(max_steps=max_steps))
 
 
-def seed_env(env: Any, seed: int | None) -> None:
+def seed_env(env: UserEnv, seed: int | None) -> None:
     """Seeds ``env``: torchrl's ``set_seed``, else ``seed``, else gymnasium's ``reset(seed=...)``.
 
     The engine seeds every episode itself (episode ``i`` with ``seed + i``), so this matters only
@@ -175,15 +188,15 @@ class TensorDictPolicyAdapter:
         tensor([1.])
     """
 
-    def __init__(self, policy: Any, obs_key: Any, action_key: Any) -> None:
+    def __init__(self, policy: UserPolicy, obs_key: NestedKey, action_key: NestedKey) -> None:
         self.policy = policy
         self.obs_key = obs_key
         self.action_key = action_key
-        self.runner: Any = None  # our PolicyRunner, when load_render_policy built it
-        self.checkpoint: Any = None
+        self.runner: PolicyRunner | None = None  # our PolicyRunner, when load_render_policy built it
+        self.checkpoint: Payload = None
         self.checkpoint_digest: str | None = None
 
-    def __call__(self, tensordict: Any) -> Any:
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
         from tensordict import TensorDictBase
 
         if getattr(self.policy, "in_keys", None) is not None and getattr(self.policy, "out_keys", None) is not None:
@@ -202,15 +215,15 @@ class TensorDictPolicyAdapter:
         return tensordict
 
 
-def normalize_policy(policy: Any, config: Any) -> TensorDictPolicyAdapter:
+def normalize_policy(policy: UserPolicy, config: RenderConfig) -> TensorDictPolicyAdapter:
     """``policy`` as a :class:`TensorDictPolicyAdapter` (one already adapted passes)."""
     if isinstance(policy, TensorDictPolicyAdapter):
         return policy
     return TensorDictPolicyAdapter(policy, config.obs_key, config.action_key)
 
 
-def load_render_policy(config: Any, env: Any | None = None, *, checkpoint: Any | None = None,
-                       checkpoint_digest: str | None = None) -> Any:
+def load_render_policy(config: RenderConfig, env: UserEnv | None = None, *, checkpoint: Payload = None,
+                       checkpoint_digest: str | None = None) -> TensorDictPolicyAdapter:
     """Builds the policy as :func:`~torchrl_render.render_policy` does: factory, weights, device, eval mode.
 
     Args:

@@ -22,10 +22,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
+from collections.abc import Mapping
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..api import Run
+from ..contracts import Payload, UserEnv, UserPolicy
 from ..data import RenderResult, frame_paths
 from ..errors import NoFramesError, OutputExistsError
 from ..metrics import json_ready
@@ -34,31 +37,36 @@ from ..storage import commit, write_json_atomic
 from ..writers.group import WriterGroup
 from . import normalize_env
 
+if TYPE_CHECKING:
+    from torchrl.envs import EnvBase
+
+    from ..config import RenderConfig
+
 __all__ = ["collect_render_rollouts", "write_render_artifact"]
 
 
 class _GivenRun(Run):
     """render_policy's run, with the env and the policy made by the caller (who keeps and closes the env)."""
 
-    def __init__(self, cfg: Any, env: Any, policy: Any) -> None:
+    def __init__(self, cfg: RenderConfig, env: UserEnv, policy: UserPolicy) -> None:
         super().__init__(cfg, None)
         self.given_env, self.given_policy = env, policy
 
-    def write_sidecars(self, meta: dict[str, Any]) -> None:
+    def write_sidecars(self, meta: Mapping[str, object]) -> None:
         """The spool's sidecar only: the metadata inside the artifacts is added once they are in place."""
         _write_metadata(self.sidecar, meta)
 
-    def _checkpoint(self) -> tuple[Any, str | None]:
+    def _checkpoint(self) -> tuple[Payload, str | None]:
         payload = getattr(self.given_policy, "checkpoint", None)
         digest = getattr(self.given_policy, "checkpoint_digest", None)
         if payload is None and self.cfg.ckpt is not None:
             return super()._checkpoint()
         return payload, digest
 
-    def _env(self, payload: Any, stack: Any) -> Any:
+    def _env(self, payload: Payload, stack: ExitStack) -> EnvBase:
         return normalize_env(self.given_env, self.cfg)
 
-    def _policy(self, env: Any, payload: Any, digest: str | None) -> Any:
+    def _policy(self, env: UserEnv, payload: Payload, digest: str | None) -> PolicyRunner:
         runner = getattr(self.given_policy, "runner", None)
         if runner is None:  # a module or callable of the caller's: adapted here, as build_policy would
             return PolicyRunner(getattr(self.given_policy, "policy", self.given_policy), self.cfg, env, self.notes)
@@ -68,19 +76,16 @@ class _GivenRun(Run):
         return runner
 
 
-def _spool_config(config: Any, spool: Path) -> Any:
+def _spool_config(config: RenderConfig, spool: Path) -> RenderConfig:
     """``config`` with every output inside ``spool`` under the same names."""
     # the frames stay in the result too, as torchrl.render's collect_render_rollouts returns them
-    changes: dict[str, Any] = {"out": spool / Path(config.out).name, "overwrite": True, "artifact_dir": None,
-                               "result_frames": True}
-    if config.metadata is not None:
-        changes["metadata"] = spool / Path(config.metadata).name
-    if config.frame_dir is not None:
-        changes["frame_dir"] = spool / Path(config.frame_dir).name
-    return dataclasses.replace(config, **changes)
+    return dataclasses.replace(
+        config, out=spool / config.out_path.name, overwrite=True, artifact_dir=None, result_frames=True,
+        metadata=spool / Path(config.metadata).name if config.metadata is not None else config.metadata,
+        frame_dir=spool / Path(config.frame_dir).name if config.frame_dir is not None else config.frame_dir)
 
 
-def collect_render_rollouts(env: Any, policy: Any, config: Any) -> RenderResult:
+def collect_render_rollouts(env: UserEnv, policy: UserPolicy, config: RenderConfig) -> RenderResult:
     """Rolls ``policy`` out in ``env`` as ``config`` says; the artifacts wait in the result's spool.
 
     Args:
@@ -93,14 +98,14 @@ def collect_render_rollouts(env: Any, policy: Any, config: Any) -> RenderResult:
         point into the spool until :func:`write_render_artifact` moves the files.
     """
     Run(config, None)._check_outputs()  # the final paths: refuse an existing --out before rolling out
-    out_dir = Path(config.out).parent
+    out_dir = config.out_path.parent
     spool = tempfile.TemporaryDirectory(prefix=".torchrl_render_spool-", dir=out_dir if str(out_dir) else ".")
     result = _GivenRun(_spool_config(config, Path(spool.name)), env, policy).execute()
     result._spool = spool  # type: ignore[attr-defined]  # owned by the result: removed with it
     return result
 
 
-def write_render_artifact(result: RenderResult, config: Any) -> RenderResult:
+def write_render_artifact(result: RenderResult, config: RenderConfig) -> RenderResult:
     """Puts ``result``'s artifacts at ``config``'s paths; returns ``result`` with the final paths.
 
     Args:
@@ -133,7 +138,7 @@ def write_render_artifact(result: RenderResult, config: Any) -> RenderResult:
     return result
 
 
-def _write_metadata(path: Path, meta: dict[str, Any]) -> None:
+def _write_metadata(path: Path, meta: Mapping[str, object]) -> None:
     """A metadata sidecar as the run writes its own: NaN as null, anything else unknown as its ``str``."""
     write_json_atomic(path, json_ready(meta), default=str, allow_nan=False)
 
@@ -142,8 +147,8 @@ def _replace(source: Path, target: Path) -> None:
     commit(source, target)  # the spooled file or folder replaces the target (storage's one atomic move)
 
 
-def _rewrite_paths(result: RenderResult, moved: dict[str, str], config: Any) -> None:
-    def final(path: Any) -> Path:
+def _rewrite_paths(result: RenderResult, moved: dict[str, str], config: RenderConfig) -> None:
+    def final(path: str | Path) -> Path:
         text = str(path)
         for source, target in moved.items():
             if text == source or text.startswith(source + os.sep):
@@ -158,7 +163,7 @@ def _rewrite_paths(result: RenderResult, moved: dict[str, str], config: Any) -> 
     result.metadata["config"] = config.to_dict()
 
 
-def _encode_frames(result: RenderResult, config: Any) -> RenderResult:
+def _encode_frames(result: RenderResult, config: RenderConfig) -> RenderResult:
     """A hand-built result: its frame bundles through our writers (the formats that take frames)."""
     bundles = [bundle for trajectory in result.frames for bundle in trajectory if bundle.frames]
     if not bundles:
@@ -167,7 +172,7 @@ def _encode_frames(result: RenderResult, config: Any) -> RenderResult:
                             got=f"{len(result.frames)} trajectories of frames",
                             fix="pass the result of collect_render_rollouts(env, policy, config)")
     Run(config, None)._check_outputs()
-    group = WriterGroup(config, config.out)
+    group = WriterGroup(config, config.out_path)
     try:
         for bundle in bundles:
             group.write(bundle)

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ..data import register_display
+from ..contracts import Json
+from ..data import RenderResult, register_display
 from ..storage import atomic_path
 from .display import (
     EMBED_LIMIT_BYTES,
@@ -46,6 +47,9 @@ from .display import (
 from .paths import asset_folder, portable_config, relative
 from .report import ReportVideo, build_report, equivalent_command
 
+if TYPE_CHECKING:
+    from ..config import RenderConfig
+
 # the Jupyter display of RenderResult and Artifact (data.py sits below this package in the layers)
 register_display(artifact_html=artifact_html, artifact_mimebundle=artifact_mimebundle, result_html=result_html,
                  result_mimebundle=result_mimebundle)
@@ -55,7 +59,7 @@ __all__ = ["EMBED_LIMIT_BYTES", "Media", "artifact_html", "artifact_mimebundle",
            "viewer_html", "write_render_notebook"]
 
 
-def build_notebook(result: Any, config: Any) -> dict[str, Any]:
+def build_notebook(result: RenderResult, config: RenderConfig) -> dict[str, Json]:
     """torchrl.render's notebook builder: the report notebook of ``result`` (not executed), as JSON-ready ``dict``.
 
     Its cells are the report's (:func:`torchrl_render.notebook.report.build_report`): the run's mp4 artifacts are
@@ -69,14 +73,14 @@ def build_notebook(result: Any, config: Any) -> dict[str, Any]:
         fits = size <= budget
         budget -= size if fits else 0
         videos.append(ReportVideo(i, path.name, size, path.read_bytes() if fits else None))
-    assets = asset_folder(Path(config.out), config)
-    nb = build_report(config=portable_config(config), metrics=getattr(result, "metrics", None) or {},
+    assets = asset_folder(config.out_path, config)
+    nb = build_report(config=portable_config(config), metrics=result.metrics,
                       videos=videos, mode=config.notebook_rollout_mode, command=equivalent_command(config.to_dict()),
-                      assets=(relative(assets, Path(config.out).parent), str(assets.absolute())))
+                      assets=(relative(assets, config.out_path.parent), str(assets.absolute())))
     return json.loads(nbformat.writes(nb))
 
 
-def write_render_notebook(result: Any, config: Any, path: str | Path) -> Path:
+def write_render_notebook(result: RenderResult, config: RenderConfig, path: str | Path) -> Path:
     """Writes :func:`build_notebook`'s notebook to ``path`` (not executed); returns ``path``."""
     path = Path(path)
     with atomic_path(path) as tmp:

@@ -11,14 +11,20 @@ import base64
 import html
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, SupportsInt
 
+from ..data import Artifact, MimeTypes, RenderResult, RunMetrics
 from ..errors import ConfigError
 
-__all__ = ["EMBED_LIMIT_BYTES", "MAX_TABLE_ROWS", "Media", "artifact_html", "artifact_mimebundle", "display_page",
-           "display_width", "fmt_cell", "fmt_size", "metrics_html", "metrics_markdown", "page_iframe", "result_html",
-           "result_mimebundle", "result_text", "show", "video_html", "viewer_html"]
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import DisplayHandle
+
+__all__ = ["EMBED_LIMIT_BYTES", "MAX_TABLE_ROWS", "HasPath", "Media", "artifact_html", "artifact_mimebundle",
+           "display_page", "display_width", "fmt_cell", "fmt_size", "metrics_html", "metrics_markdown", "page_iframe",
+           "result_html", "result_mimebundle", "result_text", "show", "video_html", "viewer_html"]
 
 EMBED_LIMIT_BYTES = 20 * 2**20
 """Default cap on the video bytes embedded in one output or one report notebook (20 MiB)."""
@@ -85,7 +91,7 @@ def viewer_html(page: str, *, height: int = 560) -> str:
             f'border:0" srcdoc="{html.escape(page, quote=True)}"></iframe>')
 
 
-def artifact_html(artifact: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES) -> str:
+def artifact_html(artifact: Artifact, *, limit_bytes: int | None = EMBED_LIMIT_BYTES) -> str:
     """HTML for one artifact: an mp4/gif plays inline, an html replay in an iframe; else a one-line description."""
     path = Path(artifact.path)
     if artifact.format == "html" and path.is_file() and (limit_bytes is None or path.stat().st_size <= limit_bytes):
@@ -96,7 +102,7 @@ def artifact_html(artifact: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES)
     return f"<p>{html.escape(_artifact_caption(artifact))}</p>"
 
 
-def metrics_html(metrics: dict[str, Any], *, max_rows: int = MAX_TABLE_ROWS) -> str:
+def metrics_html(metrics: RunMetrics, *, max_rows: int = MAX_TABLE_ROWS) -> str:
     """The aggregate numbers and the per-episode table as HTML tables."""
     agg = metrics.get("aggregated") or {}
     rows = "".join(f"<tr><th style='text-align:left'>{html.escape(label)}</th><td>{html.escape(fmt_cell(agg[key]))}"
@@ -113,7 +119,7 @@ def metrics_html(metrics: dict[str, Any], *, max_rows: int = MAX_TABLE_ROWS) -> 
     return out
 
 
-def metrics_markdown(metrics: dict[str, Any], *, max_rows: int = MAX_TABLE_ROWS) -> str:
+def metrics_markdown(metrics: RunMetrics, *, max_rows: int = MAX_TABLE_ROWS) -> str:
     """The same tables as :func:`metrics_html`, in Markdown (renders without a kernel)."""
     agg = metrics.get("aggregated") or {}
     lines = ["| metric | value |", "|:--|--:|"]
@@ -129,7 +135,7 @@ def metrics_markdown(metrics: dict[str, Any], *, max_rows: int = MAX_TABLE_ROWS)
     return "\n".join(lines)
 
 
-def result_html(result: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES) -> str:
+def result_html(result: RenderResult, *, limit_bytes: int | None = EMBED_LIMIT_BYTES) -> str:
     """HTML for a :class:`RenderResult`: its videos (sharing ``limit_bytes``), the metrics, the notes."""
     parts, budget = [], limit_bytes
     others = []
@@ -154,7 +160,7 @@ def result_html(result: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES) -> 
     return "<div class='torchrl-render-result'>" + "".join(parts) + "</div>"
 
 
-def result_text(result: Any) -> str:
+def result_text(result: RenderResult) -> str:
     """A one-line plain-text summary of a :class:`RenderResult` (its ``text/plain`` form)."""
     agg = (result.metrics or {}).get("aggregated") or {}
     head = f"RenderResult({result.artifact_path}" if result.artifact_path else "RenderResult(no artifact"
@@ -164,17 +170,24 @@ def result_text(result: Any) -> str:
     return head + ")"
 
 
-def result_mimebundle(result: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
+def result_mimebundle(result: RenderResult, include: MimeTypes = None, exclude: MimeTypes = None) -> dict[str, str]:
     """``_repr_mimebundle_`` of a :class:`RenderResult`: ``text/html`` and a short ``text/plain``."""
     return {"text/html": result_html(result), "text/plain": result_text(result)}
 
 
-def artifact_mimebundle(artifact: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
+def artifact_mimebundle(artifact: Artifact, include: MimeTypes = None, exclude: MimeTypes = None) -> dict[str, str]:
     """``_repr_mimebundle_`` of an :class:`Artifact`."""
     return {"text/html": artifact_html(artifact), "text/plain": f"Artifact({_artifact_caption(artifact)})"}
 
 
 # -- display (side effect) ----------------------------------------------------------------------
+
+class HasPath(Protocol):
+    """A file :func:`show` plays, given as an object with its path: an :class:`Artifact`, a :class:`Media`."""
+
+    @property
+    def path(self) -> str | Path: ...
+
 
 class Media:
     """A playable file for notebooks: what :func:`show` returns.
@@ -189,12 +202,12 @@ class Media:
                  width: int | None = None) -> None:
         self.path = Path(path)
         self.limit_bytes, self.width = limit_bytes, width
-        self._shown_in: Any = None  # execution count of the cell whose show() already displayed it
+        self._shown_in: int | None = None  # execution count of the cell whose show() already displayed it
 
     def _repr_html_(self) -> str:
         return video_html(self.path, limit_bytes=self.limit_bytes, width=self.width, caption=self.path.name)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def _repr_mimebundle_(self, include: MimeTypes = None, exclude: MimeTypes = None) -> dict[str, str]:
         return {"text/html": self._repr_html_(), "text/plain": f"Media({str(self.path)!r})"}
 
     def _ipython_display_(self) -> None:
@@ -211,7 +224,8 @@ class Media:
         return f"Media({str(self.path)!r})"
 
 
-def show(source: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES, width: int | None = None) -> Media:
+def show(source: str | os.PathLike[str] | HasPath, *, limit_bytes: int | None = EMBED_LIMIT_BYTES,
+         width: int | None = None) -> Media:
     """Plays an mp4 or GIF (a path or an :class:`Artifact`) in Jupyter; returns the :class:`Media`.
 
     In an IPython session the video is displayed at once (once, even as a cell's last line);
@@ -224,7 +238,7 @@ def show(source: Any, *, limit_bytes: int | None = EMBED_LIMIT_BYTES, width: int
         >>> show(gif)._repr_html_().count("data:image/gif;base64,")
         1
     """
-    path = Path(getattr(source, "path", source))
+    path = Path(source if isinstance(source, (str, os.PathLike)) else source.path)
     if not path.is_file() or path.suffix.lower() not in _PLAYABLE:
         state = "missing" if not path.exists() else "not a file" if not path.is_file() else "not an mp4 or gif"
         raise ConfigError(f"show() cannot play {str(path)!r}", expected="an existing .mp4 or .gif file",
@@ -245,7 +259,7 @@ def page_iframe(url: str, *, width: str = "100%", height: int = 560) -> str:
             f'style="width:{html.escape(str(width), quote=True)};height:{int(height)}px;border:0"></iframe>')
 
 
-def display_page(url: str, *, width: str = "100%", height: int = 560) -> Any:
+def display_page(url: str, *, width: str = "100%", height: int = 560) -> DisplayHandle | None:
     """In a Jupyter kernel, displays a served page in an iframe and returns the display handle; else ``None``.
 
     The handle lets the caller replace the iframe when the server stops (``handle.update(...)``),
@@ -259,7 +273,7 @@ def display_page(url: str, *, width: str = "100%", height: int = 560) -> Any:
     return display(HTML(page_iframe(url, width=width, height=height)), display_id=True)
 
 
-def _ipython() -> Any:
+def _ipython() -> InteractiveShell | None:
     if "IPython" not in sys.modules:
         return None
     from IPython import get_ipython
@@ -287,7 +301,7 @@ def fmt_size(size: int | None) -> str:
     return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{max(1, round(size / 1024))} KiB"
 
 
-def fmt_cell(value: Any) -> str:
+def fmt_cell(value: object) -> str:
     """A metric for a table cell: ``"-"`` for None, yes/no for booleans, 4 significant digits for floats."""
     if value is None:
         return "-"
@@ -300,7 +314,7 @@ def fmt_cell(value: Any) -> str:
     return str(value)
 
 
-def _artifact_caption(artifact: Any) -> str:
+def _artifact_caption(artifact: Artifact) -> str:
     info = artifact.info or {}
     bits = [str(artifact.path), artifact.format]
     if artifact.num_frames:
@@ -310,7 +324,7 @@ def _artifact_caption(artifact: Any) -> str:
     return " - ".join(bits)
 
 
-def display_width(info: dict[str, Any] | None) -> int | None:
+def display_width(info: Mapping[str, object] | None) -> int | None:
     """The CSS width a video of ``info["width"]`` pixels is shown at: its own, within 320-640."""
     width = (info or {}).get("width")
-    return min(max(int(width), 320), 640) if width else None
+    return min(max(int(width), 320), 640) if isinstance(width, SupportsInt) and width else None

@@ -23,7 +23,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jupyter_client.manager import AsyncKernelManager
+    from nbformat import NotebookNode
 
 __all__ = ["ATTEMPTS", "IOPUB_TIMEOUT_S", "STARTUP_TIMEOUT_S", "execute_notebook", "native_kernel_manager"]
 
@@ -35,8 +39,8 @@ IOPUB_TIMEOUT_S = 30
 ATTEMPTS = 3
 
 
-def execute_notebook(nb: Any, cwd: str | Path, *, timeout: float, startup_timeout: float = STARTUP_TIMEOUT_S,
-                     attempts: int = ATTEMPTS, iopub_timeout: float = IOPUB_TIMEOUT_S) -> Any:
+def execute_notebook(nb: NotebookNode, cwd: str | Path, *, timeout: float, startup_timeout: float = STARTUP_TIMEOUT_S,
+                     attempts: int = ATTEMPTS, iopub_timeout: float = IOPUB_TIMEOUT_S) -> NotebookNode:
     """Executes ``nb`` in place (outputs replaced) with ``cwd`` as the kernel's folder; returns it.
 
     Raises nbclient's errors (``CellExecutionError``, ``CellTimeoutError``, ``DeadKernelError``); a
@@ -63,7 +67,7 @@ def execute_notebook(nb: Any, cwd: str | Path, *, timeout: float, startup_timeou
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def native_kernel_manager(sockets: str) -> type:
+def native_kernel_manager(sockets: str) -> type[AsyncKernelManager]:
     """An AsyncKernelManager that starts this interpreter's ipykernel over IPC sockets in ``sockets``."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager

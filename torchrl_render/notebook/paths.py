@@ -14,7 +14,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..contracts import Json
+
+if TYPE_CHECKING:
+    from ..config import RenderConfig
 
 __all__ = ["asset_folder", "portable_config", "relative", "search_path"]
 
@@ -22,12 +27,13 @@ MUJOCO_VIEWER_DIR = "mujoco_wasm"  # the live viewer's folder in the asset folde
 
 
 
-def portable_config(cfg: Any) -> dict[str, Any]:
+def portable_config(cfg: RenderConfig) -> dict[str, Json]:
     """``cfg.to_dict()`` with paths and file specs made absolute, so the notebook's cells find them."""
     data = cfg.to_dict()
     for name in ("ckpt", "out", "frame_dir", "artifact_dir", "metadata"):
-        if data.get(name):
-            data[name] = os.path.abspath(data[name])  # normalised too: no "w4/../w1" in the notebook
+        path = data.get(name)
+        if isinstance(path, str) and path:  # to_dict() gives paths as text
+            data[name] = os.path.abspath(path)  # normalised too: no "w4/../w1" in the notebook
     for name in ("env", "policy"):
         spec = data.get(name)
         if isinstance(spec, str) and ":" in spec:
@@ -37,7 +43,7 @@ def portable_config(cfg: Any) -> dict[str, Any]:
     return data
 
 
-def asset_folder(path: Path, cfg: Any) -> Path:
+def asset_folder(path: Path, cfg: RenderConfig) -> Path:
     """The notebook's asset folder: ``artifact_dir`` when given, else ``<stem>/`` beside it (torchrl.render's)."""
     artifact_dir = getattr(cfg, "artifact_dir", None)
     return Path(artifact_dir) if artifact_dir is not None else Path(path).with_suffix("")

@@ -24,14 +24,16 @@ import dataclasses
 import html
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._version import __version__
 from ..config import RenderConfig
+from ..contracts import EpisodeMetrics
+from ..data import RunMetrics
 from ..registry import WRITERS
 from .display import EMBED_LIMIT_BYTES, fmt_cell, fmt_size, metrics_markdown, video_html, viewer_html
 from .markup import md_fence, md_text
@@ -47,6 +49,9 @@ from .report_cells import (
     rerun_heading,
     rerun_source,
 )
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 __all__ = ["LIVE_OVERRIDES", "ReportVideo", "build_report", "equivalent_command"]
 
@@ -73,17 +78,17 @@ class ReportVideo:
     size: int
     data: bytes | None = None
     preview: bytes | None = None
-    metrics: dict[str, Any] | None = None
+    metrics: EpisodeMetrics | None = None
     limit_bytes: int | None = EMBED_LIMIT_BYTES
     width: int | None = None
     budget_left: int | None = None
     viewer: str | None = None
 
 
-def build_report(*, config: dict[str, Any], metrics: dict[str, Any], videos: Sequence[ReportVideo] = (),
+def build_report(*, config: Mapping[str, object], metrics: RunMetrics, videos: Sequence[ReportVideo] = (),
                  mode: str = "saved", command: str | None = None, live_out: str = "render_live.mp4",
                  search_path: Sequence[str] = (), title: str | None = None,
-                 assets: tuple[str, str] = ("render", "render")) -> Any:
+                 assets: tuple[str, str] = ("render", "render")) -> NotebookNode:
     """The report notebook (an ``nbformat.NotebookNode``, v4.5 with cell ids; not executed).
 
     Cells: ``title``, ``metrics`` (tables), ``config`` (``render_config``), ``assets`` (``metadata``,
@@ -125,7 +130,7 @@ def build_report(*, config: dict[str, Any], metrics: dict[str, Any], videos: Seq
     return nb
 
 
-def _episode_cells(metrics: dict[str, Any], videos: Sequence[ReportVideo]) -> list[Any]:
+def _episode_cells(metrics: RunMetrics, videos: Sequence[ReportVideo]) -> list[NotebookNode]:
     """The saved rollout: the return plot, then one cell per rendered episode."""
     from nbformat.v4 import new_code_cell, new_markdown_cell
 
@@ -135,7 +140,8 @@ def _episode_cells(metrics: dict[str, Any], videos: Sequence[ReportVideo]) -> li
     return cells + [_video_cell(v) for v in videos]
 
 
-def _rollout_cells(mode: str, config: dict[str, Any], live_out: str, search_path: Sequence[str]) -> list[Any]:
+def _rollout_cells(mode: str, config: Mapping[str, object], live_out: str,
+                   search_path: Sequence[str]) -> list[NotebookNode]:
     """Saved: the re-run left for the reader; live/both: torchrl.render's in-notebook collection, shown."""
     from nbformat.v4 import new_code_cell
 
@@ -147,7 +153,7 @@ def _rollout_cells(mode: str, config: dict[str, Any], live_out: str, search_path
     return [new_code_cell(kwargs_source(config, live_out, search_path), id="rerun-kwargs"), rerun]
 
 
-def _title_source(config: dict[str, Any], metrics: dict[str, Any], mode: str, command: str | None,
+def _title_source(config: Mapping[str, object], metrics: RunMetrics, mode: str, command: str | None,
                   title: str | None) -> str:
     n = (metrics.get("aggregated") or {}).get("n_episodes", len(metrics.get("per_episode") or []))
     heading = title or f"Policy report: {_short_spec(config.get('policy'))} in {_short_spec(config.get('env'))}"
@@ -176,7 +182,7 @@ _LIVE_PLOT = ("import matplotlib.pyplot as plt\n\n"
               + _PLOT_TAIL.format(title="Return per episode (live rollout)"))
 
 
-def _saved_plot_source(episodes: list[dict[str, Any]]) -> str:
+def _saved_plot_source(episodes: list[EpisodeMetrics]) -> str:
     xs = [e.get("episode_ix", i) for i, e in enumerate(episodes)]
     ys = [float(e["sum_reward"]) for e in episodes]
     return ("import matplotlib.pyplot as plt\n\n"
@@ -195,7 +201,7 @@ def _episodes_source(videos: Sequence[ReportVideo]) -> str:
     return text
 
 
-def _video_cell(video: ReportVideo) -> Any:
+def _video_cell(video: ReportVideo) -> NotebookNode:
     from nbformat.v4 import new_code_cell, new_output
 
     caption = _episode_caption(video)
@@ -232,7 +238,7 @@ def _linked_html(video: ReportVideo, caption: str) -> str:
             f"<figcaption>{html.escape(caption)}</figcaption>{_linked_note(video)}</figure>")
 
 
-def _short_spec(spec: Any) -> Any:
+def _short_spec(spec: object) -> object:
     """``/a/long/path/policy.py:make`` -> ``policy.py:make`` (a heading must fit the page; the config cell has all)."""
     if not isinstance(spec, str) or ":" not in spec:
         return spec
@@ -253,7 +259,7 @@ def _linked_note(video: ReportVideo) -> str:
             "Jupyter while that file stays beside the notebook; GitHub and nbviewer cannot play it.</p>")
 
 
-def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> str:
+def equivalent_command(config: Mapping[str, object], prog: str = "torchrl-render") -> str:
     """A command line that reproduces ``config`` (its fields that differ from the defaults).
 
     Example:
@@ -261,7 +267,8 @@ def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> 
         'torchrl-render --policy m:p --env Hopper-v5 --num-trajs 2 --overlay'
     """
     fields = {f.name: f for f in dataclasses.fields(RenderConfig)}
-    implied = WRITERS.for_suffix(config["out"]) if config.get("out") else None
+    out = config.get("out")
+    implied = WRITERS.for_suffix(out) if isinstance(out, (str, Path)) and out else None
     args = [prog]
     for name, value in config.items():
         f = fields.get(name)
@@ -283,7 +290,7 @@ def equivalent_command(config: dict[str, Any], prog: str = "torchrl-render") -> 
 #: Fields that change how a run is shown, not what it computes (--quiet sets progress=False: not typed, not shown).
 _UNRECORDED = ("progress",)
 
-def _default_of(f: Any) -> Any:
+def _default_of(f: dataclasses.Field[object]) -> object:
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
@@ -292,21 +299,24 @@ def _default_of(f: Any) -> Any:
 
 
 def _episode_caption(video: ReportVideo) -> str:
-    m = video.metrics or {}
+    m = video.metrics
     bits = [f"Episode {video.episode}"]
-    if m.get("seed") is not None:
-        bits.append(f"seed {m['seed']}")
-    if m.get("length") is not None:
-        bits.append(f"{m['length']} steps")
-    if m.get("sum_reward") is not None:
-        bits.append(f"return {fmt_cell(float(m['sum_reward']))}")
-    if m.get("success") is not None:
-        bits.append("success" if m["success"] else "failure")
+    if m is not None:
+        if m.get("seed") is not None:
+            bits.append(f"seed {m['seed']}")
+        if m.get("length") is not None:
+            bits.append(f"{m['length']} steps")
+        if m.get("sum_reward") is not None:
+            bits.append(f"return {fmt_cell(float(m['sum_reward']))}")
+        if m.get("success") is not None:
+            bits.append("success" if m["success"] else "failure")
     if video.name:
         bits.append(f"{fmt_size(video.size)} mp4")
-    if m.get("render_reason"):  # chosen with --render-select (worst 1 of 3, ...)
-        bits.append(f"chosen: {m['render_reason']}")
-    if m.get("rerun"):  # the filmed re-run did not reproduce the first pass
-        bits.append(f"the video shows a re-run with return {fmt_cell(float(m['rerun']['sum_reward']))}, "
-                    f"{m['rerun']['length']} steps")
+    reason = m.get("render_reason") if m is not None else None
+    if reason:  # chosen with --render-select (worst 1 of 3, ...)
+        bits.append(f"chosen: {reason}")
+    rerun = m.get("rerun") if m is not None else None
+    if rerun:  # the filmed re-run did not reproduce the first pass
+        bits.append(f"the video shows a re-run with return {fmt_cell(float(rerun['sum_reward']))}, "
+                    f"{rerun['length']} steps")
     return ", ".join(bits)

@@ -11,8 +11,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import SupportsInt
 
 from .markup import md_code
 
@@ -26,7 +26,7 @@ LIVE_OVERRIDES = {"format": "mp4", "overwrite": True, "metadata": None, "progres
 """What the live/re-run cell changes in the run's config: one mp4 beside the notebook, no side files."""
 
 
-def config_source(config: dict[str, Any]) -> str:
+def config_source(config: Mapping[str, object]) -> str:
     """The ``config`` cell: ``render_config``, the run's ``RenderConfig.to_dict()``."""
     return ("# The configuration of this run (RenderConfig.to_dict()); the cells below start from it.\n"
             "render_config = " + literal(config) + "\n")
@@ -71,19 +71,19 @@ def rerun_heading(mode: str, live_out: str) -> str:
             "and show its video(s) and metrics.")
 
 
-def kwargs_source(config: dict[str, Any], live_out: str, search_path: Sequence[str]) -> str:
+def kwargs_source(config: Mapping[str, object], live_out: str, search_path: Sequence[str]) -> str:
     """The ``rerun-kwargs`` cell (saved mode): the editable factory kwargs, the mp4 and the live view's port."""
     lines = ["# Editable: keyword arguments of the env and policy factories, and the mp4 the rollout writes.",
-             "env_kwargs = " + literal(config.get("env_kwargs") or {}),
-             "policy_kwargs = " + literal(config.get("policy_kwargs") or {}),
+             "env_kwargs = " + literal(_kwargs(config, "env_kwargs")),
+             "policy_kwargs = " + literal(_kwargs(config, "policy_kwargs")),
              f"live_out = {live_out!r}",
              "# The rollout is shown live below while it runs (the live page, served on localhost on this port,",
              "# or a free one; over SSH forward it: ssh -L PORT:127.0.0.1:PORT host). None: no live view.",
-             f"live_port = {int(config.get('notebook_viewer_port') or 5178)!r}"]
+             f"live_port = {_viewer_port(config)!r}"]
     return "\n".join(lines) + "\n" + ("\n" + _search_source(search_path).rstrip("\n") + "\n" if search_path else "")
 
 
-def rerun_source(config: dict[str, Any]) -> str:
+def rerun_source(config: Mapping[str, object]) -> str:
     """The ``rerun`` cell (saved mode): ``render_policy`` again, on the editable kwargs."""
     overrides = {k: v for k, v in LIVE_OVERRIDES.items() if k in config}
     return ("from torchrl_render import RenderConfig, render_policy\n\n"
@@ -94,10 +94,10 @@ def rerun_source(config: dict[str, Any]) -> str:
             "result  # the video(s) and the metrics table\n")
 
 
-def live_source(config: dict[str, Any], live_out: str, search_path: Sequence[str]) -> str:
+def live_source(config: Mapping[str, object], live_out: str, search_path: Sequence[str]) -> str:
     """torchrl.render's in-notebook collection (the same calls, in one cell), with what it changes editable."""
-    live = {"env_kwargs": config.get("env_kwargs") or {}, "policy_kwargs": config.get("policy_kwargs") or {},
-            "out": live_out, "live": int(config.get("notebook_viewer_port") or 5178)}
+    live = {"env_kwargs": _kwargs(config, "env_kwargs"), "policy_kwargs": _kwargs(config, "policy_kwargs"),
+            "out": live_out, "live": _viewer_port(config)}
     fixed = {k: v for k, v in LIVE_OVERRIDES.items() if k in config}
     return ("# Roll the policy out in this kernel (torchrl.render's in-notebook collection: the same calls).\n"
             + _search_source(search_path)
@@ -142,6 +142,18 @@ live_result  # the video(s) and the metrics table
 """
 
 
+def _kwargs(config: Mapping[str, object], name: str) -> Mapping[str, object]:
+    """The config's ``env_kwargs`` or ``policy_kwargs`` (a dict; empty where it has none)."""
+    kwargs = config.get(name)
+    return kwargs if isinstance(kwargs, Mapping) else {}
+
+
+def _viewer_port(config: Mapping[str, object]) -> int:
+    """The config's ``notebook_viewer_port`` (an int; 5178 where it has none)."""
+    port = config.get("notebook_viewer_port")
+    return int(port) if isinstance(port, SupportsInt) and port else 5178
+
+
 def _search_source(search_path: Sequence[str]) -> str:
     if not search_path:
         return ""
@@ -150,7 +162,7 @@ def _search_source(search_path: Sequence[str]) -> str:
             "        sys.path.insert(0, folder)\n\n")
 
 
-def literal(data: dict[str, Any]) -> str:
+def literal(data: Mapping[str, object]) -> str:
     """A dict as Python source: one line when short, else one key per line."""
     one = repr(data)
     if len(one) <= 88:

@@ -27,11 +27,16 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
 
 from ..contracts import EpisodeMetrics, UserEnv
 from ..data import Artifact, FrameBundle
-from ..errors import NoFramesError, WriterError
+from ..errors import ConfigError, NoFramesError, WriterError
+from ..registry import WRITERS
 from ..storage import commit, remove, temp_path
 
 if TYPE_CHECKING:
@@ -40,6 +45,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "Closable",
     "Writer",
     "close_quietly",
     "commit",
@@ -48,6 +54,7 @@ __all__ = [
     "no_frames_error",
     "remove",
     "temp_path",
+    "writer_class",
 ]
 
 log = logging.getLogger("torchrl_render")
@@ -87,7 +94,13 @@ def no_frames_error(fmt: str, path: Path) -> NoFramesError:
             "or pick a data format that needs no frames")
 
 
-def close_quietly(handle: Any, what: str) -> None:
+class Closable(Protocol):
+    """A handle a writer may hold open (a file, a zip file, a container): what :func:`close_quietly` calls."""
+
+    def close(self) -> None: ...
+
+
+def close_quietly(handle: Closable | None, what: str) -> None:
     """Closes ``handle`` (if any) while aborting: a failure is logged, never raised (the partial output
     is deleted next, and the error that caused the abort must not be hidden)."""
     if handle is None:
@@ -96,6 +109,16 @@ def close_quietly(handle: Any, what: str) -> None:
         handle.close()
     except Exception:
         log.debug("closing an aborted %s failed", what, exc_info=True)
+
+
+def writer_class(name: str) -> type[Writer]:
+    """The writer class registered as format ``name`` (a plugin's too), checked to be one."""
+    cls = WRITERS.load(name)
+    if not (isinstance(cls, type) and issubclass(cls, Writer)):
+        raise ConfigError(f"format {name!r} ({WRITERS.entry(name).target}) is not a Writer class",
+                          expected="a subclass of torchrl_render.writers.base.Writer", got=repr(cls),
+                          fix=f"register a Writer subclass under {name!r}")
+    return cls
 
 
 class Writer(ABC):
@@ -152,7 +175,7 @@ class Writer(ABC):
     def write(self, bundle: FrameBundle) -> None:
         """Writes the (single) frame of ``bundle``."""
 
-    def _first_frame(self, bundle: FrameBundle, start: Callable[[int, int], None]) -> Any:
+    def _first_frame(self, bundle: FrameBundle, start: Callable[[int, int], None]) -> NDArray[np.uint8]:
         """The (single) frame of ``bundle``. The first frame starts the output (``start(height, width)``,
         which sets :attr:`frame_shape`); a later frame of another size is refused."""
         frame = next(iter(bundle.frames.values()))
@@ -172,13 +195,13 @@ class Writer(ABC):
     def on_episode(self, metrics: EpisodeMetrics) -> None:
         """Data writers: called when an episode ends."""
 
-    def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:
+    def on_metrics(self, per_episode: list[EpisodeMetrics]) -> None:
         """Called once before :meth:`close` by a run that filmed episodes chosen from its numbers
         (``--render-select worst:3``): the whole run's per-episode metrics, where :meth:`on_episode` saw
         only the filmed episodes' (each labelled with ``render_reason``)."""
 
     @abstractmethod
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         """Flushes and closes the temporary output; returns artifact info."""
 
     def _release(self) -> None:
@@ -215,7 +238,8 @@ class Writer(ABC):
     def __enter__(self) -> Writer:
         return self
 
-    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         if exc_type is None:
             self.close()
         else:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import struct
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from PIL import GifImagePlugin, Image
 
@@ -92,7 +92,7 @@ class GifWriter(Writer):
                               fix="check that the folder exists and is writable") from exc
         self._file.write(_header(width, height))
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         if self._file is None:
             raise no_frames_error(self.format, self.path)
         file, self._file = self._file, None

@@ -15,13 +15,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..contracts import EpisodeMetrics, UserEnv
 from ..data import Artifact, FrameBundle
 from ..errors import ConfigError, WriterError
 from ..registry import WRITERS, Registry
-from .base import Writer, remove
+from .base import Writer, remove, writer_class
 
 if TYPE_CHECKING:
     from ..config import RenderConfig
@@ -36,6 +36,11 @@ __all__ = [
     "WriterGroup",
     "too_many_split_files",
 ]
+
+#: The argument of one of a group's calls (write, on_trajectory, on_episode, on_metrics)...
+_Arg: TypeAlias = "FrameBundle | Episode | EpisodeMetrics | list[EpisodeMetrics]"
+#: ...and what the background thread hands to each group: the method's name and that argument.
+_Call: TypeAlias = tuple[str, _Arg]
 
 
 @contextmanager
@@ -82,7 +87,7 @@ class WriterGroup:
     def __init__(self, cfg: RenderConfig, out: Path, trajectories: Sequence[int] | None = None) -> None:
         self.cfg = cfg
         self.out = Path(out)
-        self.cls = WRITERS.load(cfg.format_name)
+        self.cls = writer_class(cfg.format_name)
         separate = cfg.camera_layout == "separate"
         self.streams = separate and self.cls.stream_per_file  # videos: one per (trajectory, camera)
         self.split = bool(cfg.split_trajectories) or self.streams
@@ -170,7 +175,7 @@ class WriterGroup:
             with _os_errors(writer):
                 writer.on_episode(metrics)
 
-    def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:
+    def on_metrics(self, per_episode: list[EpisodeMetrics]) -> None:
         for writer in self._writers.values():
             with _os_errors(writer):
                 writer.on_metrics(per_episode)
@@ -210,7 +215,7 @@ class BackgroundWriters:
 
     def __init__(self, groups: list[WriterGroup], maxsize: int = 8) -> None:
         self.groups = groups
-        self.queue: Any = queue.Queue(maxsize=maxsize)
+        self.queue: queue.Queue[_Call | object] = queue.Queue(maxsize=maxsize)  # a call, or _STOP
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._work, name="torchrl_render-writers", daemon=True)
         self.thread.start()
@@ -222,6 +227,7 @@ class BackgroundWriters:
                 return
             if self.error is not None:
                 continue  # drain without working after a failure
+            assert isinstance(item, tuple)  # every item but _STOP is a call (_put)
             method, arg = item
             try:
                 for group in self.groups:
@@ -229,7 +235,7 @@ class BackgroundWriters:
             except BaseException as exc:  # handed to the producer thread, which raises it
                 self.error = exc
 
-    def _put(self, method: str, arg: Any) -> None:
+    def _put(self, method: str, arg: _Arg) -> None:
         if self.error is not None:
             raise self.error
         self.queue.put((method, arg))
@@ -243,7 +249,7 @@ class BackgroundWriters:
     def on_episode(self, metrics: EpisodeMetrics) -> None:
         self._put("on_episode", metrics)
 
-    def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:
+    def on_metrics(self, per_episode: list[EpisodeMetrics]) -> None:
         self._put("on_metrics", per_episode)
 
     def _join(self) -> None:
@@ -282,7 +288,7 @@ class InlineWriters(BackgroundWriters):
         self.groups = groups
         self.error = None
 
-    def _put(self, method: str, arg: Any) -> None:
+    def _put(self, method: str, arg: _Arg) -> None:
         for group in self.groups:
             getattr(group, method)(arg)
 
@@ -313,5 +319,21 @@ class KeptFrames:
             self.kept[bundle.trajectory_index].append(dataclasses.replace(bundle, frames=frames))
         self.writers.write(bundle)
 
-    def __getattr__(self, name: str) -> Any:
+    def on_trajectory(self, episode: Episode) -> None:
+        self.writers.on_trajectory(episode)
+
+    def on_episode(self, metrics: EpisodeMetrics) -> None:
+        self.writers.on_episode(metrics)
+
+    def on_metrics(self, per_episode: list[EpisodeMetrics]) -> None:
+        self.writers.on_metrics(per_episode)
+
+    def close(self) -> list[Artifact]:
+        return self.writers.close()
+
+    def abort(self) -> None:
+        self.writers.abort()
+
+    def __getattr__(self, name: str) -> object:
+        """The writers' other attributes (the calls above are spelled out, so that their types are known)."""
         return getattr(self.writers, name)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, NotRequired, TypedDict
 
 from ..checkpoint import sha256_file
 from ..contracts import EpisodeMetrics
@@ -38,10 +38,25 @@ from ..replay.page import assemble_page
 from .base import Writer, no_frames_error
 
 if TYPE_CHECKING:
+    import mujoco
+
     from ..config import RenderConfig
+    from ..replay.poses import PoseEncoder
+    from ..replay.scene import Scene
 
 
 __all__ = ["HtmlWriter"]
+
+
+class PageEpisode(TypedDict):
+    """One episode as the page lists it: its index, its frame and pose-chunk counts and, once it ended, its
+    facts (seed, return, length, success, ...)."""
+
+    episode_ix: int
+    frames: int
+    chunks: int
+    metrics: NotRequired[dict[str, object]]
+
 
 class HtmlWriter(Writer):
     """Writes the 3-D replay page (see the module docstring and ``docs/formats.md``).
@@ -56,15 +71,15 @@ class HtmlWriter(Writer):
     format = "html"
 
     def __init__(self, path: str | Path, fps: float = 30.0, title: str | None = None,
-                 facts: dict[str, Any] | None = None) -> None:
+                 facts: dict[str, object] | None = None) -> None:
         super().__init__(path)
         self.fps, self.title, self.facts = float(fps), title or Path(path).stem, dict(facts or {})
         self._chunks_path = self.tmp.with_name(self.tmp.name + ".poses")
         self._chunks: IO[str] | None = None
-        self._scene: dict[str, Any] | None = None
-        self._encoder: Any = None
-        self._episodes: list[dict[str, Any]] = []  # one per episode: facts, frame count, chunk count
-        self._current: dict[str, Any] | None = None
+        self._scene: Scene | None = None
+        self._encoder: PoseEncoder | None = None
+        self._episodes: list[PageEpisode] = []  # one per episode: facts, frame count, chunk count
+        self._current: PageEpisode | None = None
 
     @classmethod
     def from_config(cls, path: Path, cfg: RenderConfig) -> HtmlWriter:
@@ -72,9 +87,9 @@ class HtmlWriter(Writer):
         return cls(path, fps=cfg.fps, facts=cls.facts_from_config(cfg))
 
     @staticmethod
-    def facts_from_config(cfg: Any) -> dict[str, Any]:
+    def facts_from_config(cfg: RenderConfig) -> dict[str, object]:
         """The run-level facts the page shows: ``checkpoint_sha256`` and ``env``."""
-        facts: dict[str, Any] = {"checkpoint_sha256": None, "env": _describe(getattr(cfg, "env", None))}
+        facts: dict[str, object] = {"checkpoint_sha256": None, "env": _describe(getattr(cfg, "env", None))}
         ckpt = getattr(cfg, "ckpt", None)
         if ckpt is not None and Path(ckpt).is_file():
             facts["checkpoint_sha256"] = sha256_file(ckpt)
@@ -88,13 +103,12 @@ class HtmlWriter(Writer):
                               expected="FrameBundle.state with 'qpos' (and the MjModel on the first frame)",
                               got=f"trajectory {bundle.trajectory_index}, step {bundle.step}: no state",
                               fix="use --out with .html only for MuJoCo envs (gymnasium MuJoCo, dm_control)")
-        if self._encoder is None:
-            self._start(state.get("model"))
+        encoder = self._encoder if self._encoder is not None else self._start(state.get("model"))
         if self._current is None or self._current["episode_ix"] != bundle.trajectory_index:
             self._end_episode()
             self._current = {"episode_ix": bundle.trajectory_index, "frames": 0, "chunks": 0}
         metrics = bundle.metrics or {}
-        chunk = self._encoder.add(state["qpos"], state.get("mocap_pos"), state.get("mocap_quat"),
+        chunk = encoder.add(state["qpos"], state.get("mocap_pos"), state.get("mocap_quat"),
                                   metrics.get("reward", 0.0), metrics.get("return", 0.0))
         self._current["frames"] += 1
         self.num_frames += 1
@@ -104,14 +118,17 @@ class HtmlWriter(Writer):
     def on_episode(self, metrics: EpisodeMetrics) -> None:
         """Keeps the episode's facts (seed, return, length, success) for the page."""
         if self._current is not None and self._current["episode_ix"] == metrics.get("episode_ix"):
-            self._current["metrics"] = {k: metrics.get(k) for k in
-                                        ("seed", "sum_reward", "length", "success", "terminated", "truncated")}
+            facts = self._current["metrics"] = {k: metrics.get(k) for k in
+                                                ("seed", "sum_reward", "length", "success", "terminated",
+                                                 "truncated")}
             for key in ("render_reason", "rerun"):  # --render-select: why it is shown; a re-run that differed
-                if metrics.get(key) is not None:
-                    self._current["metrics"][key] = metrics[key]
+                value = metrics.get(key)
+                if value is not None:
+                    facts[key] = value
             self._end_episode()
 
-    def _start(self, model: Any) -> None:
+    def _start(self, model: mujoco.MjModel | None) -> PoseEncoder:
+        """Exports the scene of ``model`` and starts the pose encoder (the first state); returns the encoder."""
         if model is None:
             raise WriterError("the first MuJoCo state of the html format came without its model",
                               expected="state['model'] = the mujoco.MjModel", got="no model",
@@ -122,6 +139,7 @@ class HtmlWriter(Writer):
         self._scene = export_scene(model)
         self._encoder = PoseEncoder(model)
         self._chunks = open(self._chunks_path, "w", encoding="ascii")
+        return self._encoder
 
     def _put(self, chunk: str) -> None:
         # only with an episode open (write, _end_episode), so after _start opened the chunks file
@@ -132,13 +150,14 @@ class HtmlWriter(Writer):
     def _end_episode(self) -> None:
         if self._current is None:
             return
+        assert self._encoder is not None  # an episode is open only after the first state started the encoder
         chunk = self._encoder.flush()
         if chunk is not None:
             self._put(chunk)
         self._episodes.append(self._current)
         self._current = None
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         if self._encoder is None:
             raise no_frames_error(self.format, self.path)
         self._end_episode()
@@ -149,10 +168,11 @@ class HtmlWriter(Writer):
         with open(self._chunks_path, encoding="ascii") as chunks, open(self.tmp, "w", encoding="utf-8") as out:
             assemble_page(out, head, scene, self._episodes, chunks)
         self._release()
-        drawn = scene.get("drawn") or {}
-        info = {"size": os.path.getsize(self.tmp), "episodes": len(self._episodes), "replay": drawn}
+        drawn = scene["drawn"]
+        info: dict[str, object] = {"size": os.path.getsize(self.tmp), "episodes": len(self._episodes),
+                                   "replay": drawn}
         # the note names what the model shows and the page does not (not a skybox, nor unused textures)
-        shown = [line for line in drawn.get("not_drawn", ()) if not line.startswith("skybox")
+        shown = [line for line in drawn["not_drawn"] if not line.startswith("skybox")
                  and "no material uses it" not in line and "no visible geom or skin uses it" not in line]
         if shown:
             info["notes"] = ["the 3-D replay does not draw: " + "; ".join(shown)]
@@ -164,7 +184,7 @@ class HtmlWriter(Writer):
         self._chunks_path.unlink(missing_ok=True)
 
 
-def _describe(env: Any) -> str | None:
+def _describe(env: object) -> str | None:
     """The env spec as the page shows it (``path/to/policy.py:make_env`` -> ``policy.py:make_env``)."""
     if env is None:
         return None

@@ -34,13 +34,13 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..config import callable_name
 from ..contracts import EpisodeMetrics
-from ..data import FrameBundle
+from ..data import FrameBundle, RunMetrics
 from ..errors import ConfigError, OutputExistsError, WriterError
 from ..live.notebook_viewer import write_mujoco_wasm_viewer
 from ..metrics import aggregate, bootstrap_options
@@ -55,6 +55,8 @@ from .mp4 import PRESET, Mp4Writer
 from .preview import Preview
 
 if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
     from ..config import RenderConfig
     from ..engine.records import Episode
 
@@ -89,7 +91,7 @@ class IpynbWriter(Writer):
 
     format = "ipynb"
 
-    def __init__(self, path: str | Path, *, config: dict[str, Any] | None = None, mode: str = "saved",
+    def __init__(self, path: str | Path, *, config: Mapping[str, object] | None = None, mode: str = "saved",
                  execute: bool = True, embed_limit_bytes: int | None = EMBED_LIMIT_BYTES, fps: float = 30.0,
                  codec: str | None = None, crf: int = 23, preset: str = PRESET, preview: bool = True,
                  overwrite: bool = False,
@@ -99,7 +101,7 @@ class IpynbWriter(Writer):
         if mode not in MODES:
             raise ConfigError("notebook_rollout_mode is not known", expected=", ".join(MODES), got=mode,
                               fix="pass --notebook-rollout-mode saved, live or both")
-        self.config = config or {}
+        self.config: Mapping[str, object] = config or {}
         self.mode, self.execute, self.limit = mode, bool(execute) and mode != "live", embed_limit_bytes
         self.fps, self.codec, self.crf, self.preview = float(fps), codec, int(crf), bool(preview)
         self.frames_wanted = mode != "live"  # False for --render-backend null (from_config)
@@ -111,11 +113,11 @@ class IpynbWriter(Writer):
         self._saved_rollouts = 0
         self._work: Path | None = None
         self._open: dict[int, tuple[Mp4Writer, Preview | None]] = {}  # the preview only with self.preview
-        self._done: dict[int, tuple[Path, int, dict[str, Any], bytes | None]] = {}
-        self._episodes: list[dict[str, Any]] = []
-        self._viewers: dict[int, Any] = {}  # the 3-D viewer per episode, when states arrive
+        self._done: dict[int, tuple[Path, int, dict[str, object], bytes | None]] = {}
+        self._episodes: list[EpisodeMetrics] = []
+        self._viewers: dict[int, HtmlWriter] = {}  # the 3-D viewer per episode, when states arrive
         self._viewer_pages: dict[int, Path] = {}
-        self._viewer_facts: dict[str, Any] = {}
+        self._viewer_facts: dict[str, object] = {}
 
     @classmethod
     def from_config(cls, path: Path, cfg: RenderConfig) -> IpynbWriter:
@@ -217,7 +219,7 @@ class IpynbWriter(Writer):
         self._saved_rollouts += 1
 
     @classmethod
-    def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
+    def add_metadata(cls, path: Path, metadata: Mapping[str, object], cfg: RenderConfig) -> None:
         """Writes the run's metadata as ``metadata.json`` in the asset folder (where torchrl.render's is)."""
         import json
 
@@ -232,7 +234,7 @@ class IpynbWriter(Writer):
         self._close_video(metrics["episode_ix"])
         self._close_viewer(metrics)
 
-    def on_metrics(self, per_episode: list[dict[str, Any]]) -> None:
+    def on_metrics(self, per_episode: list[EpisodeMetrics]) -> None:
         """The report's table and aggregates cover every episode of the run, not only the filmed ones."""
         self._episodes = list(per_episode)
 
@@ -244,7 +246,7 @@ class IpynbWriter(Writer):
                                              title=f"{self.stem} episode {traj}", facts=self._viewer_facts)
         self._viewers[traj].write(bundle)
 
-    def _close_viewer(self, metrics: dict[str, Any]) -> None:
+    def _close_viewer(self, metrics: EpisodeMetrics) -> None:
         viewer = self._viewers.pop(metrics["episode_ix"], None)
         if viewer is not None:
             viewer.on_episode(metrics)
@@ -268,7 +270,7 @@ class IpynbWriter(Writer):
 
     # -- the end --------------------------------------------------------------------------------
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         if self.frames_wanted and self.num_frames == 0:
             raise no_frames_error(self.format, self.path)
         for traj in list(self._open):
@@ -296,7 +298,7 @@ class IpynbWriter(Writer):
                 "assets": str(self.assets), "saved_rollouts": self._saved_rollouts,
                 "bytes": self.tmp.stat().st_size}
 
-    def _metrics(self) -> dict[str, Any]:
+    def _metrics(self) -> RunMetrics:
         wall = sum(float(e.get("wall_s") or 0.0) for e in self._episodes)
         aggregated = aggregate(self._episodes, wall, **bootstrap_options(self.config))
         return {"per_episode": self._episodes, "aggregated": aggregated}
@@ -326,7 +328,7 @@ class IpynbWriter(Writer):
                                       budget_left=None if fits else budget))
         return videos, linked
 
-    def _run(self, nb: Any) -> None:
+    def _run(self, nb: NotebookNode) -> None:
         """Executes ``nb`` in place with nbclient, in a fresh kernel of this interpreter."""
         from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -359,10 +361,12 @@ class IpynbWriter(Writer):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "config.json").write_text(json.dumps(self.config, indent=2, sort_keys=True) + "\n",
                                             encoding="utf-8")
-        model = self.config.get("mujoco_model_path")
-        if model and self.config.get("notebook_render_backend") == "mujoco_wasm":
+        model = self.config.get("mujoco_model_path")  # to_dict() gives paths as text
+        if isinstance(model, str) and model and self.config.get("notebook_render_backend") == "mujoco_wasm":
+            assets = self.config.get("mujoco_asset_paths")
             write_mujoco_wasm_viewer(folder / MUJOCO_VIEWER_DIR, model,
-                                     asset_paths=self.config.get("mujoco_asset_paths") or None)
+                                     asset_paths=[str(p) for p in assets] if isinstance(assets, list) and assets
+                                     else None)
 
     def _place_side_files(self, linked: list[Path]) -> list[Path]:
         """Renames the asset folder, the linked mp4s and what the live cells wrote to beside the notebook."""
@@ -401,7 +405,7 @@ def _check_can_execute() -> None:
                           extra=" ".join(missing))
 
 
-def _check_importable_factories(cfg: Any) -> None:
+def _check_importable_factories(cfg: RenderConfig) -> None:
     for name in ("env", "policy"):
         spec = getattr(cfg, name)
         if not isinstance(spec, str) and "<" in callable_name(spec):

@@ -33,7 +33,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..contracts import EpisodeMetrics
 from ..data import FrameBundle
@@ -61,9 +61,9 @@ class JsonWriter(Writer):
     format = "json"
 
     def __init__(self, path: str | Path, bootstrap_reps: int = DEFAULT_REPS, seed: int | None = None,
-                 precision: Any = None) -> None:
+                 precision: RenderConfig | None = None) -> None:
         super().__init__(path)
-        self._episodes: list[dict[str, Any]] = []
+        self._episodes: list[EpisodeMetrics] = []
         self._t0 = time.perf_counter()
         self.bootstrap_reps, self.seed = bootstrap_reps, seed
         self.precision = precision  # the run's config when it has --precision: its ``sequential`` entry
@@ -78,9 +78,9 @@ class JsonWriter(Writer):
         """A data format: frames are not written."""
 
     def on_episode(self, metrics: EpisodeMetrics) -> None:
-        self._episodes.append(dict(metrics))
+        self._episodes.append(metrics.copy())
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         agg = aggregate(self._episodes, time.perf_counter() - self._t0, reps=self.bootstrap_reps, seed=self.seed)
         data: dict[str, object] = {"per_episode": self._episodes, "aggregated": agg, "overall": agg}
         if self.precision is not None:

@@ -42,17 +42,18 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
 from .._version import __version__
-from ..contracts import EpisodeMetrics
+from ..contracts import Array, EpisodeMetrics
 from ..data import FrameBundle
 from ..errors import WriterError
-from ..keys import key_to_string
+from ..keys import NestedKey, key_to_string
 from ..metrics import aggregate, bootstrap_options, json_ready
 from ..storage import atomic_path
 from .base import Writer
@@ -79,12 +80,13 @@ class JsonlWriter(Writer):
 
     format = "jsonl"
 
-    def __init__(self, path: str | Path, action_key: Any = "action", config: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: str | Path, action_key: NestedKey = "action",
+                 config: Mapping[str, object] | None = None) -> None:
         super().__init__(path)
         self.action_key, self.config = action_key, config
         self._file: IO[bytes] | None = None
         self._t0 = time.perf_counter()
-        self._episodes: list[dict[str, Any]] = []
+        self._episodes: list[EpisodeMetrics] = []
         self._steps = 0
         self._returns: dict[int, float] = {}
         self._lines = 0
@@ -110,9 +112,10 @@ class JsonlWriter(Writer):
         summary = _action_summaries(episode.actions, n)
         wall = time.perf_counter() - self._t0
         for t in range(n):
-            line = {"type": "step", "trajectory": episode.index, "step": t + 1, "reward": float(episode.rewards[t]),
-                    "return": float(returns[t]), "done": bool(episode.dones[t]),
-                    "terminated": bool(episode.terminated[t]), "truncated": bool(episode.truncated[t])}
+            line: dict[str, object] = {
+                "type": "step", "trajectory": episode.index, "step": t + 1, "reward": float(episode.rewards[t]),
+                "return": float(returns[t]), "done": bool(episode.dones[t]),
+                "terminated": bool(episode.terminated[t]), "truncated": bool(episode.truncated[t])}
             line.update(summary[t])
             line["wall_s"] = wall
             self._line(line)
@@ -129,7 +132,7 @@ class JsonlWriter(Writer):
                     "cameras": cameras})
 
     @classmethod
-    def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
+    def add_metadata(cls, path: Path, metadata: Mapping[str, object], cfg: RenderConfig) -> None:
         """Puts the run's ``metadata`` into the first line (torchrl.render's layout), rewriting the file once."""
         with atomic_path(path) as tmp, open(path, "rb") as source, open(tmp, "wb") as target:
             first = json.loads(source.readline())
@@ -150,7 +153,7 @@ class JsonlWriter(Writer):
                         "config": self.config})
         return self._file
 
-    def _line(self, data: dict[str, Any]) -> None:
+    def _line(self, data: dict[str, object]) -> None:
         """One complete line per ``write`` call (unbuffered), so a crash never splits a line."""
         payload = (json.dumps(json_ready(data), allow_nan=False, default=str) + "\n").encode("utf-8")
         view = memoryview(payload)
@@ -159,7 +162,7 @@ class JsonlWriter(Writer):
         while view:
             view = view[file.write(view):]
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         wall = time.perf_counter() - self._t0
         summary = aggregate(self._episodes, wall, **bootstrap_options(self.config))
         self._line({"type": "summary", "n_steps": self._steps, "wall_s": wall, **summary})
@@ -175,7 +178,7 @@ class JsonlWriter(Writer):
             file.close()
 
 
-def _action_summaries(actions: np.ndarray | None, n: int) -> list[dict[str, Any]]:
+def _action_summaries(actions: Array | None, n: int) -> list[dict[str, float | list[float]]]:
     """Per step: mean, min, max and L2 norm of the action (and its values when it is small)."""
     if actions is None or n == 0:
         return [{} for _ in range(n)]
@@ -184,7 +187,8 @@ def _action_summaries(actions: np.ndarray | None, n: int) -> list[dict[str, Any]
         return [{} for _ in range(n)]
     cols = zip(values.mean(1).tolist(), values.min(1).tolist(), values.max(1).tolist(),
                np.sqrt((values ** 2).sum(1)).tolist())
-    out = [{"action_mean": m, "action_min": lo, "action_max": hi, "action_norm": nm} for m, lo, hi, nm in cols]
+    out: list[dict[str, float | list[float]]] = [
+        {"action_mean": m, "action_min": lo, "action_max": hi, "action_norm": nm} for m, lo, hi, nm in cols]
     if values.shape[1] <= ACTION_LIST_MAX:
         for row, listed in zip(out, values.tolist()):
             row["action"] = listed

@@ -44,19 +44,25 @@ import json
 import re
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from .._version import __version__
-from ..contracts import UserEnv
+from ..contracts import Array, UserEnv
 from ..data import FrameBundle
 from ..envs.unwrap import is_gymnasium, underlying_env
 from ..errors import ConfigError, WriterError
+from ..keys import NestedKey
 from .base import Writer, fresh_folder
-from .minari_infos import InfoColumns
+from .minari_infos import InfoColumns, InfoTree
 
 if TYPE_CHECKING:
+    import gymnasium as gym
+    from gymnasium.envs.registration import EnvSpec
+    from minari.dataset.minari_storage import MinariStorage
+
     from ..config import RenderConfig
     from ..engine.records import Episode
 
@@ -69,7 +75,7 @@ EXTRA = "torchrl_render[datasets]"
 _UNSAFE = re.compile(r"[^-\w]+")
 
 
-def require_minari(backend: str | None = None) -> Any:
+def require_minari(backend: str | None = None) -> ModuleType:
     """``import minari`` (and the backend's package), or a :class:`ConfigError` naming the pip extra."""
     needs = [("minari", "minari[hdf5]")]  # (module, the pip requirement that brings it)
     if backend in BACKEND_PACKAGES:
@@ -89,7 +95,7 @@ def _slug(text: str) -> str:
     return _UNSAFE.sub("-", text).strip("-_") or "run"
 
 
-def _spec_name(value: Any) -> str | None:
+def _spec_name(value: object) -> str | None:
     """The last name of a ``module:object`` / ``file.py:object`` spec, a gymnasium id itself, a callable's name."""
     if value is None:
         return None
@@ -99,7 +105,7 @@ def _spec_name(value: Any) -> str | None:
     return text.rpartition(":")[2] if ":" in text else text
 
 
-def default_dataset_id(env_id: str | None, cfg: Any) -> str:
+def default_dataset_id(env_id: str | None, cfg: RenderConfig | None) -> str:
     """``ENV/POLICY-v0``: the env's gymnasium id (else its factory's name) and the policy's name, with the
     checkpoint's stem when there is one.
 
@@ -129,6 +135,19 @@ def check_dataset_id(dataset_id: str, flag: str = "--minari-dataset-id") -> None
                           got=dataset_id, fix=f"pass another {flag}") from exc
 
 
+class GymEnvParts(Protocol):
+    """What the dataset reads of a gymnasium env: its spaces and its spec."""
+
+    @property
+    def observation_space(self) -> gym.Space: ...
+
+    @property
+    def action_space(self) -> gym.Space: ...
+
+    @property
+    def spec(self) -> EnvSpec | None: ...
+
+
 class MinariWriter(Writer):
     """Writes the run's episodes as a Minari dataset (see the module docstring).
 
@@ -142,12 +161,12 @@ class MinariWriter(Writer):
     format = "minari"
 
     def __init__(self, path: str | Path, dataset_id: str | None = None, backend: str = "hdf5",
-                 config: Any = None) -> None:
+                 config: RenderConfig | None = None) -> None:
         super().__init__(path)
         self.dataset_id, self.backend, self.config = dataset_id, backend, config
-        self._env: Any = None  # the gymnasium env (its spaces and spec), when the run's env is one
-        self._spaces: tuple[Any, Any] | None = None
-        self._storage: Any = None
+        self._env: GymEnvParts | None = None  # the gymnasium env (its spaces and spec), when the run's env is one
+        self._spaces: tuple[gym.Space, gym.Space] | None = None
+        self._storage: MinariStorage | None = None
         self._episodes = self._steps = 0
         self._made = False
         self._infos = InfoColumns()
@@ -200,12 +219,12 @@ class MinariWriter(Writer):
         self._episodes += 1
         self._steps += episode.length
 
-    def _episode_infos(self, episode: Any) -> dict[str, Any]:
+    def _episode_infos(self, episode: Episode) -> dict[str, object]:
         """The episode's step infos as Minari stores them (the engine's success report among them)."""
         infos = episode.step_infos if episode.step_infos is not None else [{}] * (episode.length + 1)
         return _scalars_as_lists(self._infos.stack(infos, getattr(episode, "step_success", None)))
 
-    def _spaces_for(self, episode: Any) -> tuple[Any, Any]:
+    def _spaces_for(self, episode: Episode) -> tuple[gym.Space, gym.Space]:
         """The env's spaces; for an env that is not gymnasium (a torchrl env), unbounded boxes of the data's
         shapes and dtypes."""
         if self._spaces is None:
@@ -219,7 +238,7 @@ class MinariWriter(Writer):
                 self._spaces = (_box(spaces, obs[0]), _box(spaces, act[0]))
         return self._spaces
 
-    def _open(self, obs_space: Any, act_space: Any) -> Any:
+    def _open(self, obs_space: gym.Space, act_space: gym.Space) -> MinariStorage:
         if self._storage is not None:
             return self._storage
         from minari.dataset.minari_storage import MinariStorage
@@ -245,9 +264,9 @@ class MinariWriter(Writer):
         fresh_folder(self.tmp, self.path, "the dataset folder")
         self._made = True
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         self._make_root()
-        info: dict[str, Any] = {"dataset_id": self.dataset_id, "root": str(self.path.absolute()),
+        info: dict[str, object] = {"dataset_id": self.dataset_id, "root": str(self.path.absolute()),
                                 "minari_datasets_path": str(self.path.absolute()), "backend": self.backend,
                                 "episodes": self._episodes, "steps": self._steps}
         if self._storage is None:  # no episode ended (a run without episodes): an empty datasets root
@@ -280,13 +299,13 @@ class MinariWriter(Writer):
         self._storage = None
 
 
-def _fit_actions(actions: np.ndarray, space: Any) -> np.ndarray:
+def _fit_actions(actions: Array, space: gym.Space) -> Array:
     """The actions as the env's action space holds them: a torchrl one-hot of a Discrete space as its index."""
     from gymnasium import spaces
 
     if isinstance(space, spaces.Discrete) and actions.ndim == 2 and actions.shape[1] == space.n > 1:
         return (actions.argmax(-1) + space.start).astype(space.dtype)
-    if getattr(space, "shape", None) is None or getattr(space, "dtype", None) is None:
+    if space.shape is None or space.dtype is None:
         return actions
     try:
         return actions.reshape((len(actions), *space.shape)).astype(space.dtype, copy=False)
@@ -296,14 +315,14 @@ def _fit_actions(actions: np.ndarray, space: Any) -> np.ndarray:
                           fix="keep --action-key at the action the env is stepped with") from exc
 
 
-def _scalars_as_lists(infos: dict[str, Any]) -> dict[str, Any]:
+def _scalars_as_lists(infos: InfoTree) -> dict[str, object]:
     """Scalar entries' ``(n + 1,)`` arrays as lists of numpy scalars, as ``DataCollector`` hands them over: Minari's
     arrow storage writes a 1-D array's per-step shape as ``""``, which its reader then fails to parse."""
     return {key: _scalars_as_lists(value) if isinstance(value, dict)
             else list(value) if value.ndim == 1 else value for key, value in infos.items()}
 
 
-def _observed(space: Any, obs_key: Any) -> Any:
+def _observed(space: gym.Space, obs_key: NestedKey | None) -> gym.Space:
     """The space of what the engine stores as observations: the env's, or its ``obs_key`` entry for a Dict space."""
     from gymnasium import spaces
 
@@ -318,7 +337,8 @@ def _observed(space: Any, obs_key: Any) -> Any:
                           "(gymnasium.wrappers.FlattenObservation)")
 
 
-def _box(spaces: Any, sample: np.ndarray) -> Any:
+def _box(spaces: ModuleType, sample: Array) -> gym.Space:
+    """An unbounded space of ``sample``'s shape and dtype (``spaces``: ``gymnasium.spaces``, imported by the caller)."""
     kind = sample.dtype
     lo: float  # the integer dtype's bounds, or infinities
     hi: float
@@ -331,7 +351,7 @@ def _box(spaces: Any, sample: np.ndarray) -> Any:
     return spaces.Box(lo, hi, shape=sample.shape, dtype=kind)
 
 
-def _serialisable(spec: Any) -> bool:
+def _serialisable(spec: EnvSpec | None) -> bool:
     """Whether Minari can store the env spec (``to_json`` refuses kwargs that are not JSON, e.g. callables)."""
     if spec is None:
         return False
@@ -342,12 +362,12 @@ def _serialisable(spec: Any) -> bool:
     return True
 
 
-def _recipe(cfg: Any) -> dict[str, Any]:
+def _recipe(cfg: RenderConfig | None) -> dict[str, object]:
     """How torchrl_render built the env and the policy: its specs as text (a callable by its name)."""
-    def text(value: Any) -> Any:
+    def text(value: object) -> str | int | float | bool | None:
         return value if value is None or isinstance(value, (str, int, float, bool)) else _spec_name(value)
 
-    out = {"version": __version__}
+    out: dict[str, object] = {"version": __version__}
     for name in ("env", "policy", "ckpt", "seed", "max_steps", "seed_mode", "obs_key"):
         out[name] = text(getattr(cfg, name, None)) if not isinstance(getattr(cfg, name, None), Path) \
             else str(getattr(cfg, name))

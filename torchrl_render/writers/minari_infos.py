@@ -10,7 +10,8 @@ and every step of every episode is stored against them: where a step's info lack
 in another shape), the stored value is a fill, NaN for a float entry, 0 for an integer one and False for
 a bool one, and the entry's fills are counted (the dataset's metadata and the run's notes say how
 many). Entries that are not numbers (text, objects) and keys that first appear after the first episode
-are not stored, and named. The engine's success report is stored as ``success`` where the env's own
+are not stored, and named; so is an entry that one step holds as a value and another as a dict of entries
+(its first form is stored). The engine's success report is stored as ``success`` where the env's own
 infos have no such key (e.g. it reports ``is_success``).
 
 Example:
@@ -23,13 +24,20 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TypeAlias
 
 import numpy as np
 
-__all__ = ["InfoColumns"]
+from ..contracts import Array
+
+__all__ = ["InfoColumns", "InfoTree"]
 
 Path = tuple[str, ...]
+#: Minari's infos of one episode: a ``(n + 1, ...)`` array per entry, nested as the env's info dicts nest.
+InfoTree: TypeAlias = "dict[str, Array | InfoTree]"
+#: The dtype of a stored entry: a bool, integer or float one (:func:`_numeric`).
+NumericDtype: TypeAlias = "np.dtype[np.generic[bool | int | float]]"
 
 
 class InfoColumns:
@@ -37,7 +45,7 @@ class InfoColumns:
 
     def __init__(self) -> None:
         #: ``{path: (shape, dtype)}`` of the stored entries; None until the first episode
-        self.layout: dict[Path, tuple[tuple[int, ...], np.dtype]] | None = None
+        self.layout: dict[Path, tuple[tuple[int, ...], NumericDtype]] | None = None
         self._filled: dict[Path, int] = {}
         self._dropped: set[Path] = set()
 
@@ -51,7 +59,7 @@ class InfoColumns:
         """The entries not stored: not numbers, or first seen after the first episode."""
         return sorted("/".join(p) for p in self._dropped)
 
-    def stack(self, infos: list[dict[str, Any]], success: np.ndarray | None = None) -> dict[str, Any]:
+    def stack(self, infos: list[dict[str, object]], success: Array | None = None) -> InfoTree:
         """One episode's ``n + 1`` info dicts as Minari's nested dict of ``(n + 1, ...)`` arrays.
 
         ``success``: the engine's per-step report (1/0; -1: none), stored as ``success`` unless an info has it.
@@ -67,13 +75,13 @@ class InfoColumns:
                 for path, value in f.items():
                     if path not in self.layout and path not in self._dropped:
                         array = _numeric(value)
-                        if array is None:
+                        if array is None or _nests(path, self.layout):
                             self._dropped.add(path)
                         else:
                             self.layout[path] = (array.shape, array.dtype)
         for f in flat:
             self._dropped.update(p for p in f if p not in self.layout)
-        columns: dict[Path, np.ndarray] = {}
+        columns: dict[Path, Array] = {}
         for path, (shape, dtype) in self.layout.items():
             column = np.full((len(flat), *shape), _fill(dtype), dtype)
             for t, f in enumerate(flat):
@@ -86,8 +94,8 @@ class InfoColumns:
         return _nest(columns)
 
 
-def _flatten(info: dict[str, Any], prefix: Path = ()) -> dict[Path, Any]:
-    out: dict[Path, Any] = {}
+def _flatten(info: Mapping[str, object], prefix: Path = ()) -> dict[Path, object]:
+    out: dict[Path, object] = {}
     for key, value in info.items():
         if isinstance(value, dict):
             out.update(_flatten(value, (*prefix, str(key))))
@@ -96,7 +104,13 @@ def _flatten(info: dict[str, Any], prefix: Path = ()) -> dict[Path, Any]:
     return out
 
 
-def _numeric(value: Any) -> np.ndarray | None:
+def _nests(path: Path, layout: Mapping[Path, object]) -> bool:
+    """Whether ``path`` is inside a stored entry or holds one (an entry that is a value at one step, a dict at
+    another): Minari's nested infos cannot hold both."""
+    return any(p[:len(path)] == path or path[:len(p)] == p for p in layout)
+
+
+def _numeric(value: object) -> Array | None:
     """The value as a bool, integer or float array; None for what is not one (text, objects, None)."""
     if value is None or isinstance(value, (str, bytes)):
         return None
@@ -107,15 +121,17 @@ def _numeric(value: Any) -> np.ndarray | None:
     return array if array.dtype.kind in "biuf" else None
 
 
-def _fill(dtype: np.dtype) -> Any:
+def _fill(dtype: NumericDtype) -> float:
     return np.nan if dtype.kind == "f" else 0
 
 
-def _nest(columns: dict[Path, np.ndarray]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _nest(columns: dict[Path, Array]) -> InfoTree:
+    out: InfoTree = {}
     for path, column in columns.items():
         node = out
         for part in path[:-1]:
-            node = node.setdefault(part, {})
+            child = node.setdefault(part, {})
+            assert isinstance(child, dict)  # no stored entry holds another (stack drops such entries: _nests)
+            node = child
         node[path[-1]] = column
     return out

@@ -23,16 +23,20 @@ import logging
 import os
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import av
 import numpy as np
+from numpy.typing import NDArray
 
 from ..data import FrameBundle
 from ..errors import WriterError
 from .base import Writer, no_frames_error
 
 if TYPE_CHECKING:
+    from av.container import OutputContainer
+    from av.video.stream import VideoStream
+
     from ..config import RenderConfig
 
 
@@ -73,9 +77,9 @@ class Mp4Writer(Writer):
     def __init__(self, path: str | Path, fps: float = 30.0, codec: str | None = None, crf: int = 23,
                  preset: str = PRESET) -> None:
         super().__init__(path)
-        self._container: Any = None
-        self._stream: Any = None
-        self._pad: np.ndarray | None = None
+        self._container: OutputContainer | None = None
+        self._stream: VideoStream | None = None
+        self._pad: NDArray[np.uint8] | None = None
         self.codec = codec or DEFAULT_CODEC
         self.crf = int(crf)
         self.preset = preset
@@ -97,6 +101,7 @@ class Mp4Writer(Writer):
             frame = self._pad
         video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
         video_frame.pts = self.num_frames
+        assert self._stream is not None and self._container is not None  # the first frame opened them (_open)
         for packet in self._stream.encode(video_frame):
             self._container.mux(packet)
         self.num_frames += 1
@@ -107,9 +112,9 @@ class Mp4Writer(Writer):
         if (even_h, even_w) != (height, width):
             self._pad = np.zeros((even_h, even_w, 3), np.uint8)  # black border stays black
         # an explicit file: URL, so that FFmpeg never reads a name such as "seed0:best.mp4" as a protocol
-        self._container = av.open(f"file:{os.path.abspath(self.tmp)}", "w", format="mp4",
-                                  container_options={"movflags": "+faststart"})
-        stream = self._container.add_stream(self.codec, rate=self.rate)
+        container = self._container = av.open(f"file:{os.path.abspath(self.tmp)}", "w", format="mp4",
+                                              container_options={"movflags": "+faststart"})
+        stream = container.add_stream(self.codec, rate=self.rate)
         stream.width, stream.height, stream.pix_fmt = even_w, even_h, PIX_FMT
         if self.codec.startswith(("libx264", "libx265")):
             stream.options = {"crf": str(self.crf), "preset": self.preset, **X264_DETERMINISTIC.get(self.codec, {})}
@@ -119,16 +124,17 @@ class Mp4Writer(Writer):
         stream.codec_context.thread_count = 1
         self._stream = stream
         try:
-            self._container.start_encoding()  # creates the file now, not at the first packet (~10 frames on)
+            container.start_encoding()  # creates the file now, not at the first packet (~10 frames on)
         except OSError as exc:
             raise WriterError(f"cannot create the video file {str(self.path)!r}", got=str(exc),
                               fix="check that the folder exists and is writable") from exc
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         if self._container is None:
             raise no_frames_error(self.format, self.path)
         container, stream = self._container, self._stream
         self._container = self._stream = None
+        assert stream is not None  # opened with the container (_open)
         width, height = stream.width, stream.height
         try:
             for packet in stream.encode(None):

@@ -40,15 +40,17 @@ import logging
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
-from ..contracts import EpisodeMetrics
+from ..contracts import Array, EpisodeMetrics
 from ..data import FrameBundle
 from ..errors import WriterError
-from ..keys import key_to_string
+from ..keys import NestedKey, key_to_string
 from ..storage import atomic_path
 from .base import Writer, close_quietly, frame_size_error
 
@@ -76,8 +78,8 @@ class NpzWriter(Writer):
 
     format = "npz"
 
-    def __init__(self, path: str | Path, obs_key: Any = "observation", action_key: Any = "action",
-                 frames: bool = False, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: str | Path, obs_key: NestedKey = "observation", action_key: NestedKey = "action",
+                 frames: bool = False, config: Mapping[str, object] | None = None) -> None:
         super().__init__(path)
         self.obs_key, self.action_key, self.frames, self.config = obs_key, action_key, bool(frames), config
         self._zip: zipfile.ZipFile | None = None
@@ -150,11 +152,11 @@ class NpzWriter(Writer):
                                   fix="check that the folder exists and is writable") from exc
         return self._zip
 
-    def _put(self, name: str, array: np.ndarray) -> None:
+    def _put(self, name: str, array: Array) -> None:
         with self._open().open(name + ".npy", "w", force_zip64=True) as member:
             np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         for index in sorted(self._spools):  # frames of trajectories that never got a step record
             self._spools.pop(index).copy_into(self._open(), f"traj{index}/frames.npy")
         columns = list(zip(*self._index)) or [(), (), (), ()]
@@ -174,7 +176,7 @@ class NpzWriter(Writer):
                 "frames": self.frames, "missing": sorted(self._missing)}
 
     @classmethod
-    def add_metadata(cls, path: Path, metadata: dict[str, Any], cfg: Any) -> None:
+    def add_metadata(cls, path: Path, metadata: Mapping[str, object], cfg: RenderConfig) -> None:
         """Adds the run's metadata as ``metadata`` (a JSON string, torchrl.render's key), through a copy of the
         file renamed into place (a crash never leaves it half-written); an older ``metadata`` is replaced."""
         with atomic_path(path) as tmp, zipfile.ZipFile(path) as source, \
@@ -203,7 +205,7 @@ class _FrameSpool:
         self.count = 0
         self.file: IO[bytes] | None = tempfile.TemporaryFile(dir=folder)
 
-    def add(self, frame: np.ndarray) -> None:
+    def add(self, frame: NDArray[np.uint8]) -> None:
         assert self.file is not None, "frame spool used after close"
         self.file.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
         self.count += 1

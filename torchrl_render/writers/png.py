@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from PIL import Image
 
@@ -58,7 +57,7 @@ class PngWriter(Writer):
         fresh_folder(self.tmp, self.path, "the frame folder")
         self._made = True
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> dict[str, object]:
         if not self._made:
             raise no_frames_error(self.format, self.path)
         return {"files": self.num_frames}

@@ -18,6 +18,7 @@ import io
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 from PIL import Image
 
 __all__ = ["PREVIEW_COLOURS", "PREVIEW_FPS", "PREVIEW_MAX_FRAMES", "PREVIEW_WIDTH", "Preview"]
@@ -42,7 +43,7 @@ class Preview:
         self.seen = 0
         self.frames: list[Image.Image] = []
 
-    def add(self, frame: np.ndarray) -> None:
+    def add(self, frame: NDArray[np.uint8]) -> None:
         if self.seen % self.stride == 0:
             image = Image.fromarray(frame)
             factor = math.ceil(image.width / PREVIEW_WIDTH)
