@@ -19,13 +19,17 @@ import logging
 import os
 import sys
 import traceback
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TextIO
 
 from .._version import __version__
 from ..api import render_policy
 from ..backends import BACKENDS
 from ..config import RenderConfig, load_mapping
+from ..contracts import EpisodeMetrics
+from ..data import RenderResult
 from ..errors import RenderError
+from ..registry import Registry
 from ..writers import WRITERS
 from .parser import PROG, Parser
 
@@ -88,9 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _help(meta: Any) -> str | None:
+def _help(meta: Mapping[str, object]) -> str | None:
     """A field's help for argparse, which formats help strings with ``%``: a literal ``95%`` is ``95%%``."""
     text = meta.get("help")
+    if not isinstance(text, str):
+        return None
     return text.replace("%", "%%") if text else text
 
 
@@ -105,8 +111,9 @@ def add_config_fields(group: argparse._ArgumentGroup, cls: type, skip: tuple[str
             _add_field(group, f)
 
 
-def fields_from_args(args: argparse.Namespace, cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The fields of ``cls`` that were given as flags (those left at ``None`` were not)."""
+def fields_from_args(args: argparse.Namespace, cls: type, skip: tuple[str, ...] = ()) -> dict[str, object]:
+    """The fields of ``cls`` that were given as flags (those left at ``None`` were not), as argparse parsed
+    them (the config checks them)."""
     names = [f.name for f in dataclasses.fields(cls) if f.name not in skip]
     return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
@@ -218,7 +225,7 @@ def config_from_args(args: argparse.Namespace) -> RenderConfig:
     A command returns no :class:`RenderResult` to anyone, so it builds the episodes' TensorDicts
     (``trajectories``) only when they are saved, unless ``--trajectories`` asks for them.
     """
-    data: dict[str, Any] = load_mapping(args.config) if args.config else {}
+    data: dict[str, object] = dict(load_mapping(args.config)) if args.config else {}
     data.update(fields_from_args(args, RenderConfig))
     cfg = RenderConfig.from_dict(data)
     if cfg.format == "ipynb" and data.get("save_rollout") is None:
@@ -236,7 +243,7 @@ def _print_registry(kind: str) -> None:
         print(f"{name:<8} {suffix:<8} {entry.description}")
 
 
-def _registry(kind: str) -> Any:
+def _registry(kind: str) -> Registry:
     if kind == "formats":
         return WRITERS
     return BACKENDS
@@ -303,11 +310,11 @@ class _StderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is when a record is emitted (never a stale stream)."""
 
     @property
-    def stream(self) -> Any:
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, value: Any) -> None:
+    def stream(self, value: TextIO) -> None:
         pass
 
 
@@ -322,19 +329,20 @@ def configure_logging(debug: bool, quiet: bool) -> None:
     logger.propagate = False
 
 
-def _report(result: Any, cfg: RenderConfig, quiet: bool, verbose: bool = False) -> None:
+def _report(result: RenderResult, cfg: RenderConfig, quiet: bool, verbose: bool = False) -> None:
     if cfg.validate_only:
         print("configuration is valid")
         return
     if cfg.dry_run or cfg.check_setup:
         what = "everything resolved" if cfg.check_setup else "nothing was imported or built"
+        planned = result.metadata["planned_paths"]  # the paths the run would write
         print(f"{'check setup' if cfg.check_setup else 'dry run'}: {what}; would write "
-              + ", ".join(result.metadata["planned_paths"]))
+              + (", ".join(map(str, planned)) if isinstance(planned, list) else str(planned)))
         return
     if not quiet:
-        agg = result.metrics.get("aggregated", {})
+        agg = result.metrics.get("aggregated")
         lines = _episode_lines(result.metrics.get("per_episode", []), verbose)
-        lines += [_mean_line(agg)] if agg.get("n_episodes") else []
+        lines += [_mean_line(agg)] if agg is not None and agg.get("n_episodes") else []
         seq = result.metrics.get("sequential")
         lines += [_sequential_line(seq)] if seq else []
         lines += [f"note: {note}" for note in result.warnings]
@@ -344,12 +352,12 @@ def _report(result: Any, cfg: RenderConfig, quiet: bool, verbose: bool = False) 
         print(artifact.path)
 
 
-def _episode_line(ep: dict[str, Any]) -> str:
+def _episode_line(ep: EpisodeMetrics) -> str:
     return (f"episode {ep['episode_ix']:>3}  seed {ep['seed']}  return {ep['sum_reward']:10.2f}  "
             f"length {ep['length']:>5}  frames {ep['num_frames']}")
 
 
-def _episode_lines(episodes: list[dict[str, Any]], verbose: bool) -> list[str]:
+def _episode_lines(episodes: Sequence[EpisodeMetrics], verbose: bool) -> list[str]:
     """A line per episode, or for many episodes the first and last few and where they all are."""
     if verbose or len(episodes) <= TABLE_MAX:
         return [_episode_line(ep) for ep in episodes]
@@ -358,27 +366,32 @@ def _episode_lines(episodes: list[dict[str, Any]], verbose: bool) -> list[str]:
             "the metadata sidecar holds them all under metrics.per_episode)", *map(_episode_line, tail)]
 
 
-def _sequential_line(seq: dict[str, Any]) -> str:
-    """``--precision``'s outcome: the half-width reached against the target, on how many episodes, and why."""
-    lo, hi = seq["interval"] or (float("nan"), float("nan"))
+def _sequential_line(seq: Mapping[str, object]) -> str:
+    """``--precision``'s outcome (the metrics' ``sequential`` entry): the half-width reached against the target, on
+    how many episodes, and why."""
+    interval, n = seq["interval"], seq["n_episodes"]
+    assert isinstance(n, int)  # the episodes the sequence saw (the line counts them from 0)
+    lo, hi = interval if isinstance(interval, list) else (float("nan"), float("nan"))  # None before an episode
     name = "mean return" if seq["metric"] == "return" else "success rate"
     why = "precision reached" if seq["stopped_on"] == "precision" else f"stopped on {seq['stopped_on']}"
     return (f"{name} {seq['mean']:.4g} in [{lo:.4g}, {hi:.4g}] (95% confidence sequence, half-width "
-            f"{seq['halfwidth']:.3g}, target {seq['target']:g}) over episodes 0..{seq['n_episodes'] - 1}: {why}; "
+            f"{seq['halfwidth']:.3g}, target {seq['target']:g}) over episodes 0..{n - 1}: {why}; "
             f"method {seq['method']}")
 
 
-def _mean_line(agg: dict[str, Any]) -> str:
+def _mean_line(agg: Mapping[str, object]) -> str:
+    """The mean return over the run (the metrics' ``aggregated`` entry), and its spread over many episodes."""
     n, spread = agg["n_episodes"], ""
     if agg["avg_sum_reward"] is None:  # every return was NaN or infinite
         return f"no finite return over {n} episode(s) in {agg['eval_s']:.1f}s"
-    if n > TABLE_MAX:
+    if isinstance(n, int) and n > TABLE_MAX:
         spread = (f"; min {agg['min_sum_reward']:.2f}, median {agg['median_sum_reward']:.2f}, "
                   f"max {agg['max_sum_reward']:.2f}")
         ci = agg.get("ci95_sum_reward")
-        spread += f"; 95% CI of the mean [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+        spread += f"; 95% CI of the mean [{ci[0]:.2f}, {ci[1]:.2f}]" if isinstance(ci, list) and ci else ""
         iqm = agg.get("iqm_sum_reward_ci95")
-        spread += f"; IQM {agg['iqm_sum_reward']:.2f} [{iqm[0]:.2f}, {iqm[1]:.2f}]" if iqm else ""
+        if isinstance(iqm, list) and iqm:
+            spread += f"; IQM {agg['iqm_sum_reward']:.2f} [{iqm[0]:.2f}, {iqm[1]:.2f}]"
         spread += f"; success {agg['pc_success']:.1f}%" if agg.get("pc_success") is not None else ""
     return (f"mean return {agg['avg_sum_reward']:.2f} +- {agg['std_sum_reward']:.2f} over {n} episode(s) in "
             f"{agg['eval_s']:.1f}s{spread}")
