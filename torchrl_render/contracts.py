@@ -6,9 +6,9 @@ capability, and each contract is either a class of its own there or a :class:`ty
 - :data:`UserEnv`, :data:`UserPolicy`, :data:`Payload` and :data:`UserValue`: what the user's factories, checkpoint
   and keyword arguments give (the boundary: any gymnasium, TorchRL, dm_control or Isaac Lab env; a module, a
   callable, an SB3 model or a LeRobot policy; a state dict or a torchrl.render checkpoint; the kwargs of the user's
-  own factories). They stay ``Any`` on purpose, and they are the only ``Any`` of the package (mypy's
-  ``disallow_any_explicit``): nothing of ours may assume more than ``envs/``, ``policies/`` and ``checkpoint/``
-  checked.
+  own factories). They stay ``Any`` on purpose, and they are the only ``Any`` of ours in the package (mypy's
+  ``disallow_any_explicit``; :data:`Array` spells out numpy's own): nothing of ours may assume more than
+  ``envs/``, ``policies/`` and ``checkpoint/`` checked.
 - :class:`UserFactory`: a callable of the user's (an env or policy factory), called by its own signature.
 - :data:`Json`: a value read from a JSON (or YAML/TOML) document, to be narrowed before use.
 - :data:`Array`: a numpy array of any dtype (``np.ndarray``, which mypy refuses elsewhere for numpy's own ``Any``).

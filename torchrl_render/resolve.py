@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, TypeVar
 from .contracts import UserFactory, UserValue
 from .errors import RenderError, ResolveError, did_you_mean
 
-if TYPE_CHECKING:
-    from .config import RenderEnvSpec, RenderPolicySpec
+if TYPE_CHECKING:  # a factory's spec (config's RenderEnvSpec / RenderPolicySpec: config sits beside this module,
+    # which may not import it) is read as the dataclass it is: its fields, by name
+    from _typeshed import DataclassInstance
 
 _R = TypeVar("_R")
 
@@ -135,7 +136,7 @@ def import_file(target: str, kind: str) -> ModuleType:
 SPEC_LIKE = ("spec", "cfg", "config", "conf", "settings", "options", "opts", "args", "params")
 
 
-def call_factory(factory: UserFactory[_R], spec: RenderEnvSpec | RenderPolicySpec, user_kwargs: Mapping[str, UserValue],
+def call_factory(factory: UserFactory[_R], spec: DataclassInstance, user_kwargs: Mapping[str, UserValue],
                  kind: str) -> _R:
     """Calls ``factory`` following the protocol above; its own errors are wrapped with its name."""
     args, kwargs, blind = _bind(factory, spec, dict(user_kwargs), kind)
@@ -150,7 +151,7 @@ def call_factory(factory: UserFactory[_R], spec: RenderEnvSpec | RenderPolicySpe
                            fix=f"fix the {kind} factory or the {kind}_kwargs passed to it") from exc
 
 
-def receives(factory: UserFactory[object], spec: RenderEnvSpec | RenderPolicySpec, user_kwargs: Mapping[str, UserValue],
+def receives(factory: UserFactory[object], spec: DataclassInstance, user_kwargs: Mapping[str, UserValue],
              field: str, kind: str) -> bool:
     """Whether calling ``factory`` hands it the spec field ``field`` (by name or inside the spec)."""
     try:
@@ -160,7 +161,7 @@ def receives(factory: UserFactory[object], spec: RenderEnvSpec | RenderPolicySpe
     return field in kwargs or any(value is spec for value in [*args, *kwargs.values()])
 
 
-def _blind_error(factory: UserFactory[object], spec: RenderEnvSpec | RenderPolicySpec, kind: str, name: str,
+def _blind_error(factory: UserFactory[object], spec: DataclassInstance, kind: str, name: str,
                  exc: Exception) -> ResolveError:
     """A lone parameter that no field names got the spec, and the factory failed: say so, as for two."""
     fields = ", ".join(sorted(f.name for f in dataclasses.fields(spec)))
@@ -174,7 +175,7 @@ def _blind_error(factory: UserFactory[object], spec: RenderEnvSpec | RenderPolic
             f"and read the fields you need from it")
 
 
-def _bind(factory: UserFactory[object], spec: RenderEnvSpec | RenderPolicySpec, user: dict[str, UserValue],
+def _bind(factory: UserFactory[object], spec: DataclassInstance, user: dict[str, UserValue],
           kind: str) -> tuple[list[object], dict[str, object], str | None]:
     """``(args, kwargs, blind)``: ``blind`` names a lone parameter that got the spec without asking for it."""
     try:
