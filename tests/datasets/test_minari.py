@@ -449,3 +449,12 @@ def test_an_arrow_collected_dataset_measures_from_its_returns(collected, tmp_pat
             total += float(r)
         expected.append(total)
     assert [e["sum_reward"] for e in json.loads(out.read_text())["per_episode"]] == expected
+
+
+def test_an_info_entry_that_is_a_value_at_one_step_and_a_dict_at_another_keeps_its_first_form():
+    # Minari's nested infos cannot hold both forms of one key: the first is stored, the other named as dropped
+    columns = InfoColumns()
+    first = columns.stack([{"x": 1.0, "y": {"a": 1}}, {"x": {"a": 2.0}, "y": 3.0}])
+    np.testing.assert_array_equal(first["x"], [1.0, np.nan])  # the dict step is a fill
+    assert first["y"]["a"].tolist() == [1, 0]
+    assert columns.dropped == ["x/a", "y"] and columns.filled == {"x": 1, "y/a": 1}

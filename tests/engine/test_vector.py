@@ -294,3 +294,23 @@ def test_shared_memory_slots_step_exactly_as_envs_in_this_process(method):
         here.close()
         shared.close()
     assert not shared.procs and not shared.local
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("num_envs,mode", [(1, "serial"), (3, "serial"), (3, "parallel")])
+def test_a_dict_space_whose_one_entry_is_named_observation_steps_as_a_plain_loop(tmp_path, num_envs, mode):
+    # its observations are dicts: the slots once wrote the whole dict into the observation array and crashed
+    import torch
+
+    from helpers.gymtoys import make_named_observation
+    from helpers.plainloop import plain_returns
+
+    def policy():
+        return lambda obs: torch.clamp(0.1 * obs[..., :2], -1, 1)
+
+    result = render_policy(RenderConfig(policy=policy, env="helpers.gymtoys:make_named_observation", num_trajs=4,
+                                        num_envs=num_envs, env_batch_mode=mode, seed=3,
+                                        out=tmp_path / "named.jsonl"))
+    plain = plain_returns(make_named_observation,
+                          lambda obs: np.clip(0.1 * obs["observation"][:2], -1, 1).astype(np.float32), range(3, 7))
+    assert [(e["sum_reward"], e["length"]) for e in result.metrics["per_episode"]] == plain

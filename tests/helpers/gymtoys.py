@@ -67,3 +67,12 @@ def make_noting_its_process(space: str = "box") -> Toy:
 
     note_this_process()
     return Toy(space)
+
+
+def make_named_observation() -> gymnasium.Env:
+    """``Toy("box")`` whose observations are ``{"observation": x}``: a Dict space whose one entry carries torchrl's
+    default observation name (its dicts must still be read as a Dict space's, never written into one array)."""
+    from gymnasium.wrappers import TransformObservation
+
+    env = Toy("box")
+    return TransformObservation(env, lambda x: {"observation": x}, spaces.Dict(observation=env.observation_space))
