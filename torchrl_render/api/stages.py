@@ -14,10 +14,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
-from ..backends import BACKENDS
-from ..backends.base import RenderBackend
+from ..backends.base import RenderBackend, backend_class
 from ..backends.factory import make_backend
 from ..backends.mujoco import free_gymnasium_gl
 from ..backends.null import NullBackend
@@ -156,7 +154,7 @@ def choose_backend(cfg: RenderConfig, env: UserEnv, engine: Engine, needs: Needs
     if not needs.frames and cfg.render_backend not in ("auto", "null"):
         name = cfg.render_backend
     try:
-        backend = _backend_class(name).from_config(env, cfg)
+        backend = backend_class(name).from_config(env, cfg)
     except BackendUnavailable as exc:
         if needs.format_frames:
             raise
@@ -168,24 +166,6 @@ def choose_backend(cfg: RenderConfig, env: UserEnv, engine: Engine, needs: Needs
                      "backend draws with the env's own settings (--render-backend mujoco applies it "
                      "to MuJoCo envs)")
     return backend
-
-
-@runtime_checkable
-class BackendMaker(Protocol):
-    """What a render backend's registry entry names (a :class:`RenderBackend` subclass, or ``auto``'s chooser): a
-    class whose ``from_config(env, cfg)`` builds the backend."""
-
-    def from_config(self, env: UserEnv, cfg: RenderConfig) -> RenderBackend: ...
-
-
-def _backend_class(name: str) -> BackendMaker:
-    """The class registered as render backend ``name`` (a plugin's too), checked to build backends."""
-    cls = BACKENDS.load(name)
-    if not isinstance(cls, BackendMaker):
-        raise ConfigError(f"render backend {name!r} ({BACKENDS.entry(name).target}) has no from_config",
-                          expected="a RenderBackend subclass (from_config(env, cfg) builds it)", got=repr(cls),
-                          fix=f"register a RenderBackend subclass under {name!r}")
-    return cls
 
 
 def close_quietly(env: UserEnv, close: Callable[[UserEnv], None] | None = None) -> None:

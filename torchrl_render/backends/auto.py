@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..contracts import UserEnv
 from ..errors import BackendUnavailable
-from ..registry import AUTO_ORDER, BACKENDS
-from .base import RenderBackend
+from ..registry import AUTO_ORDER
+from .base import RenderBackend, backend_class
 
 if TYPE_CHECKING:
     from ..config import RenderConfig
@@ -31,7 +31,7 @@ class AutoBackend:
         reasons = []
         for name in AUTO_ORDER:
             try:
-                backend = BACKENDS.load(name).from_config(env, cfg)
+                backend = backend_class(name).from_config(env, cfg)
             except BackendUnavailable as exc:
                 reasons.append((name, exc))
                 continue

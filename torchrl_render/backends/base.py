@@ -20,9 +20,11 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 from ..contracts import Array, StepView, UserEnv
+from ..errors import ConfigError
+from ..registry import BACKENDS
 
 if TYPE_CHECKING:
     import torch
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from ..config import RenderConfig
 
 
-__all__ = ["DrawnFrames", "PendingFrames", "RenderBackend"]
+__all__ = ["BackendMaker", "DrawnFrames", "PendingFrames", "RenderBackend", "backend_class"]
 
 log = logging.getLogger("torchrl_render")
 
@@ -98,3 +100,21 @@ class RenderBackend(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@runtime_checkable
+class BackendMaker(Protocol):
+    """What a render backend's registry entry names (a :class:`RenderBackend` subclass, or ``auto``'s chooser): a
+    class whose ``from_config(env, cfg)`` builds the backend."""
+
+    def from_config(self, env: UserEnv, cfg: RenderConfig) -> RenderBackend: ...
+
+
+def backend_class(name: str) -> BackendMaker:
+    """The class registered as render backend ``name`` (a plugin's too), checked to build backends."""
+    cls = BACKENDS.load(name)
+    if not isinstance(cls, BackendMaker):
+        raise ConfigError(f"render backend {name!r} ({BACKENDS.entry(name).target}) has no from_config",
+                          expected="a RenderBackend subclass (from_config(env, cfg) builds it)", got=repr(cls),
+                          fix=f"register a RenderBackend subclass under {name!r}")
+    return cls

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..contracts import Frames, StepView, UserEnv
 from ..frames import to_uint8_hwc
-from ..registry import BACKENDS
-from .base import RenderBackend
+from .base import RenderBackend, backend_class
 
 if TYPE_CHECKING:
     from ..config import RenderConfig
@@ -58,4 +57,4 @@ class Uint8Frames(RenderBackend):
 
 def make_backend(cfg: RenderConfig, env: UserEnv) -> Uint8Frames:
     """The backend ``cfg.render_backend`` names, built on ``env``, giving uint8 HWC frames."""
-    return Uint8Frames(BACKENDS.load(cfg.render_backend).from_config(env, cfg))
+    return Uint8Frames(backend_class(cfg.render_backend).from_config(env, cfg))

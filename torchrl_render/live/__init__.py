@@ -18,16 +18,16 @@ from .viewer import Viewer
 
 if TYPE_CHECKING:
     from ..config import RenderConfig
-    from ..sink import Observer
 
 __all__ = ["LiveFeed", "Viewer", "observers"]
 
 
-def observers(cfg: RenderConfig, makes_frames: bool) -> list[Observer]:
+def observers(cfg: RenderConfig, makes_frames: bool) -> list[LiveFeed | Viewer]:
     """What watches this run: the ``--live`` page's feed (its server starts here) and the ``--viewer``
-    window (it opens at the first step), each when asked for. Both follow :class:`torchrl_render.sink.Observer`.
+    window (it opens at the first step), each when asked for. Both follow :class:`torchrl_render.sink.Observer`
+    (the sink, a layer above, checks that where it takes them; this layer may not name it).
     """
-    found: list[Observer] = []
+    found: list[LiveFeed | Viewer] = []
     if getattr(cfg, "live", None) is not None:
         found.append(LiveFeed(cfg))
     if getattr(cfg, "viewer", None) is not None:
