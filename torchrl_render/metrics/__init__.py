@@ -39,21 +39,73 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypedDict, TypeVar, overload
 
 import numpy as np
 
-from .robust import DEFAULT_REPS, Draws, cell_estimates
+from .. import contracts
+from ..contracts import StepView
+from .robust import DEFAULT_REPS, CellEstimates, Draws, cell_estimates
 
-__all__ = ["SUCCESS_RULES", "EpisodeMetrics", "aggregate", "bootstrap_options", "json_ready", "nonfinite_note",
-           "read_success", "step_success", "t_quantile", "wilson_interval"]
+__all__ = ["SUCCESS_RULES", "Aggregated", "BootstrapOptions", "EpisodeMetrics", "aggregate", "bootstrap_options",
+           "json_ready", "nonfinite_note", "read_success", "step_success", "t_quantile", "wilson_interval"]
 
 SUCCESS_KEYS = ("success", "is_success")
 #: How an episode's success is read from the steps that report it: ``any`` (true at some step, as
 #: lerobot-eval reduces its per-step success with ``any``) or ``final`` (the last step's report, as
 #: SB3's ``EvalCallback`` reads ``info["is_success"]`` when the episode is done).
 SUCCESS_RULES = ("any", "final")
+
+
+class _ReturnStats(TypedDict):
+    """The finite returns' mean, spread, extremes and the 95% Student-t interval of the mean (None without one)."""
+
+    avg_sum_reward: float | None
+    std_sum_reward: float | None
+    min_sum_reward: float | None
+    median_sum_reward: float | None
+    max_sum_reward: float | None
+    ci95_sum_reward: list[float] | None
+
+
+class _Optional(TypedDict, total=False):
+    """The aggregates present only when they apply: non-finite returns left out, success reported, a reward
+    function's returns."""
+
+    nonfinite_sum_reward: list[int]
+    ci95_success: list[float]
+    avg_sum_reward_fn: float
+    std_sum_reward_fn: float
+
+
+class Aggregated(_ReturnStats, CellEstimates, _Optional):
+    """A run's aggregates (:func:`aggregate`; the names are the module docstring's): None where there is nothing
+    to aggregate (no episode, no finite return, no success reported, an interval of fewer than 2 returns)."""
+
+    n_episodes: int
+    avg_max_reward: float | None
+    pc_success: float | None
+    avg_length: float | None
+    eval_s: float
+    eval_ep_s: float | None
+    n_traj: int
+    return_mean: float | None
+    return_std: float | None
+    return_min: float | None
+    return_max: float | None
+    len_mean: float | None
+    len_std: float | None
+    len_min: int | None
+    len_max: int | None
+
+
+class BootstrapOptions(TypedDict):
+    """:func:`aggregate`'s ``reps`` and ``seed`` (:func:`bootstrap_options`)."""
+
+    reps: int
+    seed: int | None
 
 
 @dataclass
@@ -78,14 +130,15 @@ class EpisodeMetrics:
         self.length += 1
         self.success = step_success(rule, self.success, success)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if data["length"] == 0:
-            data["max_reward"] = None
-        return data
+    def to_dict(self) -> contracts.EpisodeMetrics:
+        """The episode's row (``max_reward`` None for an episode of no step)."""
+        return {"episode_ix": self.episode_ix, "seed": self.seed, "sum_reward": self.sum_reward,
+                "max_reward": None if self.length == 0 else self.max_reward, "length": self.length,
+                "success": self.success, "terminated": self.terminated, "truncated": self.truncated,
+                "wall_s": self.wall_s, "num_frames": self.num_frames}
 
 
-def read_success(td: Any) -> bool | None:
+def read_success(td: StepView) -> bool | None:
     """``True``/``False`` from a ``success`` / ``is_success`` entry, else ``None``.
 
     ``success_reported`` (written by our gymnasium info reader) tells a reported False from
@@ -117,58 +170,64 @@ def _finite_only(values: list[float | None]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v)]
 
 
-def aggregate(episodes: list[dict[str, Any]], eval_s: float, *, reps: int = DEFAULT_REPS,
-              seed: int | None = None, draws: Draws | None = None) -> dict[str, Any]:
-    """Aggregates per-episode dicts (see module docstring for the names).
+def aggregate(episodes: Sequence[contracts.EpisodeMetrics], eval_s: float, *, reps: int = DEFAULT_REPS,
+              seed: int | None = None, draws: Draws | None = None) -> Aggregated:
+    """Aggregates per-episode rows (see module docstring for the names).
 
     ``reps``: bootstrap resamples of the IQM's and the median's intervals (0: no interval); ``seed``: their
     generator's seed (default: the smallest episode seed, which is the run's ``--seed``, else 0);
     ``draws``: resamples of the finite returns drawn already (a sweep's cell), used instead.
+    A row read back from JSON has None for a return that was not finite (JSON has no NaN): left out as one.
     """
     n = len(episodes)
     returns = _finite_only([_number(e["sum_reward"]) for e in episodes])
     if seed is None:
-        seeds = [e["seed"] for e in episodes if isinstance(e.get("seed"), int)]
+        seeds = [s for e in episodes if isinstance(s := e.get("seed"), int)]
         seed = min(seeds) if seeds else 0
     lengths = [int(e["length"]) for e in episodes]
     maxes = _finite_only([_number(e["max_reward"]) for e in episodes])
     successes = [bool(e["success"]) for e in episodes if e["success"] is not None]
-    out = {"n_episodes": n, **_return_stats(returns),
-           "avg_max_reward": statistics.fmean(maxes) if maxes else None,
-           "pc_success": 100.0 * sum(successes) / len(successes) if successes else None,
-           "avg_length": statistics.fmean(lengths) if n else None,
-           "eval_s": eval_s, "eval_ep_s": eval_s / n if n else None,
-           **cell_estimates(draws if draws is not None else returns, reps, np.random.default_rng(seed))}
+    optional: _Optional = {}
     if len(returns) < n:
-        out["nonfinite_sum_reward"] = [e["episode_ix"] for e in episodes
-                                       if not _finite_only([_number(e["sum_reward"])])]
+        optional["nonfinite_sum_reward"] = [e["episode_ix"] for e in episodes
+                                            if not _finite_only([_number(e["sum_reward"])])]
     if successes:
-        out["ci95_success"] = wilson_interval(sum(successes), len(successes))
+        optional["ci95_success"] = wilson_interval(sum(successes), len(successes))
     fn_returns = _finite_only([_number(e.get("sum_reward_fn")) for e in episodes])
     if fn_returns:
-        out["avg_sum_reward_fn"] = statistics.fmean(fn_returns)
-        out["std_sum_reward_fn"] = statistics.pstdev(fn_returns)
-    out.update({  # imitation's rollout_stats names
-        "n_traj": n, "return_mean": out["avg_sum_reward"], "return_std": out["std_sum_reward"],
-        "return_min": out["min_sum_reward"], "return_max": out["max_sum_reward"],
-        "len_mean": out["avg_length"], "len_std": statistics.pstdev(lengths) if n else None,
-        "len_min": min(lengths) if n else None, "len_max": max(lengths) if n else None,
-    })
-    return out
+        optional["avg_sum_reward_fn"] = statistics.fmean(fn_returns)
+        optional["std_sum_reward_fn"] = statistics.pstdev(fn_returns)
+    stats = _return_stats(returns)
+    avg_length = statistics.fmean(lengths) if n else None
+    return {"n_episodes": n, **stats,
+            "avg_max_reward": statistics.fmean(maxes) if maxes else None,
+            "pc_success": 100.0 * sum(successes) / len(successes) if successes else None,
+            "avg_length": avg_length,
+            "eval_s": eval_s, "eval_ep_s": eval_s / n if n else None,
+            **cell_estimates(draws if draws is not None else returns, reps, np.random.default_rng(seed)),
+            **optional,
+            # imitation's rollout_stats names
+            "n_traj": n, "return_mean": stats["avg_sum_reward"], "return_std": stats["std_sum_reward"],
+            "return_min": stats["min_sum_reward"], "return_max": stats["max_sum_reward"],
+            "len_mean": avg_length, "len_std": statistics.pstdev(lengths) if n else None,
+            "len_min": min(lengths) if n else None, "len_max": max(lengths) if n else None}
 
 
-def bootstrap_options(config: dict[str, Any] | None) -> dict[str, Any]:
+def bootstrap_options(config: Mapping[str, object] | None) -> BootstrapOptions:
     """:func:`aggregate`'s ``reps`` and ``seed`` from a run's config as a dict (``--bootstrap-reps``, ``--seed``)."""
     config = config or {}
-    return {"reps": int(config.get("bootstrap_reps", DEFAULT_REPS)), "seed": config.get("seed")}
+    reps, seed = config.get("bootstrap_reps", DEFAULT_REPS), config.get("seed")
+    if not isinstance(reps, int) or not (seed is None or isinstance(seed, int)):  # RenderConfig checked both
+        raise TypeError(f"bootstrap_reps and seed must be integers, got {reps!r} and {seed!r}")
+    return {"reps": reps, "seed": seed}
 
 
-def _number(value: Any) -> float | None:
+def _number(value: float | None) -> float | None:
     """A per-episode number as a float (``None`` stays None: JSON's null for a NaN read back)."""
     return None if value is None else float(value)
 
 
-def _return_stats(returns: list[float]) -> dict[str, Any]:
+def _return_stats(returns: list[float]) -> _ReturnStats:
     """Mean, spread and the 95% interval of the mean of the (finite) returns."""
     n = len(returns)
     mean = statistics.fmean(returns) if n else None
@@ -180,7 +239,7 @@ def _return_stats(returns: list[float]) -> dict[str, Any]:
             "ci95_sum_reward": [mean - half, mean + half] if mean is not None and half is not None else None}
 
 
-def nonfinite_note(aggregated: dict[str, Any]) -> str | None:
+def nonfinite_note(aggregated: Aggregated) -> str | None:
     """The run's note when some returns were not finite (None when all were)."""
     left_out = aggregated.get("nonfinite_sum_reward")
     if not left_out:
@@ -192,8 +251,20 @@ def nonfinite_note(aggregated: dict[str, Any]) -> str | None:
             f"are over the {finite} finite return(s)")
 
 
-def json_ready(value: Any) -> Any:
-    """``value`` with NaN and infinities as None, so that it is valid JSON (which has no such numbers)."""
+_Value = TypeVar("_Value")
+
+
+@overload
+def json_ready(value: dict[str, _Value]) -> dict[str, object]: ...
+
+
+@overload
+def json_ready(value: object) -> object: ...
+
+
+def json_ready(value: object) -> object:
+    """``value`` with NaN and infinities as None, so that it is valid JSON (which has no such numbers); a dict
+    stays a dict, a tuple becomes a list."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):

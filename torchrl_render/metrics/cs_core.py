@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = ["BURN_IN", "DEFAULT_TARGET_N", "GRID_POINTS", "asymptotic_bounds", "betting_log_capital", "eb_bounds",
            "mixture_rho", "plugin_bets"]
@@ -31,8 +32,8 @@ _TRUNCATION = 0.5   # c: the largest bet, as a fraction of what the capital coul
 _THETA = 0.5        # the hedge: half the capital bets on a mean above m, half below
 
 
-def plugin_bets(x: np.ndarray, *, alpha: float = 0.05, cap: float = math.inf, target_n: int | None = None,
-                target_halfwidth: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def plugin_bets(x: NDArray[np.float64], *, alpha: float = 0.05, cap: float = math.inf, target_n: int | None = None,
+                target_halfwidth: float | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The predictable plug-in bets and means of values in [0, 1] along the last axis (any leading shape).
 
     Returns ``(lam, mu_prev)``: ``lam[..., i]`` is the bet on value ``i`` (0-based), made from values ``0..i-1``
@@ -70,8 +71,8 @@ def _bet(t: int, sum_sq: float, alpha: float, target_n: int | None = None,
     return math.sqrt(2 * math.log(2 / alpha) / (var * (target_n or t * math.log1p(t))))
 
 
-def betting_log_capital(x: np.ndarray, m: float, *, alpha: float = 0.05, target_n: int | None = None,
-                        target_halfwidth: float | None = None) -> np.ndarray:
+def betting_log_capital(x: NDArray[np.float64], m: float, *, alpha: float = 0.05, target_n: int | None = None,
+                        target_halfwidth: float | None = None) -> NDArray[np.float64]:
     """The log of the hedged capital ``K_n(m)`` after each value, for values in [0, 1] along the last axis.
 
     The vectorised core of :class:`BettingCS` (Waudby-Smith & Ramdas 2024, hedged capital): ``m`` is rejected at the
@@ -86,8 +87,8 @@ def betting_log_capital(x: np.ndarray, m: float, *, alpha: float = 0.05, target_
     return np.logaddexp(math.log(_THETA) + log_up, math.log(1 - _THETA) + log_down)
 
 
-def eb_bounds(x: np.ndarray, *, alpha: float = 0.05, target_n: int | None = None,
-              target_halfwidth: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def eb_bounds(x: NDArray[np.float64], *, alpha: float = 0.05, target_n: int | None = None,
+              target_halfwidth: float | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The PrPl-EB CS (Waudby-Smith & Ramdas 2024, Theorem 2) after each value in [0, 1], running-intersected.
 
     ``sum(lam_i X_i) / sum(lam_i) +- (log(2/alpha) + sum(v_i psi(lam_i))) / sum(lam_i)``, ``v_i = 4 (X_i -
@@ -114,13 +115,14 @@ def mixture_rho(target_n: int, alpha: float = 0.05) -> float:
     return math.sqrt((la + math.log(la + 1)) / target_n)
 
 
-def _mixture_radius(n: np.ndarray | float, rho: float, alpha: float) -> np.ndarray | float:
+def _mixture_radius(n: NDArray[np.float64] | float, rho: float, alpha: float) -> NDArray[np.float64] | float:
     """The asymptotic CS's half-width per unit standard deviation after ``n`` values."""
     r2n = rho * rho * np.asarray(n, dtype=float)
     return np.sqrt(2 * (r2n + 1) / (r2n * n) * np.log(np.sqrt(r2n + 1) / alpha))
 
 
-def asymptotic_bounds(x: np.ndarray, *, alpha: float = 0.05, rho: float) -> tuple[np.ndarray, np.ndarray]:
+def asymptotic_bounds(x: NDArray[np.float64], *, alpha: float = 0.05,
+                      rho: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The asymptotic CS (Waudby-Smith et al. 2024, Gaussian mixture) after each value along the last axis.
 
     Not intersected over time. The sample variance is the paper's (divided by ``n``); after one value the width is

@@ -26,15 +26,52 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol, TypedDict
 
+from ..contracts import EpisodeMetrics
 from ..errors import ConfigError
 from .sequential import confidence_sequence, parse_precision
 
-__all__ = ["ALPHA", "PrecisionRule", "sequential_entry"]
+__all__ = ["ALPHA", "PrecisionConfig", "PrecisionRule", "SequentialEntry", "sequential_entry"]
 
 #: The confidence sequences' error rate: 95% intervals, valid at every n at once.
 ALPHA = 0.05
+
+
+class PrecisionConfig(Protocol):
+    """What :meth:`PrecisionRule.from_config` reads of a ``RenderConfig`` (config sits above this module, and
+    imports it)."""
+
+    @property
+    def precision(self) -> str | None: ...
+
+    @property
+    def return_bounds(self) -> Sequence[float] | None: ...
+
+    @property
+    def num_trajs(self) -> int | None: ...
+
+    @property
+    def seed(self) -> int | None: ...
+
+
+class SequentialEntry(TypedDict):
+    """The ``sequential`` entry of a run's metrics (:meth:`PrecisionRule.entry`): the metric and half-width asked
+    for, the half-width, interval and mean reached (None before the first episode) on ``n_episodes``, the cap,
+    why it stopped (``precision``, ``cap``, ``stopped``), the sequence's method, its level and bounds."""
+
+    metric: str
+    target: float
+    halfwidth: float
+    interval: list[float] | None
+    mean: float | None
+    n_episodes: int
+    cap: int | None
+    stopped_on: str
+    method: str
+    asymptotic: bool
+    alpha: float
+    bounds: list[float] | None
 
 
 class PrecisionRule:
@@ -62,9 +99,9 @@ class PrecisionRule:
         self.reached = False
 
     @classmethod
-    def from_config(cls, cfg: Any) -> PrecisionRule | None:
+    def from_config(cls, cfg: PrecisionConfig) -> PrecisionRule | None:
         """The rule of ``cfg.precision`` (None without one)."""
-        if getattr(cfg, "precision", None) is None:
+        if cfg.precision is None:
             return None
         metric, target = parse_precision(cfg.precision)
         return cls(metric, target, bounds=cfg.return_bounds, cap=cfg.num_trajs, seed=cfg.seed)
@@ -81,19 +118,19 @@ class PrecisionRule:
         """The half-width reached so far (infinite before the sequence has an interval)."""
         return _number(self.cs.halfwidth)
 
-    def entry(self, stopped_on: str | None = None) -> dict[str, Any]:
+    def entry(self, stopped_on: str | None = None) -> SequentialEntry:
         """The ``sequential`` entry: what was asked, what was reached, on how many episodes, and how."""
         n = self.cs.n
         if stopped_on is None:
             stopped_on = "precision" if self.reached else "cap" if self.cap is not None and n >= self.cap else \
                 "stopped"
         method = str(self.cs.method)
-        if getattr(self.cs, "asymptotic", False) and "asymptotic" not in method:
+        if self.cs.asymptotic and "asymptotic" not in method:
             method += " (asymptotic)"
         return {"metric": self.metric, "target": self.target, "halfwidth": self.halfwidth,
                 "interval": [float(v) for v in self.cs.interval] if n else None,
                 "mean": float(self.cs.mean) if n else None, "n_episodes": n, "cap": self.cap,
-                "stopped_on": stopped_on, "method": method, "asymptotic": bool(getattr(self.cs, "asymptotic", False)),
+                "stopped_on": stopped_on, "method": method, "asymptotic": bool(self.cs.asymptotic),
                 "alpha": ALPHA, "bounds": list(self.bounds) if self.bounds is not None else None}
 
     def _value(self, index: int, sum_reward: float | None, success: bool | None) -> float:
@@ -122,7 +159,7 @@ class PrecisionRule:
         return value
 
 
-def sequential_entry(cfg: Any, episodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+def sequential_entry(cfg: PrecisionConfig, episodes: Sequence[EpisodeMetrics]) -> SequentialEntry | None:
     """The ``sequential`` entry of a run with ``cfg.precision`` (None without one), from its reported episodes.
 
     They are the episodes the plan's rule took, in the same order, so replaying the rule gives its numbers.
@@ -135,5 +172,5 @@ def sequential_entry(cfg: Any, episodes: list[dict[str, Any]]) -> dict[str, Any]
     return rule.entry()
 
 
-def _number(value: Any) -> float:
+def _number(value: float | None) -> float:
     return float("nan") if value is None else float(value)

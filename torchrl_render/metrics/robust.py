@@ -41,14 +41,16 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal, NotRequired, TypeAlias, TypedDict, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ConfigError, did_you_mean
 
-__all__ = ["DEFAULT_REPS", "TAUS", "Draws", "JoinedDraws", "cell_estimates", "check_baselines", "interval95", "iqm",
-           "keyed_seed", "level_estimates", "normalise", "pair_estimates", "pair_task_samples", "pooled_estimates",
+__all__ = ["DEFAULT_REPS", "TAUS", "CellEstimates", "Draws", "JoinedDraws", "LevelEstimates", "PairEstimates",
+           "PerformanceProfile", "cell_estimates", "check_baselines", "interval95", "iqm", "keyed_seed",
+           "level_estimates", "normalise", "pair_estimates", "pair_task_samples", "pooled_estimates",
            "probability_of_improvement", "profile"]
 
 #: Bootstrap resamples unless told (rliable's papers use 50,000 for the figures they publish).
@@ -57,22 +59,90 @@ DEFAULT_REPS = 2000
 TAUS = np.linspace(0.0, 2.0, 41)
 _BLOCK = 1_000_000  # random numbers drawn at once (8 MB: a run of thousands of episodes stays within ~30 MB)
 
+#: Scores as they are given: a list of numbers or a float array.
+Scores: TypeAlias = Sequence[float] | NDArray[np.float64]
+#: What :func:`_sum_arrays` adds: counts (the cumulative counts are int32) or float sums.
+_Number = TypeVar("_Number", np.int32, np.float64)
 
-def iqm(scores: Sequence[float] | np.ndarray) -> float:
+
+class CellEstimates(TypedDict):
+    """One cell's (or a pool of cells') IQM and median of the returns, with their 95% bootstrap intervals
+    (None without a return, or an interval with fewer than 2 returns or no resample)."""
+
+    iqm_sum_reward: float | None
+    median_sum_reward: float | None
+    iqm_sum_reward_ci95: list[float] | None
+    median_sum_reward_ci95: list[float] | None
+
+
+class PerformanceProfile(TypedDict):
+    """The fraction of the scores above each threshold ``tau``, with its 95% band (a low and a high list; None
+    without resamples)."""
+
+    tau: list[float]
+    fraction: list[float]
+    ci95: list[list[float]] | None
+
+
+class _Scale(TypedDict):
+    """How a level's scores are measured: ``normalised`` or ``raw`` (then ``note`` says why), and its tasks."""
+
+    score: str
+    tasks: list[str]
+    note: NotRequired[str]
+
+
+class _Point(TypedDict):
+    iqm: float | None
+    median: float | None
+    mean: float | None
+
+
+class _Gap(TypedDict, total=False):
+    """The optimality gap, normalised scores only."""
+
+    optimality_gap: float | None
+
+
+class _Intervals(TypedDict):
+    iqm_ci95: list[float] | None
+    median_ci95: list[float] | None
+    mean_ci95: list[float] | None
+
+
+class _GapInterval(TypedDict, total=False):
+    optimality_gap_ci95: list[float] | None
+
+
+class LevelEstimates(_Scale, _Point, _Gap, _Intervals, _GapInterval):
+    """The estimates across the tasks of a level (:func:`level_estimates`): ``optimality_gap`` and its interval
+    with normalised scores only, ``note`` with raw scores only."""
+
+    performance_profile: PerformanceProfile | None
+
+
+class PairEstimates(TypedDict):
+    """The probability of improvement of one side over the other, over the tasks both have (:func:`pair_estimates`)."""
+
+    tasks: list[str]
+    probability_of_improvement: float
+    probability_of_improvement_ci95: list[float] | None
+
+
+def iqm(scores: Scores) -> float:
     """The interquartile mean: the mean of the scores left once ``int(0.25 n)`` are cut at each end."""
     x = np.sort(np.asarray(scores, dtype=float).ravel())
     cut = int(0.25 * x.size)
     return float(np.mean(x[cut:x.size - cut]))
 
 
-def profile(scores: Sequence[float] | np.ndarray, taus: Sequence[float] | np.ndarray = TAUS) -> np.ndarray:
+def profile(scores: Scores, taus: Scores = TAUS) -> NDArray[np.float64]:
     """The fraction of the scores strictly above each threshold."""
     x = np.sort(np.asarray(scores, dtype=float).ravel())
     return 1.0 - np.searchsorted(x, np.asarray(taus, dtype=float), side="right") / x.size
 
 
-def probability_of_improvement(x_tasks: Sequence[Sequence[float] | np.ndarray],
-                               y_tasks: Sequence[Sequence[float] | np.ndarray]) -> float:
+def probability_of_improvement(x_tasks: Sequence[Scores], y_tasks: Sequence[Scores]) -> float:
     """The mean over tasks of ``P(Y > X) + 0.5 P(Y = X)`` (``x_tasks[t]``, ``y_tasks[t]``: task t's scores)."""
     values = []
     for x_task, y_task in zip(x_tasks, y_tasks):
@@ -89,14 +159,14 @@ def keyed_seed(seed: int | None, key: str) -> int:
     return int(np.random.SeedSequence([int(seed or 0) & 0xFFFFFFFF, zlib.crc32(key.encode())]).generate_state(1)[0])
 
 
-def normalise(scores: np.ndarray, baseline: dict[str, float] | None) -> np.ndarray:
+def normalise(scores: NDArray[np.float64], baseline: Mapping[str, float] | None) -> NDArray[np.float64]:
     """``(score - random) / (reference - random)``; the scores as they are without a baseline."""
     if baseline is None:
         return scores
     return (scores - baseline["random"]) / (baseline["reference"] - baseline["random"])
 
 
-def check_baselines(data: Any, tasks: Mapping[str, str] | Sequence[str], source: str) -> dict[str, dict[str, float]]:
+def check_baselines(data: object, tasks: Mapping[str, str] | Sequence[str], source: str) -> dict[str, dict[str, float]]:
     """Per-task baselines ``{task: {"random": R, "reference": S}}``, checked: known tasks (by name, or by env spec
     when ``tasks`` maps names to specs), finite numbers, ``S > R`` (a higher return is better). ``source``
     names the file in the errors."""
@@ -133,7 +203,7 @@ class Draws:
     of its draws are among the ``i`` smallest (what rank statistics read).
     """
 
-    def __init__(self, returns: Sequence[float] | np.ndarray, reps: int, rng: np.random.Generator) -> None:
+    def __init__(self, returns: Scores, reps: int, rng: np.random.Generator) -> None:
         self.values = np.sort(np.asarray(returns, dtype=float))
         n = self.n = self.values.size
         self.reps = reps
@@ -149,12 +219,12 @@ class Draws:
             self.counts[start:start + block] = np.bincount(drawn.ravel(), minlength=block * n).reshape(block, n)
         np.cumsum(self.counts, axis=1, out=self.cum[:, 1:])
 
-    def sums(self, values: np.ndarray | None = None) -> np.ndarray:
+    def sums(self, values: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
         """Each resample's sum of ``values`` (default the returns), one per sorted return."""
         return self.counts @ (self.values if values is None else values).astype(float)
 
 
-def _trimmed(sorted_values: np.ndarray, cum: np.ndarray, cut: float = 0.25) -> np.ndarray:
+def _trimmed(sorted_values: NDArray[np.float64], cum: NDArray[np.int32], cut: float = 0.25) -> NDArray[np.float64]:
     """Each resample's trimmed mean, from its cumulative counts over ``sorted_values``."""
     total = int(cum[0, -1])
     k = int(cut * total)
@@ -165,7 +235,7 @@ def _trimmed(sorted_values: np.ndarray, cum: np.ndarray, cut: float = 0.25) -> n
     return kept / (total - 2 * k)
 
 
-def _median(sorted_values: np.ndarray, cum: np.ndarray) -> np.ndarray:
+def _median(sorted_values: NDArray[np.float64], cum: NDArray[np.int32]) -> NDArray[np.float64]:
     """Each resample's median (numpy's: the mean of the two middle order statistics when n is even)."""
     total = int(cum[0, -1])
     lo = np.sum(cum[:, 1:] <= (total - 1) // 2, axis=1)  # index of the order statistic (total-1)//2
@@ -173,7 +243,7 @@ def _median(sorted_values: np.ndarray, cum: np.ndarray) -> np.ndarray:
     return (sorted_values[lo] + sorted_values[hi]) / 2
 
 
-def _sum_arrays(arrays: Iterable[np.ndarray]) -> np.ndarray:
+def _sum_arrays(arrays: Iterable[NDArray[_Number]]) -> NDArray[_Number]:
     """``sum(arrays)``, of at least one array (typed: ``sum`` of none is the int 0)."""
     total = sum(arrays)
     if not isinstance(total, np.ndarray):
@@ -181,14 +251,20 @@ def _sum_arrays(arrays: Iterable[np.ndarray]) -> np.ndarray:
     return total
 
 
-def interval95(samples: np.ndarray, axis: int = 0) -> list:
-    """The 95% percentile interval of bootstrap ``samples`` along ``axis``."""
-    low, high = np.percentile(samples, [2.5, 97.5], axis=axis)
-    return [low.tolist(), high.tolist()]
+def interval95(samples: NDArray[np.float64]) -> list[float]:
+    """The 95% percentile interval ``[low, high]`` of bootstrap ``samples`` (one per resample)."""
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return [float(low), float(high)]
+
+
+def _bands95(samples: NDArray[np.float64]) -> list[list[float]]:
+    """The 95% percentile band ``[lows, highs]`` of each column of bootstrap ``samples`` (one row per resample)."""
+    low, high = np.percentile(samples, [2.5, 97.5], axis=0)
+    return [[float(v) for v in low], [float(v) for v in high]]
 
 
 def cell_estimates(draws: Draws | Sequence[float], reps: int = DEFAULT_REPS,
-                   rng: np.random.Generator | None = None) -> dict[str, Any]:
+                   rng: np.random.Generator | None = None) -> CellEstimates:
     """One cell's ``iqm_sum_reward``, ``median_sum_reward`` and their bootstrap 95% intervals (``..._ci95``).
 
     ``draws``: the cell's :class:`Draws`, or its returns (then drawn here with ``reps`` and ``rng``).
@@ -196,7 +272,7 @@ def cell_estimates(draws: Draws | Sequence[float], reps: int = DEFAULT_REPS,
     if not isinstance(draws, Draws):  # a run's returns: resampled block by block, so memory stays flat
         x = np.sort(np.asarray(draws, dtype=float))
         rng = rng if rng is not None else np.random.default_rng(0)
-        out: dict[str, Any] = cell_estimates(Draws(x, 0, rng))
+        out = cell_estimates(Draws(x, 0, rng))
         if x.size > 1 and reps > 0:
             step = max(1, _BLOCK // x.size)  # Draws' own block: the same draws as one Draws of all reps
             trimmed, median = [], []
@@ -208,9 +284,8 @@ def cell_estimates(draws: Draws | Sequence[float], reps: int = DEFAULT_REPS,
             out["median_sum_reward_ci95"] = interval95(np.concatenate(median))
         return out
     x = draws.values
-    out = {"iqm_sum_reward": iqm(x) if x.size else None,
-                           "median_sum_reward": float(np.median(x)) if x.size else None,
-                           "iqm_sum_reward_ci95": None, "median_sum_reward_ci95": None}
+    out = {"iqm_sum_reward": iqm(x) if x.size else None, "median_sum_reward": float(np.median(x)) if x.size else None,
+           "iqm_sum_reward_ci95": None, "median_sum_reward_ci95": None}
     if x.size > 1 and draws.reps > 0:
         out["iqm_sum_reward_ci95"] = interval95(_trimmed(x, draws.cum))
         out["median_sum_reward_ci95"] = interval95(_median(x, draws.cum))
@@ -222,18 +297,18 @@ class JoinedDraws:
     them: the ``q``-th order statistic of each resample by a bisection over the pooled sorted scores, whose
     counts come from each cell's cumulative counts (``log2 N`` rounds, each a search per cell)."""
 
-    def __init__(self, draws: Sequence[Draws], scores: Sequence[np.ndarray], reps: int) -> None:
+    def __init__(self, draws: Sequence[Draws], scores: Sequence[NDArray[np.float64]], reps: int) -> None:
         self.draws, self.scores, self.reps = list(draws), list(scores), reps
         self.pooled = np.sort(np.concatenate(self.scores))
         self.total = self.pooled.size
         self.rows = np.arange(reps)
-        self._prefix: list[np.ndarray] | None = None
+        self._prefix: list[NDArray[np.float64]] | None = None
 
-    def _count(self, v: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
+    def _count(self, v: NDArray[np.float64], side: Literal["left", "right"]) -> NDArray[np.int32]:
         """Per resample, its draws below ``v`` (``left``) or below or equal (``right``)."""
         return _sum_arrays(d.cum[self.rows, np.searchsorted(s, v, side=side)] for d, s in zip(self.draws, self.scores))
 
-    def order_stat(self, q: int) -> np.ndarray:
+    def order_stat(self, q: int) -> NDArray[np.float64]:
         """Each resample's score of rank ``q`` (0-based)."""
         lo = np.zeros(self.reps, dtype=np.int64)
         hi = np.full(self.reps, self.total - 1, dtype=np.int64)
@@ -244,7 +319,7 @@ class JoinedDraws:
             lo = np.where(enough, lo, mid + 1)
         return self.pooled[lo]
 
-    def smallest_sum(self, q: int) -> np.ndarray:
+    def smallest_sum(self, q: int) -> NDArray[np.float64]:
         """Each resample's sum of its ``q`` smallest scores."""
         if q == 0:
             return np.zeros(self.reps)
@@ -258,24 +333,24 @@ class JoinedDraws:
         below = sum(p[self.rows, np.searchsorted(s, v, side="left")] for p, s in zip(self._prefix, self.scores))
         return below + (q - self._count(v, "left")) * v
 
-    def trimmed(self, cut: float = 0.25) -> np.ndarray:
+    def trimmed(self, cut: float = 0.25) -> NDArray[np.float64]:
         k = int(cut * self.total)
         return (self.smallest_sum(self.total - k) - self.smallest_sum(k)) / (self.total - 2 * k)
 
-    def median(self) -> np.ndarray:
+    def median(self) -> NDArray[np.float64]:
         return (self.order_stat((self.total - 1) // 2) + self.order_stat(self.total // 2)) / 2
 
 
-def pooled_estimates(draws: Sequence[Draws]) -> dict[str, Any]:
+def pooled_estimates(draws: Sequence[Draws]) -> CellEstimates:
     """:func:`cell_estimates` of several cells' returns together (one task's cells of several checkpoints),
     resampled within each cell."""
     draws = [d for d in draws if d.n]
     if len(draws) == 1:
         return cell_estimates(draws[0])
     x = np.sort(np.concatenate([d.values for d in draws])) if draws else np.zeros(0)
-    out: dict[str, Any] = {"iqm_sum_reward": iqm(x) if x.size else None,
-                           "median_sum_reward": float(np.median(x)) if x.size else None,
-                           "iqm_sum_reward_ci95": None, "median_sum_reward_ci95": None}
+    out: CellEstimates = {"iqm_sum_reward": iqm(x) if x.size else None,
+                          "median_sum_reward": float(np.median(x)) if x.size else None,
+                          "iqm_sum_reward_ci95": None, "median_sum_reward_ci95": None}
     reps = min((d.reps for d in draws), default=0)
     if x.size > 1 and reps > 0:
         joined = JoinedDraws(draws, [d.values for d in draws], reps)
@@ -284,8 +359,8 @@ def pooled_estimates(draws: Sequence[Draws]) -> dict[str, Any]:
     return out
 
 
-def level_estimates(cells: Sequence[tuple[str, Draws]], baselines: dict[str, dict[str, float]] | None,
-                    taus: np.ndarray = TAUS) -> dict[str, Any]:
+def level_estimates(cells: Sequence[tuple[str, Draws]], baselines: Mapping[str, Mapping[str, float]] | None,
+                    taus: Scores = TAUS) -> LevelEstimates:
     """The estimates across the tasks of ``cells`` (``(task, draws)`` pairs; a task may have several cells,
     e.g. the sweep's levels that pool checkpoints), normalised when ``baselines`` covers every task.
 
@@ -297,41 +372,46 @@ def level_estimates(cells: Sequence[tuple[str, Draws]], baselines: dict[str, dic
     names = list(dict.fromkeys(t for t, _ in cells))
     table = baselines or {}
     normalised = bool(table) and all(t in table for t in names)
-    out: dict[str, Any] = {"score": "normalised" if normalised else "raw", "tasks": names}
+    scale: _Scale = {"score": "normalised" if normalised else "raw", "tasks": names}
     if not normalised:
         missing = [t for t in names if t not in table]
-        out["note"] = ("returns as they are (no --score-baselines)" if not baselines else
-                       f"returns as they are: --score-baselines has no entry for {', '.join(missing)}")
-    keys = ("iqm", "median", "mean") + (("optimality_gap",) if normalised else ())
+        scale["note"] = ("returns as they are (no --score-baselines)" if not baselines else
+                         f"returns as they are: --score-baselines has no entry for {', '.join(missing)}")
+    no_gap: _Gap = {"optimality_gap": None} if normalised else {}
+    no_intervals: _Intervals = {"iqm_ci95": None, "median_ci95": None, "mean_ci95": None}
+    no_gap_interval: _GapInterval = {"optimality_gap_ci95": None} if normalised else {}
     if not cells:
-        return {**out, **dict.fromkeys(keys), **{f"{k}_ci95": None for k in keys}, "performance_profile": None}
+        return {**scale, "iqm": None, "median": None, "mean": None, **no_gap, **no_intervals, **no_gap_interval,
+                "performance_profile": None}
     scores = [normalise(d.values, table[t] if normalised else None) for t, d in cells]  # still sorted
     flat = np.concatenate(scores)
     by_task = {t: [i for i, (u, _) in enumerate(cells) if u == t] for t in names}
     task_means = [np.mean(np.concatenate([scores[i] for i in ix])) for ix in by_task.values()]
-    out.update({"iqm": iqm(flat), "median": float(np.median(task_means)), "mean": float(np.mean(task_means))})
-    if normalised:
-        out["optimality_gap"] = float(1.0 - np.mean(np.minimum(flat, 1.0)))
-    taus = np.asarray(taus if normalised else np.linspace(flat.min(), flat.max(), 41), dtype=float)
-    out["performance_profile"] = {"tau": taus.tolist(), "fraction": profile(flat, taus).tolist(), "ci95": None}
+    point: _Point = {"iqm": iqm(flat), "median": float(np.median(task_means)), "mean": float(np.mean(task_means))}
+    gap: _Gap = {"optimality_gap": float(1.0 - np.mean(np.minimum(flat, 1.0)))} if normalised else {}
+    thresholds = np.asarray(taus if normalised else np.linspace(flat.min(), flat.max(), 41), dtype=float)
+    prof: PerformanceProfile = {"tau": thresholds.tolist(), "fraction": profile(flat, thresholds).tolist(),
+                                "ci95": None}
     reps = min(d.reps for _, d in cells)
     if reps == 0 or flat.size < 2:
-        return {**out, **{f"{k}_ci95": None for k in keys}}
+        return {**scale, **point, **gap, "performance_profile": prof, **no_intervals, **no_gap_interval}
     total = flat.size
-    out["iqm_ci95"] = interval95(JoinedDraws([d for _, d in cells], scores, reps).trimmed())
+    iqm_ci95 = interval95(JoinedDraws([d for _, d in cells], scores, reps).trimmed())
     sums = [d.sums(s) for (_, d), s in zip(cells, scores)]
     means = np.stack([sum(sums[i] for i in ix) / sum(cells[i][1].n for i in ix) for ix in by_task.values()], axis=1)
-    out["median_ci95"] = interval95(np.median(means, axis=1))
-    out["mean_ci95"] = interval95(means.mean(axis=1))
+    intervals: _Intervals = {"iqm_ci95": iqm_ci95, "median_ci95": interval95(np.median(means, axis=1)),
+                             "mean_ci95": interval95(means.mean(axis=1))}
+    gap_interval: _GapInterval = {}
     if normalised:
         clipped = _sum_arrays(d.sums(np.minimum(s, 1.0)) for (_, d), s in zip(cells, scores))
-        out["optimality_gap_ci95"] = interval95(1.0 - clipped / total)
-    above = _sum_arrays(d.n - d.cum[:, np.searchsorted(s, taus, side="right")] for (_, d), s in zip(cells, scores))
-    out["performance_profile"]["ci95"] = interval95(above / total)
-    return out
+        gap_interval["optimality_gap_ci95"] = interval95(1.0 - clipped / total)
+    above = _sum_arrays(d.n - d.cum[:, np.searchsorted(s, thresholds, side="right")]
+                        for (_, d), s in zip(cells, scores))
+    prof["ci95"] = _bands95(above / total)
+    return {**scale, **point, **gap, "performance_profile": prof, **intervals, **gap_interval}
 
 
-def pair_task_samples(x: Draws, y: Draws, reps: int) -> np.ndarray:
+def pair_task_samples(x: Draws, y: Draws, reps: int) -> NDArray[np.float64]:
     """One task's ``P(Y > X) + 0.5 P(Y = X)`` in each of ``reps`` resamples (both sides' own, independent)."""
     below = np.searchsorted(x.values, y.values, side="left")  # per return of Y: how many of X's are below it,
     upto = np.searchsorted(x.values, y.values, side="right")  # and below or equal
@@ -344,7 +424,7 @@ def pair_task_samples(x: Draws, y: Draws, reps: int) -> np.ndarray:
     return twice / (2 * x.n * y.n)
 
 
-def pair_estimates(a: dict[str, Draws], b: dict[str, Draws]) -> dict[str, Any] | None:
+def pair_estimates(a: Mapping[str, Draws], b: Mapping[str, Draws]) -> PairEstimates | None:
     """P(a return of B > a return of A) + 0.5 P(equal), averaged over the tasks both have, with its interval.
 
     Both sides' own resamples (independent, each within its task) make the bootstrap; None when they share no
@@ -354,7 +434,7 @@ def pair_estimates(a: dict[str, Draws], b: dict[str, Draws]) -> dict[str, Any] |
     if not shared:
         return None
     point = probability_of_improvement([a[t].values for t in shared], [b[t].values for t in shared])
-    out = {"tasks": shared, "probability_of_improvement": point, "probability_of_improvement_ci95": None}
+    out: PairEstimates = {"tasks": shared, "probability_of_improvement": point, "probability_of_improvement_ci95": None}
     reps = min(min(a[t].reps, b[t].reps) for t in shared)
     if reps == 0:
         return out

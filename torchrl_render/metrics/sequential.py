@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TypedDict
 
 import numpy as np
 
@@ -72,11 +73,23 @@ from .cs_core import (
 )
 
 __all__ = ["BURN_IN", "GRID_POINTS", "AsymptoticCS", "BettingCS", "ConfidenceSequence", "DifferenceSequence",
-           "EmpiricalBernsteinCS", "asymptotic_bounds", "betting_log_capital", "confidence_sequence",
+           "EmpiricalBernsteinCS", "Halfwidth", "asymptotic_bounds", "betting_log_capital", "confidence_sequence",
            "difference_sequence", "eb_bounds", "halfwidth_at_fixed_n", "mixture_rho", "parse_precision",
            "plugin_bets"]
 
 METRICS = ("success", "return")
+
+
+class Halfwidth(TypedDict):
+    """What a fixed-N evaluation reached (:func:`halfwidth_at_fixed_n`): the CS's half-width and interval after
+    ``n`` values, its method, the mean, and whether its guarantee is asymptotic only."""
+
+    halfwidth: float
+    interval: list[float]
+    method: str
+    n: int
+    mean: float
+    asymptotic: bool
 
 
 class ConfidenceSequence:
@@ -422,7 +435,7 @@ def difference_sequence(metric: str, *, bounds: tuple[float, float] | None = Non
 
 
 def halfwidth_at_fixed_n(values: Iterable[float], *, metric: str, bounds: tuple[float, float] | None = None,
-                         alpha: float = 0.05, target_n: int | None = None) -> dict:
+                         alpha: float = 0.05, target_n: int | None = None) -> Halfwidth:
     """What a fixed-N evaluation reached: the CS run over ``values`` in seed order, read at the end.
 
     The CS is tuned for ``len(values)`` episodes unless ``target_n`` says otherwise (a bounded CS's bets, the
