@@ -18,18 +18,19 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
 
 from ..cli import PROG, Parser, add_config_fields, configure_logging, default_text, fields_from_args
 from ..config import RenderConfig, load_mapping
+from ..contracts import UserValue
 from ..errors import ConfigError, RenderError
-from .driver import DRIVER, SweepFailedError, SweepTerminated, sweep
+from .driver import DRIVER, DriverInfo, SweepFailedError, SweepTerminated, WatchInfo, sweep
 from .grid import BASE_OWNED, SweepConfig
 from .html import success_text
-from .report import derive, level_text
+from .report import Progress, derive, level_text
+from .separate import Separation
 from .store import MANIFEST, read_records
 
-__all__ = ["build_sweep_parser", "status_main", "sweep_main"]
+__all__ = ["SweepStatus", "build_sweep_parser", "status_main", "sweep_main"]
 
 EXIT_FAILED_CELLS = 3
 _EXAMPLE = ("examples:\n  python -m torchrl_render sweep --ckpt 'runs/ckpt_*.pt' --env HalfCheetah-v5 --env Hopper-v5 "
@@ -53,8 +54,22 @@ def build_sweep_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class SweepStatus(Progress):
+    """``sweep-status``: the report's progress, whether a driver runs (and watches), the rate and the failures."""
+
+    running: bool
+    driver_pid: int | None
+    watching: bool
+    watch: WatchInfo | None
+    episodes_per_s: float | None
+    time_left_s: float | None
+    last_episode_s_ago: float | None
+    failures: dict[str, str]
+
+
 def sweep_config_from_args(args: argparse.Namespace) -> SweepConfig:
-    data: dict[str, Any] = load_mapping(args.config) if args.config else {}
+    # the user's sweep and RenderConfig fields (the file's, then the flags'), checked by SweepConfig
+    data: dict[str, UserValue] = load_mapping(args.config) if args.config else {}
     data.update(fields_from_args(args, SweepConfig, skip=("base",)))
     data.update(fields_from_args(args, RenderConfig, skip=BASE_OWNED))
     return SweepConfig.from_dict(data)
@@ -98,23 +113,23 @@ def sweep_main(argv: list[str]) -> int:
                 echo(f"  step {entry['step']} {Path(entry['checkpoint']).name} x {task}: {level_text(cell)}")
     echo(f"pooled over every checkpoint: mean return {_fmt_stat(overall['avg_sum_reward'])}, "
          f"{success_text(overall['pc_success'])}" + (f" ({overall['note']})" if overall.get("note") else ""))
-    for entry in result.eval_info.get("separations", []):
-        echo(separation_text(entry))
+    for separation in result.eval_info.get("separations", []):
+        echo(separation_text(separation))
     for path in result.report_paths:
         echo(f"report: {path}")
     print(result.out / "eval_info.json")
     return EXIT_FAILED_CELLS if result.cells_failed else 0
 
 
-def separation_text(entry: dict[str, Any]) -> str:
+def separation_text(entry: Separation) -> str:
     """One ``--separate`` result: which checkpoint is better on a task, after how many pairs, the anytime-valid
     p-value, and the fixed-N probability of improvement beside it."""
     a, b = Path(entry["checkpoint_a"]).name, Path(entry["checkpoint_b"]).name
     lo, hi = entry["interval"]
     verdict = (f"{Path(entry['better_checkpoint']).name} is better" if entry["better_checkpoint"] else
                "not separated" + (" within the cap (--num-trajs)" if entry["stopped_on"] == "cap" else " yet"))
-    fixed = entry.get("fixed_n") or {}
-    ci = fixed.get("probability_of_improvement_ci95")
+    fixed = entry.get("fixed_n")
+    ci = fixed["probability_of_improvement_ci95"] if fixed else None
     beside = (f"; fixed-N: P({b} > {a}) = {fixed['probability_of_improvement']:.2f}"
               + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")) if fixed else ""
     return (f"separate {a} vs {b} on {entry['task']}: {verdict}: mean {entry['metric']} difference A - B in "
@@ -122,7 +137,7 @@ def separation_text(entry: dict[str, Any]) -> str:
             f"{entry['p_value']:.3g}{beside}")
 
 
-def _fmt_stat(value: Any) -> str:
+def _fmt_stat(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
@@ -141,35 +156,33 @@ def status_main(argv: list[str]) -> int:
     return 0
 
 
-def sweep_status(folder: Path) -> dict[str, Any]:
+def sweep_status(folder: Path) -> SweepStatus:
     """The progress of the sweep in ``folder``, from its files alone."""
     if not (folder / MANIFEST).is_file():
         raise ConfigError(f"{str(folder)!r} is not a sweep folder (no {MANIFEST})", got=str(folder),
                           fix="pass the --out folder of a sweep")
     info = derive(folder)
-    progress = dict(info["progress"])
+    progress = info["progress"]
     driver = _driver(folder)
-    times = [r["time"] for r in read_records(folder) if r.get("kind") == "episode" and "time" in r]
+    times = [r["time"] for r in read_records(folder) if r["kind"] == "episode" and "time" in r]
     rate = None
     if driver is not None:
         recent = [t for t in times if t >= driver["started"]]
         elapsed = time.time() - driver["started"]
         rate = len(recent) / elapsed if recent and elapsed > 0 else None
     left = progress["episodes_total"] - progress["episodes"]
-    progress.update({"running": driver is not None, "driver_pid": driver and driver["pid"],
-                     "watching": bool(driver and driver.get("watch")), "watch": driver and driver.get("watch"),
-                     "episodes_per_s": rate, "time_left_s": left / rate if rate else None,
-                     "last_episode_s_ago": time.time() - max(times) if times else None,
-                     "failures": info["failures"]})
-    return progress
+    return {**progress, "running": driver is not None, "driver_pid": driver["pid"] if driver else None,
+            "watching": bool(driver and driver.get("watch")), "watch": driver.get("watch") if driver else None,
+            "episodes_per_s": rate, "time_left_s": left / rate if rate else None,
+            "last_episode_s_ago": time.time() - max(times) if times else None, "failures": info["failures"]}
 
 
-def _driver(folder: Path) -> dict[str, Any] | None:
+def _driver(folder: Path) -> DriverInfo | None:
     """The running driver, if ``driver.json`` names a live process on this host (or another host)."""
     path = folder / DRIVER
     if not path.is_file():
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data: DriverInfo = json.loads(path.read_text(encoding="utf-8"))  # as the driver wrote it
     if data.get("host") == socket.gethostname():
         try:
             os.kill(int(data["pid"]), 0)
@@ -178,12 +191,13 @@ def _driver(folder: Path) -> dict[str, Any] | None:
     return data
 
 
-def status_text(s: dict[str, Any]) -> str:
+def status_text(s: SweepStatus) -> str:
     state = f"running (driver pid {s['driver_pid']})" if s["running"] else "not running"
     lines = [f"{state}: {s['done']}/{s['cells']} cells done, {s['failed']} failed, {s['pending']} pending; "
              f"{s['episodes']}/{s['episodes_total']} episodes"]
-    if s.get("watching"):
-        lines.append(_watch_line(s["watch"]))
+    watch = s.get("watch")
+    if s.get("watching") and watch:
+        lines.append(_watch_line(watch))
     if s["episodes_per_s"]:
         lines.append(f"rate {s['episodes_per_s']:.2f} episodes/s, about {s['time_left_s']:.0f} s left")
     if s["last_episode_s_ago"] is not None:
@@ -192,14 +206,15 @@ def status_text(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _watch_line(watch: dict[str, Any]) -> str:
+def _watch_line(watch: WatchInfo) -> str:
     """``watching 'runs/*.pt': last saw step_3000.pt (step 3000) 4 s ago``."""
     globs = ", ".join(repr(g) for globs in watch["patterns"].values() for g in globs)
-    if watch.get("last_seen") is None:
+    last_seen, last_seen_time = watch.get("last_seen"), watch.get("last_seen_time")
+    if last_seen is None or last_seen_time is None:  # the driver sets both at once
         seen = "no new checkpoint yet"
     else:
-        seen = (f"last saw {Path(watch['last_seen']).name} (step {watch['last_step']}) "
-                f"{time.time() - watch['last_seen_time']:.0f} s ago")
+        seen = (f"last saw {Path(last_seen).name} (step {watch['last_step']}) "
+                f"{time.time() - last_seen_time:.0f} s ago")
     until = f"; ends {watch['timeout_s']:g} s after the last new one" if watch.get("timeout_s") else ""
     return f"watching {globs}: {seen}{until}"
 

@@ -22,11 +22,13 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from types import FrameType
+from typing import NotRequired, Protocol, TypedDict
 
+from ..contracts import EpisodeMetrics, UserValue
 from ..errors import ConfigError, OutputExistsError, RenderError
 from ..loggers import EvalLogger, check_logger
 from ..metrics import aggregate
@@ -36,13 +38,27 @@ from .grid import Cell, SweepConfig, checkpoint_cells, expand_cells
 from .local import LocalExecutor, machine_cpus
 from .precision import cell_precision, has_precision, settled
 from .ray_exec import RayExecutor, import_ray
-from .report import level_text, write_derived
-from .separate import pair_cells, pair_state, spec_of
-from .store import EPISODES, MANIFEST, Store, done_episodes, read_manifest, read_records, write_json_atomic
+from .report import EvalInfo, level_text, write_derived
+from .separate import PairSpec, PairState, pair_cells, pair_state, spec_of
+from .store import (
+    EPISODES,
+    MANIFEST,
+    Grid,
+    Identity,
+    Manifest,
+    Record,
+    Store,
+    done_episodes,
+    read_manifest,
+    read_records,
+    write_json_atomic,
+)
 from .tracking import log_cell, open_tracker
 from .watch import TRIES, Watcher, add_to_manifest
+from .work import Block, Message, Unit
 
-__all__ = ["SweepFailedError", "SweepResult", "SweepTerminated", "plan_units", "sweep"]
+__all__ = ["DriverInfo", "Executor", "SweepFailedError", "SweepResult", "SweepTerminated", "WatchInfo", "plan_units",
+           "sweep"]
 
 log = logging.getLogger("torchrl_render")
 DRIVER = "driver.json"
@@ -52,7 +68,7 @@ _HOW = ("executor", "workers", "block_size", "resume", "max_attempts", "report",
 _LOGGING = ("logger", "logger_dir", "logger_project", "exp_name")
 
 
-class _WatchInfo(TypedDict):
+class WatchInfo(TypedDict):
     """driver.json's ``watch`` entry (sweep-status prints it)."""
 
     patterns: dict[str, list[str]]
@@ -62,15 +78,30 @@ class _WatchInfo(TypedDict):
     last_seen_time: float | None
 
 
-class _DriverInfo(TypedDict):
+class DriverInfo(TypedDict):
     """driver.json: who runs the sweep, and a watched sweep's last look."""
 
     pid: int
     host: str
     started: float
     executor: str
-    watch: NotRequired[_WatchInfo]
+    watch: NotRequired[WatchInfo]
     checked: NotRequired[float]
+
+
+class Executor(Protocol):
+    """Where the units run (:class:`~.local.LocalExecutor`, :class:`~.ray_exec.RayExecutor`): ``poll`` gives the
+    messages the units sent meanwhile."""
+
+    def submit(self, unit: Unit) -> None: ...
+
+    def busy(self) -> bool: ...
+
+    def cancel_pending(self) -> None: ...
+
+    def poll(self, timeout: float) -> list[Message]: ...
+
+    def close(self) -> None: ...
 
 
 class SweepFailedError(RenderError):
@@ -105,7 +136,7 @@ class SweepResult:
     """
 
     out: Path
-    eval_info: dict[str, Any]
+    eval_info: EvalInfo
     cells: int
     cells_done: int
     cells_failed: int
@@ -116,7 +147,7 @@ class SweepResult:
 
 
 def sweep(config: SweepConfig | None = None, /, *, command: list[str] | None = None,
-          echo: Callable[[str], None] | None = None, **fields: Any) -> SweepResult:
+          echo: Callable[[str], None] | None = None, **fields: UserValue) -> SweepResult:
     """Runs every (checkpoint, task) cell of the grid; resumable episode by episode.
 
     Args:
@@ -170,14 +201,14 @@ def _discard(folder: Path, created: bool) -> None:
         folder.rmdir()
 
 
-def _known_cells(cfg: SweepConfig, cells: list[Cell], records: list[dict[str, Any]]) -> list[Cell]:
+def _known_cells(cfg: SweepConfig, cells: list[Cell], records: list[Record]) -> list[Cell]:
     """A watched sweep's cells: those of its manifest (checkpoints seen before) and those found now.
 
     A manifest cell whose file has other bytes now and that has no episode recorded (it failed to load: the file
     was given up half-written, then completed) is superseded by the file as it is: dropped from the manifest, so
     that one step has one cell (and the records carry the sha256 of the file evaluated).
     """
-    manifest = read_manifest(cfg.out_dir) or {}
+    manifest: Manifest = read_manifest(cfg.out_dir) or {}
     old = [Cell(**c) for c in manifest.get("cells", [])] if cfg.watch else []
     now = {c.ckpt: c.sha256 for c in cells}
     evaluated = {r["cell"] for r in records if r["kind"] == "episode"}
@@ -190,33 +221,34 @@ def _known_cells(cfg: SweepConfig, cells: list[Cell], records: list[dict[str, An
     return old + [c for c in cells if c.id not in ids]
 
 
-def _grid(cfg: SweepConfig, cells: list[Cell]) -> dict[str, Any]:
+def _grid(cfg: SweepConfig, cells: list[Cell]) -> Grid:
     """What a resumed sweep must share with the original: the cells and what each cell runs (a watched sweep's
     cells grow as training writes checkpoints: what each cell runs alone)."""
     what = {k: v for k, v in cfg.to_dict().items() if k not in _HOW}
-    what["base"] = {k: v for k, v in what["base"].items() if k not in _LOGGING}  # where results are also logged
+    what["base"] = {k: v for k, v in cfg.base.items() if k not in _LOGGING}  # where results are also logged
     return {"what": what} if cfg.watch else {"what": what, "cells": [[c.id, c.sha256] for c in cells]}
 
 
-def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tuple[Store, list[dict[str, Any]]]:
+def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tuple[Store, list[Record]]:
     manifest = read_manifest(cfg.out_dir)
     if manifest is None:
         if cfg.out_dir.exists() and any(cfg.out_dir.iterdir()):
             raise OutputExistsError(f"{str(cfg.out_dir)!r} exists and is not a sweep folder (it has no {MANIFEST})",
                                     got=str(cfg.out_dir), fix="choose another --out (a new or empty folder)")
-        manifest = {"torchrl_render_sweep": 1, "created": time.time(), "command": command, "grid": _grid(cfg, cells),
-                    "config": cfg.to_dict(), "cells": [c.to_dict() for c in cells], "tasks": cfg.tasks,
-                    "groups": cfg.groups, "baselines": cfg.baselines, "versions": versions()}
-        return Store.create(cfg.out_dir, manifest), []
+        new: Manifest = {"torchrl_render_sweep": 1, "created": time.time(), "command": command,
+                         "grid": _grid(cfg, cells), "config": cfg.to_dict(), "cells": [c.to_dict() for c in cells],
+                         "tasks": cfg.tasks, "groups": cfg.groups, "baselines": cfg.baselines, "versions": versions()}
+        return Store.create(cfg.out_dir, new), []
     if not cfg.resume:
         raise OutputExistsError(f"{str(cfg.out_dir)!r} already holds a sweep", got=str(cfg.out_dir),
                                 fix="pass --resume to run only its missing episodes, or choose another --out")
-    old_grid, new_grid = manifest.get("grid") or {}, _grid(cfg, cells)
-    if (old_grid.get("what") != new_grid["what"]) if cfg.watch else old_grid != new_grid:
+    old_grid, new_grid = manifest.get("grid"), _grid(cfg, cells)
+    old_what = old_grid.get("what") if old_grid else None
+    if (old_what != new_grid["what"]) if cfg.watch else old_grid != new_grid:
         raise ConfigError(f"the sweep in {str(cfg.out_dir)!r} has another grid than this config (other checkpoints, "
                           "checkpoint contents, tasks or RenderConfig fields)",
                           expected="the config it was started with",
-                          got=_first_difference(manifest.get("grid", {}), _grid(cfg, cells)),
+                          got=_first_difference(old_grid, _grid(cfg, cells)),
                           fix="resume with the original config (its manifest.json has it), or choose another --out")
     if cfg.baselines is not None and manifest.get("baselines") != cfg.baselines:  # --resume --score-baselines
         # FILE: the report renormalises (baselines are not part of the grid; a resume without them keeps the old)
@@ -225,15 +257,16 @@ def _open(cfg: SweepConfig, cells: list[Cell], command: list[str] | None) -> tup
     return store, read_records(cfg.out_dir)
 
 
-def _first_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
-    for key in ("cells", "what"):
-        if old.get(key) != new.get(key):
-            if key == "what":
-                keys = sorted(k for k in set(old.get(key, {})) | set(new[key])
-                              if old.get(key, {}).get(k) != new[key].get(k))
-                return f"different {', '.join(keys)}"
-            return (f"{len(old.get(key) or [])} cells recorded, {len(new.get(key) or [])} in this config (or other "
-                    "checkpoints)")
+def _first_difference(old: Grid | None, new: Grid) -> str:
+    """What differs between the recorded grid (None: the manifest has none) and this config's."""
+    old_cells = old.get("cells") if old else None
+    if old_cells != new.get("cells"):
+        return (f"{len(old_cells or [])} cells recorded, {len(new.get('cells') or [])} in this config (or other "
+                "checkpoints)")
+    if (old.get("what") if old else None) != new["what"]:
+        old_what = old.get("what", {}) if old else {}
+        keys = sorted(k for k in set(old_what) | set(new["what"]) if old_what.get(k) != new["what"].get(k))
+        return f"different {', '.join(keys)}"
     return "a different manifest"
 
 
@@ -264,21 +297,21 @@ def plan_units(cells: list[Cell], done: set[tuple[str, int]], block_size: int | 
 class _Driver:
     """One session of a sweep: its store, executor, units in flight and counters."""
 
-    def __init__(self, cfg: SweepConfig, cells: list[Cell], store: Store, records: list[dict[str, Any]],
+    def __init__(self, cfg: SweepConfig, cells: list[Cell], store: Store, records: list[Record],
                  echo: Callable[[str], None]) -> None:
         self.cfg, self.cells, self.store, self.echo = cfg, {c.id: c for c in cells}, store, echo
         self.done = done_episodes(records)
         # each cell's recorded episodes' metrics, once each: its progress line, and whether it is complete
-        self.metrics: dict[str, list[dict[str, Any]]] = {}
+        self.metrics: dict[str, list[EpisodeMetrics]] = {}
         seen: set[tuple[str, int]] = set()
         for r in records:
-            if r.get("kind") == "episode" and (r["cell"], r["episode_ix"]) not in seen:
+            if r["kind"] == "episode" and (r["cell"], r["episode_ix"]) not in seen:
                 seen.add((r["cell"], r["episode_ix"]))
                 self.metrics.setdefault(r["cell"], []).append(r["metrics"])
-        self.units: dict[str, dict[str, Any]] = {}
+        self.units: dict[str, Unit] = {}
         # --separate: the pair's cells, each mapped to (cell of A, cell of B) of its task
-        # ({} without --separate: then no cell is in self.pairs, and only a cell of the pair reads it)
-        self.pair: dict[str, Any] = spec_of(cfg.to_dict(), [c.to_dict() for c in cells]) or {}
+        # (None without --separate: then no cell is in self.pairs, and only a cell of the pair reads it)
+        self.pair: PairSpec | None = spec_of(cfg.to_dict(), [c.to_dict() for c in cells])
         self.pairs = pair_cells(self.pair, [c.to_dict() for c in cells])
         self.failed: dict[str, str] = {}
         self.run_count = 0
@@ -289,10 +322,10 @@ class _Driver:
         # the loggers' ledger: cells whose numbers the logger has on disk ("logged" lines, kept across sessions),
         # and those given to a logger that confirms only when it closes (W&B)
         self.ledger = f"{cfg.base.get('logger')}:{cfg.base.get('exp_name') or cfg.out_dir.resolve().name}"
-        self.logged = {r["cell"] for r in records if r.get("kind") == "logged" and r.get("logger") == self.ledger}
+        self.logged = {r["cell"] for r in records if r["kind"] == "logged" and r.get("logger") == self.ledger}
         # cells an earlier session began to give the logger ("logging" lines) and did not see on disk: killed
         # between the two, the logger may hold some or all of their numbers
-        self.begun = {r["cell"] for r in records if r.get("kind") == "logging" and r.get("logger") == self.ledger}
+        self.begun = {r["cell"] for r in records if r["kind"] == "logging" and r.get("logger") == self.ledger}
         self.unconfirmed: list[str] = []
         self.last_new = time.monotonic()
         self.interrupted: type[KeyboardInterrupt] | None = None  # Ctrl-C or SIGTERM came (see _stop_signals)
@@ -308,7 +341,7 @@ class _Driver:
 
     def _session(self) -> SweepResult:
         units = self._plan(list(self.cells.values()))
-        self.driver_info: _DriverInfo = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
+        self.driver_info: DriverInfo = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
                             "executor": self.cfg.executor}
         if self.watcher is not None:
             # a resumed watch: checkpoints written meanwhile
@@ -368,7 +401,7 @@ class _Driver:
         for signum, (default, error) in stops.items():
             if signal.getsignal(signum) is default:
 
-                def stop(signum: int, frame: Any, error: type[KeyboardInterrupt] = error) -> None:
+                def stop(signum: int, frame: FrameType | None, error: type[KeyboardInterrupt] = error) -> None:
                     self.interrupted = error
                     raise error
 
@@ -379,7 +412,7 @@ class _Driver:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
 
-    def _run(self, executor: Any, units: list[tuple[Cell, int, int]]) -> None:
+    def _run(self, executor: Executor, units: list[tuple[Cell, int, int]]) -> None:
         """Starts the tracker, writes driver.json, submits the planned units and runs the loop."""
         self.tracker = open_tracker(self.cfg, self.echo)
         if self.tracker is not None and self._loggable():  # complete cells an earlier session did not log
@@ -390,7 +423,7 @@ class _Driver:
             executor.submit(self._unit(cell, start, count, 1))
         self._loop(executor)
 
-    def _loop(self, executor: Any) -> None:
+    def _loop(self, executor: Executor) -> None:
         """Runs the units until none is left; a watched sweep also takes new checkpoints, until its timeout."""
         last_look = 0.0
         idle_since = None  # when the watched sweep ran out of work: the timeout counts the waiting, not the work
@@ -422,7 +455,7 @@ class _Driver:
                 return
             time.sleep(0.5)
 
-    def _look(self, executor: Any, watcher: Watcher) -> None:
+    def _look(self, executor: Executor, watcher: Watcher) -> None:
         """Adds the cells of the checkpoints the watcher took; records those that failed to load as failed."""
         taken, failed = watcher.poll()
         for found in taken + failed:
@@ -468,10 +501,16 @@ class _Driver:
             k += 1
         return k
 
-    def _pair_state(self, cid: str) -> dict[str, Any]:
+    def _pair_spec(self) -> PairSpec:
+        """``--separate``'s pair, which only a cell of the pair (in ``self.pairs``) reads."""
+        assert self.pair is not None  # self.pairs is empty without one
+        return self.pair
+
+    def _pair_state(self, cid: str) -> PairState:
         ca, cb = (self.cells[c] for c in self.pairs[cid])
-        return pair_state(self.metrics.get(ca.id, []), self.metrics.get(cb.id, []), self.pair["metric"],
-                          self.pair["bounds"], min(ca.num_trajs, cb.num_trajs))
+        spec = self._pair_spec()
+        return pair_state(self.metrics.get(ca.id, []), self.metrics.get(cb.id, []), spec["metric"], spec["bounds"],
+                          min(ca.num_trajs, cb.num_trajs))
 
     def _pair_units(self, ca_id: str, cb_id: str) -> list[tuple[Cell, int, int]]:
         """The pair's next lockstep block: both checkpoints up to the same episode, ``block`` further than the one
@@ -483,31 +522,30 @@ class _Driver:
         if self._pair_state(ca.id)["stopped_on"] is not None:
             return []
         ka, kb = self._prefix(ca), self._prefix(cb)
-        until = min(ca.num_trajs, cb.num_trajs, max(ka, kb, min(ka, kb) + self.pair["block"]))
+        until = min(ca.num_trajs, cb.num_trajs, max(ka, kb, min(ka, kb) + self._pair_spec()["block"]))
         return [(c, k, until - k) for c, k in ((ca, ka), (cb, kb)) if k < until]
 
-    def _executor(self, n_units: int) -> Any:
+    def _executor(self, n_units: int) -> Executor:
         if self.cfg.executor == "ray":
             return RayExecutor(self.cfg.ray_address, self.cfg.ray_num_cpus, self.cfg.ray_num_gpus)
 
         workers = self.cfg.workers or machine_cpus()
         return LocalExecutor(workers if self.watcher is not None else min(workers, max(1, n_units)))
 
-    def _unit(self, cell: Cell, start: int, count: int, attempt: int) -> dict[str, Any]:
-        unit: dict[str, Any] = {
+    def _unit(self, cell: Cell, start: int, count: int, attempt: int) -> Unit:
+        unit: Unit = {
             "id": f"{cell.id}#{start}+{count}@{attempt}", "cell": cell.to_dict(), "start": start, "count": count,
             "attempt": attempt, "base": self.cfg.base, "out": str(self.cfg.out_dir.resolve()),
             "separate": cell.id in self.pairs}  # the pair's blocks stop on the pair, not on --precision
         self.units[unit["id"]] = unit
         return unit
 
-    def _handle(self, message: dict[str, Any], executor: Any) -> None:
+    def _handle(self, message: Message, executor: Executor) -> None:
         unit = self.units.get(message["unit"])
         if unit is None:  # a unit already settled (e.g. a cancelled task's last word): nothing to record
             return
         cell = self.cells[unit["cell"]["id"]]
-        kind = message["type"]
-        if kind == "episode":
+        if message["type"] == "episode":
             key = (cell.id, message["episode_ix"])
             if key not in self.done:  # a retried block may report an episode again: count it once
                 self.store.append({"kind": "episode", **_identity(cell, self.cfg), "episode_ix": message["episode_ix"],
@@ -518,15 +556,15 @@ class _Driver:
                 self.run_count += 1
             return
         self.units.pop(message["unit"])
-        if kind == "done":
+        if message["type"] == "done":
             self.store.append({"kind": "artifacts", "cell": cell.id, "episodes": [unit["start"],
                                unit["start"] + unit["count"]], "paths": message["paths"]})
             if cell.id in self.pairs:  # --separate: the next lockstep block, once both halves are in
                 for c, start, count in self._pair_units(*self.pairs[cell.id]):
                     executor.submit(self._unit(c, start, count, 1))
-        elif kind == "error" or unit["attempt"] >= self.cfg.max_attempts:
-            error = message["error"] if kind == "error" else f"gave up after {unit['attempt']} attempts: " \
-                                                              f"{message['error']}"
+        elif message["type"] == "error" or unit["attempt"] >= self.cfg.max_attempts:
+            error = message["error"] if message["type"] == "error" else f"gave up after {unit['attempt']} attempts: " \
+                                                                        f"{message['error']}"
             self._fail(cell, unit, error)
         else:  # lost: its worker died; run again what it had not reported
             log.warning("%s; retrying the episodes of %s it had not finished", message["error"], cell.id)
@@ -536,12 +574,12 @@ class _Driver:
                 executor.submit(self._unit(c, start, count, unit["attempt"] + 1))
         self._cell_progress(cell)
 
-    def _others(self, cell: Cell, unit: dict[str, Any]) -> set[tuple[str, int]]:
+    def _others(self, cell: Cell, unit: Block) -> set[tuple[str, int]]:
         """Episodes of ``cell`` outside ``unit`` (other units own them): not to be planned again."""
         own = range(unit["start"], unit["start"] + unit["count"])
         return {(cell.id, i) for i in range(cell.num_trajs) if i not in own}
 
-    def _fail(self, cell: Cell, unit: dict[str, Any], error: str) -> None:
+    def _fail(self, cell: Cell, unit: Block, error: str) -> None:
         if self.watcher is not None and not os.path.exists(cell.ckpt):  # taken, then gone before its cell ran
             error = (f"{cell.ckpt} vanished from the watched folder after it was taken, before its cell ran (the "
                      "training run deleted or moved it: one that keeps only its last checkpoints?); keep each "
@@ -579,8 +617,9 @@ class _Driver:
         state = self._pair_state(cell.id)
         lo, hi = state["interval"]
         where = "decided" if state["stopped_on"] else "running"
-        better = {"A": self.pair["a"], "B": self.pair["b"]}.get(state["better"] or "")
-        return (f"; --separate ({where}): A - B {self.pair['metric']} in [{lo:.3g}, {hi:.3g}] after {state['n_pairs']} "
+        spec = self._pair_spec()
+        better = {"A": spec["a"], "B": spec["b"]}.get(state["better"] or "")
+        return (f"; --separate ({where}): A - B {spec['metric']} in [{lo:.3g}, {hi:.3g}] after {state['n_pairs']} "
                 f"pairs, p = {state['p_value']:.3g}" + (f", better: {Path(better).name}" if better else ""))
 
     def _loggable(self) -> list[Cell]:
@@ -613,7 +652,7 @@ class _Driver:
             self.store.append({"kind": "logged", "cell": cell, "logger": self.ledger})
             self.logged.add(cell)
 
-    def _finish(self, executor: Any, final: bool, derived: bool = True) -> None:
+    def _finish(self, executor: Executor | None, final: bool, derived: bool = True) -> None:
         if executor is not None:
             executor.close()
         if self.tracker is not None:
@@ -631,14 +670,15 @@ class _Driver:
     def _result(self) -> SweepResult:
         import json
 
-        info = json.loads((self.cfg.out_dir / "eval_info.json").read_text(encoding="utf-8"))
+        # eval_info.json as write_derived has just written it (read back: what the file says, NaN as null)
+        info: EvalInfo = json.loads((self.cfg.out_dir / "eval_info.json").read_text(encoding="utf-8"))
         cells = list(self.cells.values())
         full = [c for c in cells if self._complete(c)]
         return SweepResult(self.cfg.out_dir, info, len(cells), len(full), len(self.failed), len(self.done),
                            self.run_count, self.report_paths, dict(self.failed))
 
 
-def _precision_text(base: dict[str, Any], cell: Cell, metrics: list[dict[str, Any]]) -> str:
+def _precision_text(base: Mapping[str, UserValue], cell: Cell, metrics: Sequence[EpisodeMetrics]) -> str:
     """``--precision``: the half-width the cell reached, and on what it stopped."""
     if not has_precision(base):
         return ""
@@ -651,7 +691,7 @@ def _step_order(cell: Cell) -> tuple[bool, int]:
     return cell.step is None, cell.step or 0
 
 
-def _identity(cell: Cell, cfg: SweepConfig) -> dict[str, Any]:
+def _identity(cell: Cell, cfg: SweepConfig) -> Identity:
     """What makes a line self-describing: the checkpoint, the task, the cell."""
     return {"cell": cell.id, "run": cell.run, "checkpoint": cell.ckpt, "checkpoint_sha256": cell.sha256,
             "step": cell.step, "task": cell.task, "task_spec": cfg.tasks[cell.task], "group": cell.group}

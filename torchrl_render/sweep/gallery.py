@@ -11,35 +11,41 @@ in ``episodes.jsonl``; a resumed sweep films only cells without one.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..api import render_policy
 from ..config import RenderConfig
-from ..selection import choose, needs_two_passes, parse_selectors, reconcile
+from ..contracts import EpisodeMetrics, UserValue
+from ..selection import Selector, choose, needs_two_passes, parse_selectors, reconcile
 from ..writers import WRITERS
+from .grid import Cell
 from .precision import settled
+from .store import GalleryEntry, Record
+
+if TYPE_CHECKING:
+    from .report import EvalInfo  # the report imports this module
 
 __all__ = ["film_galleries", "galleries", "gallery_html", "selection_of"]
 
 
-def selection_of(base: dict[str, Any]) -> tuple[Any, ...] | None:
+def selection_of(base: Mapping[str, UserValue]) -> tuple[Selector, ...] | None:
     """The sweep's selectors when they need the cells' numbers (a gallery after the cell), else None."""
     selectors = parse_selectors(base.get("render_select"))
     return selectors if needs_two_passes(selectors) else None
 
 
-def film_galleries(base: dict[str, Any], out: Path, cells: Iterable[Any], records: list[dict[str, Any]],
-                   append: Any) -> None:
+def film_galleries(base: Mapping[str, UserValue], out: Path, cells: Iterable[Cell], records: Sequence[Record],
+                   append: Callable[[Record], None]) -> None:
     """Films the chosen episodes of every complete cell that has no gallery yet; ``append`` records each."""
     selectors = selection_of(base)
     if selectors is None:
         return
-    filmed = {r["cell"] for r in records if r.get("kind") == "gallery"}
-    episodes: dict[str, list[dict[str, Any]]] = {}
+    filmed = {r["cell"] for r in records if r["kind"] == "gallery"}
+    episodes: dict[str, list[EpisodeMetrics]] = {}
     for r in records:
-        if r.get("kind") == "episode":
+        if r["kind"] == "episode":
             episodes.setdefault(r["cell"], []).append(r["metrics"])
     for cell in cells:
         done = sorted(episodes.get(cell.id, []), key=lambda m: m["episode_ix"])
@@ -50,7 +56,7 @@ def film_galleries(base: dict[str, Any], out: Path, cells: Iterable[Any], record
         append({"kind": "gallery", "cell": cell.id, "selectors": [str(s) for s in selectors], "episodes": entries})
 
 
-def _film(base: dict[str, Any], out: Path, cell: Any, recorded: dict[str, Any], why: str) -> dict[str, Any]:
+def _film(base: Mapping[str, UserValue], out: Path, cell: Cell, recorded: EpisodeMetrics, why: str) -> GalleryEntry:
     """One chosen episode, re-run alone by its seed into the cell's gallery folder."""
     ix = recorded["episode_ix"]
     fmt = base.get("format") or "mp4"
@@ -60,15 +66,16 @@ def _film(base: dict[str, Any], out: Path, cell: Any, recorded: dict[str, Any], 
     folder = Path(out) / "cells" / cell.id / "gallery"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"ep{ix:04d}{suffix}"
-    fields = {**base, "env": cell.spec, "ckpt": cell.ckpt, "format": fmt, "out": str(path), "overwrite": True,
-              "progress": False, "num_trajs": 1, "num_envs": 1, "seed": None if cell.seed is None else cell.seed + ix,
-              "render_select": [], "max_episodes_rendered": None, "eval_n_timesteps": None,
-              "precision": None, "return_bounds": None,
-              "logger": None}  # the sweep logs each whole cell itself (tracking.py)
+    fields: dict[str, object] = {
+        **base, "env": cell.spec, "ckpt": cell.ckpt, "format": fmt, "out": str(path), "overwrite": True,
+        "progress": False, "num_trajs": 1, "num_envs": 1, "seed": None if cell.seed is None else cell.seed + ix,
+        "render_select": [], "max_episodes_rendered": None, "eval_n_timesteps": None,
+        "precision": None, "return_bounds": None,
+        "logger": None}  # the sweep logs each whole cell itself (tracking.py)
     result = render_policy(RenderConfig.from_dict(fields), command=["torchrl-render", "sweep", "gallery", cell.id])
-    rerun = {**result.metrics["per_episode"][0], "episode_ix": ix}
+    rerun: EpisodeMetrics = {**result.metrics["per_episode"][0], "episode_ix": ix}
     merged = reconcile(recorded, rerun, why)
-    entry = {"episode_ix": ix, "seed": recorded["seed"], "reason": why, "path": str(path),
+    entry: GalleryEntry = {"episode_ix": ix, "seed": recorded["seed"], "reason": why, "path": str(path),
              "sum_reward": recorded["sum_reward"], "length": recorded["length"], "success": recorded.get("success"),
              "num_frames": merged["num_frames"], "reproduced": merged["reproduced"]}
     if "rerun" in merged:
@@ -76,16 +83,16 @@ def _film(base: dict[str, Any], out: Path, cell: Any, recorded: dict[str, Any], 
     return entry
 
 
-def galleries(records: list[dict[str, Any]], relative: Any) -> dict[str, list[dict[str, Any]]]:
+def galleries(records: Sequence[Record], relative: Callable[[str], str]) -> dict[str, list[GalleryEntry]]:
     """``eval_info.json``'s ``galleries``: cell id -> its filmed episodes (paths made ``relative``)."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[GalleryEntry]] = {}
     for r in records:
-        if r.get("kind") == "gallery":
+        if r["kind"] == "gallery":
             out[r["cell"]] = [{**e, "path": relative(e["path"])} for e in r["episodes"]]
     return out
 
 
-def gallery_html(info: dict[str, Any]) -> str:
+def gallery_html(info: EvalInfo) -> str:
     """The report's gallery: per checkpoint x task, each chosen episode with why it was chosen."""
     chosen = info.get("galleries") or {}
     if not chosen:
@@ -102,7 +109,7 @@ def gallery_html(info: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def _figure(e: dict[str, Any]) -> str:
+def _figure(e: GalleryEntry) -> str:
     path = html.escape(e["path"])
     media = f'<video controls muted width=240 src="{path}"></video>' if path.endswith(".mp4") else \
         f'<img width=240 src="{path}">' if path.endswith(".gif") else f'<a href="{path}">{path}</a>'

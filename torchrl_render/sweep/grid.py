@@ -27,17 +27,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..checkpoint import sha256_file
 from ..checkpoint.step import checkpoint_step
 from ..config import RenderConfig, _f, load_mapping
+from ..contracts import UserValue
 from ..envs import import_namespace
 from ..errors import ConfigError, did_you_mean
 from ..metrics.robust import check_baselines
 from ..writers import WRITERS
 
-__all__ = ["BASE_OWNED", "Cell", "SweepConfig", "checkpoint_step", "expand_cells", "load_baselines"]
+__all__ = ["BASE_OWNED", "Cell", "CellDict", "SweepConfig", "checkpoint_step", "expand_cells", "load_baselines"]
 
 EXECUTORS = ("local", "ray")
 SEPARATE_METRICS = ("return", "success")
@@ -79,7 +80,8 @@ class SweepConfig:
         separate: Two checkpoints ``[A, B]`` to tell apart on every task (:mod:`.separate`): sampled on the
             same seeds until the paired difference's confidence sequence excludes 0, or ``num_trajs``.
         separate_metric: What ``separate`` compares: ``return`` or ``success``.
-        base: RenderConfig fields shared by every cell (``policy``, ``num_trajs``, ``format``...).
+        base: RenderConfig fields shared by every cell (``policy``, ``num_trajs``, ``format``...), as the user gave
+            them: ``RenderConfig.from_dict`` checks them when each cell's config is built (every task's once here).
 
     Example:
         >>> cfg = SweepConfig.from_dict({"ckpt": ["runs/s0/*.pt"], "env": ["HalfCheetah-v5", "Hopper-v5"],
@@ -126,7 +128,7 @@ class SweepConfig:
                              multiple=True, metavar="CKPT")
     separate_metric: str = _f("return", help="What --separate compares: the return, or the success (an env that "
                               "reports it).", choices=("return", "success"))
-    base: dict[str, Any] = _f({}, help="RenderConfig fields shared by every cell (the CLI: their own flags).")
+    base: dict[str, UserValue] = _f({}, help="RenderConfig fields shared by every cell (the CLI: their own flags).")
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -151,8 +153,9 @@ class SweepConfig:
         return Path(self.out)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> SweepConfig:
-        """Sweep keys go to the sweep, RenderConfig keys to ``base``; unknown keys get a did-you-mean."""
+    def from_dict(cls, data: Mapping[str, UserValue], **overrides: UserValue) -> SweepConfig:
+        """Sweep keys go to the sweep, RenderConfig keys to ``base``; unknown keys get a did-you-mean. The values are
+        the user's, checked by ``__post_init__``."""
         merged = {**data, **overrides}
         mine = {f.name for f in dataclasses.fields(cls)}
         theirs = {f.name for f in dataclasses.fields(RenderConfig)} - set(BASE_OWNED)
@@ -168,24 +171,39 @@ class SweepConfig:
         return cls(**merged, base=base)
 
     @classmethod
-    def from_file(cls, path: str | Path, **overrides: Any) -> SweepConfig:
+    def from_file(cls, path: str | Path, **overrides: UserValue) -> SweepConfig:
         """Loads a JSON, YAML or TOML file; ``overrides`` win over the file."""
         return cls.from_dict(load_mapping(path), **overrides)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-serializable; ``SweepConfig.from_dict(cfg.to_dict())`` gives an equal grid."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["out"] = str(self.out)
         data["run"] = {k: list(v) for k, v in self.run.items() if not (k == "default" and v == self.ckpt)}
         return data
 
-    def render_config(self, spec: str, ckpt: str | None, **fields: Any) -> RenderConfig:
+    def render_config(self, spec: str, ckpt: str | None, **fields: object) -> RenderConfig:
         """The RenderConfig of one cell (or of a block of its episodes, through ``fields``)."""
 
-        data = {**self.base, "env": spec, "ckpt": ckpt, "progress": False, **fields}
-        if data.get("max_episodes_rendered") == 0 and WRITERS.entry(data.get("format") or "mp4").needs_frames:
+        data: dict[str, object] = {**self.base, "env": spec, "ckpt": ckpt, "progress": False, **fields}
+        if data.get("max_episodes_rendered") == 0 and WRITERS.entry(str(data.get("format") or "mp4")).needs_frames:
             data["format"] = "json"  # nothing to film: the cell's metrics alone
         return RenderConfig.from_dict(data)
+
+
+class CellDict(TypedDict):
+    """A :class:`Cell` as a dict (:meth:`Cell.to_dict`): in the manifest, and in each work unit a worker runs."""
+
+    id: str
+    run: str
+    ckpt: str
+    sha256: str
+    step: int | None
+    task: str
+    spec: str
+    group: str
+    num_trajs: int
+    seed: int | None
 
 
 @dataclass
@@ -203,8 +221,10 @@ class Cell:
     num_trajs: int
     seed: int | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> CellDict:
+        return {"id": self.id, "run": self.run, "ckpt": self.ckpt, "sha256": self.sha256, "step": self.step,
+                "task": self.task, "spec": self.spec, "group": self.group, "num_trajs": self.num_trajs,
+                "seed": self.seed}
 
 
 def expand_cells(cfg: SweepConfig) -> list[Cell]:
@@ -263,7 +283,7 @@ def task_label(task: str) -> str:
     return _SAFE.sub("_", name).strip("_")[:40] or "task"
 
 
-def _str_list(name: str, value: Any) -> list[str]:
+def _str_list(name: str, value: object) -> list[str]:
     if isinstance(value, (str, Path)):
         value = [value]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, Path)) for v in value):
@@ -272,7 +292,7 @@ def _str_list(name: str, value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
-def _named_lists(name: str, value: Any, split: bool) -> dict[str, list[str]]:
+def _named_lists(name: str, value: object, split: bool) -> dict[str, list[str]]:
     """``{"a": ["x"]}`` as given, or CLI strings ``["a=x,y", "a=z"]`` merged into it."""
     if isinstance(value, Mapping):
         return {str(k): _str_list(f"{name}[{k!r}]", v) for k, v in value.items()}
@@ -287,7 +307,8 @@ def _named_lists(name: str, value: Any, split: bool) -> dict[str, list[str]]:
     return out
 
 
-def _tasks(env: Any) -> dict[str, str]:
+def _tasks(env: object) -> dict[str, str]:
+    items: list[tuple[str, object]]
     if isinstance(env, Mapping):
         items = [(str(k), v) for k, v in env.items()]
     else:
@@ -297,13 +318,13 @@ def _tasks(env: Any) -> dict[str, str]:
             simple = sep and re.fullmatch(r"[A-Za-z0-9_.-]+", name) and rest
             items.append((name, rest) if simple else (spec, spec))
     tasks: dict[str, str] = {}
-    for name, spec in items:
-        if not isinstance(spec, str) or not spec:
+    for name, given in items:
+        if not isinstance(given, str) or not given:
             raise ConfigError(f"task {name!r} has no env spec", expected="a gymnasium id or 'module:object'",
-                              got=repr(spec), fix="pass --env NAME=SPEC or --env SPEC")
+                              got=repr(given), fix="pass --env NAME=SPEC or --env SPEC")
         if name in tasks:
             raise ConfigError(f"task {name!r} is given twice", got=name, fix="give each task once (or a new NAME=)")
-        tasks[name] = spec
+        tasks[name] = given
     return tasks
 
 
@@ -416,7 +437,7 @@ def _check_precision(cfg: SweepConfig) -> None:
                       fix="drop --block-size (the cells still run in parallel, one per worker), or drop --precision")
 
 
-def _base(base: Any) -> dict[str, Any]:
+def _base(base: object) -> dict[str, UserValue]:
     if not isinstance(base, Mapping):
         raise ConfigError("base must be a mapping of RenderConfig fields", got=type(base).__name__,
                           fix="pass base={'policy': 'mypkg.policy:make', ...}")

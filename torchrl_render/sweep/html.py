@@ -16,10 +16,16 @@ from __future__ import annotations
 import html
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .gallery import gallery_html
+
+if TYPE_CHECKING:
+    from ..metrics.robust import LevelEstimates
+    from .report import CellEntry, CheckpointEntry, CurvePoint, EvalInfo  # the report imports this module
 
 __all__ = ["episode_videos", "plot_aggregates", "plot_curve", "plot_improvement", "plot_profiles", "robust_table",
            "success_table", "write_html"]
@@ -30,7 +36,7 @@ _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}tab
           "figcaption{font-size:90%;color:#444}")
 
 
-def plot_curve(task: str, runs: dict[str, list[dict[str, Any]]], path: Path) -> Path:
+def plot_curve(task: str, runs: Mapping[str, list[CurvePoint]], path: Path) -> Path:
     """Draws one task's return-vs-step curves (with their confidence bands) into a PNG."""
     import matplotlib
 
@@ -56,7 +62,7 @@ def plot_curve(task: str, runs: dict[str, list[dict[str, Any]]], path: Path) -> 
     return path
 
 
-def _pyplot():
+def _pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -65,31 +71,52 @@ def _pyplot():
     return plt
 
 
-def _label(entry: dict[str, Any]) -> str:
+def _label(entry: CheckpointEntry) -> str:
     name = Path(entry["checkpoint"]).name
     return f"{entry['run']}/{name}" if entry.get("run") not in (None, "default") else name
 
 
-def _scored(info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [(_label(e), e["overall"]["scores"]) for e in info["per_checkpoint"]
-            if (e.get("overall") or {}).get("scores", {}).get("iqm") is not None]
+def _scored(info: EvalInfo) -> list[tuple[str, LevelEstimates]]:
+    """Each checkpoint's estimates across tasks, where it has some (an info built by hand may have none)."""
+    rows = []
+    for e in info["per_checkpoint"]:
+        overall = e.get("overall")
+        scores = overall.get("scores") if overall else None
+        if scores and scores.get("iqm") is not None:
+            rows.append((_label(e), scores))
+    return rows
 
 
-def plot_aggregates(info: dict[str, Any], path: Path) -> Path:
+#: The estimates across tasks a level has (``optimality_gap`` with normalised scores only), in the figures' order.
+_ESTIMATES = ("iqm", "median", "mean", "optimality_gap")
+
+
+def _estimate(scores: LevelEstimates, key: str) -> tuple[float | None, list[float] | None]:
+    """The estimate ``key`` (one of :data:`_ESTIMATES`) and its 95% interval."""
+    if key == "iqm":
+        return scores["iqm"], scores["iqm_ci95"]
+    if key == "median":
+        return scores["median"], scores["median_ci95"]
+    if key == "mean":
+        return scores["mean"], scores["mean_ci95"]
+    return scores.get("optimality_gap"), scores.get("optimality_gap_ci95")
+
+
+def plot_aggregates(info: EvalInfo, path: Path) -> Path:
     """Each checkpoint's IQM, median and mean across tasks, as points with their 95% intervals (rliable's
     interval-estimates figure)."""
     plt = _pyplot()
     rows = _scored(info)
-    keys = [k for k in ("iqm", "median", "mean", "optimality_gap") if rows and k in rows[0][1]]
+    keys = [k for k in _ESTIMATES if rows and k in rows[0][1]]
     fig, axes = plt.subplots(1, len(keys), figsize=(2.6 * len(keys) + 1.6, 0.5 * len(rows) + 1.7), dpi=100,
                              sharey=True, squeeze=False)
     try:
         for ax, key in zip(axes[0], keys):
             for y, (_, sc) in enumerate(rows):
-                ci = sc.get(f"{key}_ci95")
+                value, ci = _estimate(sc, key)
                 if ci:
                     ax.plot(ci, [y, y], lw=6, alpha=0.35, color=f"C{y % 10}", solid_capstyle="butt")
-                ax.plot([sc[key]], [y], "|", ms=14, mew=2, color=f"C{y % 10}")
+                ax.plot([value], [y], "|", ms=14, mew=2, color=f"C{y % 10}")
             ax.set(title={"iqm": "IQM", "median": "Median", "mean": "Mean", "optimality_gap": "Optimality gap"}[key])
             ax.grid(axis="x", alpha=0.3)
         axes[0][0].set_yticks(range(len(rows)), [r[0] for r in rows])
@@ -104,7 +131,7 @@ def plot_aggregates(info: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def plot_profiles(info: dict[str, Any], path: Path) -> Path:
+def plot_profiles(info: EvalInfo, path: Path) -> Path:
     """Each checkpoint's performance profile (the fraction of episodes above tau) with its 95% band."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
@@ -112,6 +139,7 @@ def plot_profiles(info: dict[str, Any], path: Path) -> Path:
         rows = _scored(info)
         for i, (label, sc) in enumerate(rows):
             prof = sc["performance_profile"]
+            assert prof is not None  # a level with an IQM (_scored) has its profile
             ax.plot(prof["tau"], prof["fraction"], label=label, color=f"C{i % 10}")
             if prof["ci95"]:
                 ax.fill_between(prof["tau"], prof["ci95"][0], prof["ci95"][1], alpha=0.2, color=f"C{i % 10}")
@@ -128,7 +156,7 @@ def plot_profiles(info: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def plot_improvement(info: dict[str, Any], path: Path) -> Path:
+def plot_improvement(info: EvalInfo, path: Path) -> Path:
     """The matrix of P(column's return > row's return), each cell annotated with its 95% interval."""
     plt = _pyplot()
     labels = [_label(e) for e in info["per_checkpoint"]]
@@ -160,16 +188,16 @@ def plot_improvement(info: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def robust_table(info: dict[str, Any]) -> str:
+def robust_table(info: EvalInfo) -> str:
     """Each checkpoint's estimates across tasks (IQM, median, mean, optimality gap) with their 95% intervals."""
     rows = _scored(info)
     if not rows:
         return "<p>No estimate yet.</p>"
-    keys = [k for k in ("iqm", "median", "mean", "optimality_gap") if k in rows[0][1]]
+    keys = [k for k in _ESTIMATES if k in rows[0][1]]
     head = "<tr><th>checkpoint</th>" + "".join(f"<th>{k.replace('_', ' ')} [95% CI]</th>" for k in keys) + "</tr>"
     body = []
     for label, sc in rows:
-        cells = "".join(f"<td>{sc[k]:.3f}{_band(sc.get(f'{k}_ci95'), 3)}</td>" for k in keys)
+        cells = "".join(f"<td>{value:.3f}{_band(ci, 3)}</td>" for value, ci in (_estimate(sc, k) for k in keys))
         body.append(f"<tr><td>{html.escape(label)}</td>{cells}</tr>")
     note = rows[0][1].get("note")
     caption = f"<p>Scores: {html.escape(rows[0][1]['score'])}" + (f" ({html.escape(note)})" if note else "") + ".</p>"
@@ -180,7 +208,7 @@ def _band(ci: list[float] | None, digits: int = 2) -> str:
     return f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else ""
 
 
-def write_html(folder: Path, info: dict[str, Any]) -> Path:
+def write_html(folder: Path, info: EvalInfo) -> Path:
     """Writes ``report.html`` (and its curve PNGs) into the sweep folder; returns its path."""
     folder = Path(folder)
     files = folder / "report_files"
@@ -223,11 +251,11 @@ def success_text(pc_success: float | None) -> str:
         else f"success {pc_success:.2f}%"
 
 
-def _num(value: Any) -> str:
+def _num(value: object) -> str:
     return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-def success_table(info: dict[str, Any]) -> str:
+def success_table(info: EvalInfo) -> str:
     """The success rate, mean return (with its 95% CI half-width) and IQM (with its 95% bootstrap interval) of
     each checkpoint x task, as an HTML table."""
     tasks = [t["task"] for t in info["per_task"]]
@@ -237,7 +265,10 @@ def success_table(info: dict[str, Any]) -> str:
     for entry in info["per_checkpoint"]:
         cells = []
         for task in tasks:
-            c = entry["per_task"].get(task, {})
+            c = entry["per_task"].get(task)
+            if c is None:  # the checkpoint has no cell of this task
+                cells.append("<td class=pending>- / - (n=0)</td>")
+                continue
             ci = c.get("ci95_sum_reward")
             band = f" &plusmn; {(ci[1] - ci[0]) / 2:.2f}" if ci else ""
             iqm = f"<br>IQM {_num(c['iqm_sum_reward'])}{_band(c.get('iqm_sum_reward_ci95'))}" \
@@ -252,25 +283,27 @@ def success_table(info: dict[str, Any]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def reached(cell: dict[str, Any]) -> str:
+def reached(cell: CellEntry) -> str:
     """The half-width the cell's confidence sequence reached: against ``--precision``'s target, or a fixed N's."""
     seq = cell.get("sequential")
     if seq is not None and seq.get("halfwidth") is not None:
         return (f"<br>{seq['metric']} half-width {seq['halfwidth']:.3g} (target {seq['target']:g}, "
                 f"{html.escape(str(seq['stopped_on']))})")
-    fixed = (cell.get("fixed_n_halfwidth") or {}).get("return") or {}
-    if fixed.get("halfwidth") is not None and math.isfinite(fixed["halfwidth"]):
+    fixed_n = cell.get("fixed_n_halfwidth")
+    fixed = fixed_n.get("return") if fixed_n else None
+    if fixed and fixed.get("halfwidth") is not None and math.isfinite(fixed["halfwidth"]):
         return f"<br>return half-width reached {fixed['halfwidth']:.3g}"
     return ""
 
 
-def separations_html(info: dict[str, Any]) -> str:
+def separations_html(info: EvalInfo) -> str:
     """``--separate``'s verdict per task, beside the fixed-N probability of improvement."""
     rows = []
     for s in info.get("separations") or []:
         verdict = html.escape(Path(s["better_checkpoint"]).name) + " is better" if s["better_checkpoint"] else \
             "not separated" + (" within the cap" if s["stopped_on"] == "cap" else " yet")
-        fixed = (s.get("fixed_n") or {}).get("probability_of_improvement")
+        fixed_n = s.get("fixed_n")
+        fixed = fixed_n["probability_of_improvement"] if fixed_n else None
         rows.append(f"<tr><td>{html.escape(s['task'])}</td><td>{html.escape(Path(s['checkpoint_a']).name)}</td>"
                     f"<td>{html.escape(Path(s['checkpoint_b']).name)}</td><td>{verdict}</td><td>{s['n_pairs']}</td>"
                     f"<td>{_num(s['interval'][0])}, {_num(s['interval'][1])}</td><td>{s['p_value']:.3g}</td>"
@@ -282,7 +315,7 @@ def separations_html(info: dict[str, Any]) -> str:
     return f"<h2>Telling two checkpoints apart (--separate)</h2><table>{head}{''.join(rows)}</table>"
 
 
-def episode_videos(info: dict[str, Any]) -> str:
+def episode_videos(info: EvalInfo) -> str:
     """The rendered episodes of each checkpoint x task as HTML figures (a paragraph when there are none)."""
     parts = []
     for entry in info["per_checkpoint"]:

@@ -24,12 +24,12 @@ import signal
 import sys
 import tempfile
 from multiprocessing import reduction
-from multiprocessing.connection import wait
-from typing import Any
+from multiprocessing.connection import Connection, wait
+from multiprocessing.context import SpawnContext
 
 from ..envs.gl import ensure_headless_gl
 from ..errors import RenderError
-from .work import run_unit
+from .work import LostMessage, Message, StartedMessage, Unit, run_unit
 
 __all__ = ["LocalExecutor", "WorkerStartError", "machine_cpus"]
 
@@ -58,11 +58,11 @@ class LocalExecutor:
     def __init__(self, workers: int) -> None:
         self.size = max(1, workers)
         self.ctx = multiprocessing.get_context("spawn")
-        self.pending: collections.deque[dict[str, Any]] = collections.deque()
+        self.pending: collections.deque[Unit] = collections.deque()
         self.workers: list[_Worker] = []
         self.threads = max(1, machine_cpus() // self.size)
 
-    def submit(self, unit: dict[str, Any]) -> None:
+    def submit(self, unit: Unit) -> None:
         self.pending.append(unit)
 
     def busy(self) -> bool:
@@ -72,11 +72,11 @@ class LocalExecutor:
         """Stops scheduling: units not yet started are dropped."""
         self.pending.clear()
 
-    def poll(self, timeout: float) -> list[dict[str, Any]]:
+    def poll(self, timeout: float) -> list[Message]:
         """Starts pending units on idle workers, then waits up to ``timeout`` s for messages."""
         self._schedule()
         ready = wait([w.conn for w in self.workers] + [w.proc.sentinel for w in self.workers], timeout)
-        messages: list[dict[str, Any]] = []
+        messages: list[Message] = []
         for worker in list(self.workers):
             if worker.conn in ready or worker.proc.sentinel in ready:
                 messages += worker.drain()
@@ -110,8 +110,9 @@ class LocalExecutor:
 class _Worker:
     """One spawned process, its pipe and the unit it runs."""
 
-    def __init__(self, ctx: Any, threads: int) -> None:
-        self.conn, child = ctx.Pipe()
+    def __init__(self, ctx: SpawnContext, threads: int) -> None:
+        conn, child = ctx.Pipe()
+        self.conn: Connection[Unit | None, Message | StartedMessage] = conn  # units (None: stop) out, messages in
         self.proc = ctx.Process(target=worker_main, args=(child, os.getcwd(), threads), daemon=False,
                                 name="torchrl_render-sweep-worker")
         self.log = tempfile.TemporaryFile()
@@ -127,7 +128,7 @@ class _Worker:
             reduction.send_handle(self.conn, 2, self.proc.pid)  # its real stderr, once it has started
         except (OSError, RuntimeError):  # RuntimeError: macOS's acknowledgement never came
             pass  # it died already: drain() says so
-        self.unit: dict[str, Any] | None = None
+        self.unit: Unit | None = None
         self.dead = False
         self.started = False
 
@@ -137,13 +138,13 @@ class _Worker:
         lines = self.log.read().decode("utf-8", "replace").strip().splitlines()
         return "\n".join(lines[-6:])
 
-    def start(self, unit: dict[str, Any]) -> None:
+    def start(self, unit: Unit) -> None:
         self.unit = unit
         self.conn.send(unit)
 
-    def drain(self) -> list[dict[str, Any]]:
+    def drain(self) -> list[Message]:
         """Every message waiting in the pipe; a ``lost`` message when the process died mid-unit."""
-        out = []
+        out: list[Message] = []
         try:
             while self.conn.poll():
                 message = self.conn.recv()
@@ -159,8 +160,9 @@ class _Worker:
             self.dead = True
         if self.dead and self.unit is not None and self.started:
             self.proc.join(1)
-            out.append({"type": "lost", "unit": self.unit["id"], "pid": self.proc.pid,
-                        "error": f"worker process {self.proc.pid} died (exit code {self.proc.exitcode})"})
+            lost: LostMessage = {"type": "lost", "unit": self.unit["id"], "pid": self.proc.pid,
+                                 "error": f"worker process {self.proc.pid} died (exit code {self.proc.exitcode})"}
+            out.append(lost)
             self.unit = None
         return out
 
@@ -181,7 +183,7 @@ class _Worker:
         self.log.close()
 
 
-def worker_main(conn: Any, cwd: str, threads: int) -> None:
+def worker_main(conn: Connection[Message | StartedMessage, Unit | None], cwd: str, threads: int) -> None:
     """A worker's life: receive a unit, run it, send its messages; ``None`` ends it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     stderr = reduction.recv_handle(conn)  # the driver's stderr: the start-up log file is done with

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..notebook.kernel import execute_notebook
 from ..notebook.markup import md_html
 from .gallery import gallery_html
 from .html import episode_videos, success_table
 from .store import write_json_atomic
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from .report import EvalInfo  # the report imports this module
 
 __all__ = ["build_notebook", "write_notebook"]
 
@@ -48,7 +53,7 @@ for task, runs in curve.items():
 """
 
 
-def build_notebook(folder: Path, info: dict[str, Any]) -> Any:
+def build_notebook(folder: Path, info: EvalInfo) -> NotebookNode:
     """The report notebook (not executed)."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -71,7 +76,7 @@ def build_notebook(folder: Path, info: dict[str, Any]) -> Any:
     return nb
 
 
-def write_notebook(folder: Path, info: dict[str, Any], timeout: float = 300) -> Path:
+def write_notebook(folder: Path, info: EvalInfo, timeout: float = 300) -> Path:
     """Builds, executes (nbclient, a kernel of this interpreter) and writes ``report.ipynb``."""
     import nbformat
 

@@ -17,43 +17,59 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import NotRequired, TypedDict
 
-from ..metrics.precision import PrecisionRule
-from ..metrics.sequential import halfwidth_at_fixed_n, parse_precision
+from ..contracts import EpisodeMetrics, UserValue
+from ..metrics.precision import PrecisionRule, SequentialEntry
+from ..metrics.sequential import Halfwidth, halfwidth_at_fixed_n, parse_precision
+from .grid import Cell, CellDict
 
-__all__ = ["cell_precision", "fixed_n_halfwidth", "has_precision", "rule", "settled"]
+__all__ = ["CellPrecision", "FixedN", "bounds_pair", "cell_precision", "fixed_n_halfwidth", "has_precision", "rule",
+           "settled"]
+
+#: What a fixed number of episodes ``n`` reached: the half-width of the mean return's 95% confidence sequence
+#: (``return``, with a finite return), and of the success rate's (``success``, when every episode reports one).
+#: A functional TypedDict, since ``return`` is a keyword.
+FixedN = TypedDict("FixedN", {"n": int, "return": NotRequired[Halfwidth], "success": NotRequired[Halfwidth]})
 
 
-def has_precision(base: dict[str, Any]) -> bool:
+class CellPrecision(TypedDict, total=False):
+    """A cell's ``sequential`` entry with ``--precision``, else its ``fixed_n_halfwidth``."""
+
+    sequential: SequentialEntry
+    fixed_n_halfwidth: FixedN
+
+
+def has_precision(base: Mapping[str, UserValue]) -> bool:
     """Whether the sweep's cells stop on ``--precision``."""
     return base.get("precision") is not None
 
 
-def rule(base: dict[str, Any], cell: Any) -> PrecisionRule | None:
+def rule(base: Mapping[str, UserValue], cell: Cell | CellDict) -> PrecisionRule | None:
     """A fresh stop rule for ``cell`` (a :class:`~torchrl_render.sweep.grid.Cell` or its dict); None without one."""
     if not has_precision(base):
         return None
     return _rule(base, cell)
 
 
-def _rule(base: dict[str, Any], cell: Any) -> PrecisionRule:
+def _rule(base: Mapping[str, UserValue], cell: Cell | CellDict) -> PrecisionRule:
     """:func:`rule` of a sweep that has a precision."""
     metric, target = parse_precision(base["precision"])
     seed, cap = (cell["seed"], cell["num_trajs"]) if isinstance(cell, dict) else (cell.seed, cell.num_trajs)
     return PrecisionRule(metric, target, bounds=base.get("return_bounds"), cap=cap, seed=seed)
 
 
-def _prefix(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _prefix(metrics: Sequence[EpisodeMetrics]) -> list[EpisodeMetrics]:
     """The recorded episodes ``0..k-1`` (one each, in seed order): the prefix the rule reads."""
     by_ix = {m["episode_ix"]: m for m in metrics}
-    out: list[dict[str, Any]] = []
+    out: list[EpisodeMetrics] = []
     while len(out) in by_ix:
         out.append(by_ix[len(out)])
     return out
 
 
-def _replay(base: dict[str, Any], cell: Any, metrics: list[dict[str, Any]]) -> PrecisionRule:
+def _replay(base: Mapping[str, UserValue], cell: Cell | CellDict, metrics: Sequence[EpisodeMetrics]) -> PrecisionRule:
     """The stop rule run over the recorded prefix (a sweep with a precision: its callers check)."""
     r = _rule(base, cell)
     for m in _prefix(metrics):
@@ -63,7 +79,7 @@ def _replay(base: dict[str, Any], cell: Any, metrics: list[dict[str, Any]]) -> P
     return r
 
 
-def settled(base: dict[str, Any], cell: Any, metrics: list[dict[str, Any]]) -> bool:
+def settled(base: Mapping[str, UserValue], cell: Cell | CellDict, metrics: Sequence[EpisodeMetrics]) -> bool:
     """Whether the cell needs no more episodes: its precision is reached on the recorded prefix, or the cap is."""
     cap = cell["num_trajs"] if isinstance(cell, dict) else cell.num_trajs
     if not has_precision(base):
@@ -72,22 +88,31 @@ def settled(base: dict[str, Any], cell: Any, metrics: list[dict[str, Any]]) -> b
     return r.reached or r.cs.n >= cap
 
 
-def cell_precision(base: dict[str, Any], cell: dict[str, Any], metrics: list[dict[str, Any]]) -> dict[str, Any]:
+def cell_precision(base: Mapping[str, UserValue], cell: Cell | CellDict,
+                   metrics: Sequence[EpisodeMetrics]) -> CellPrecision:
     """The cell's ``sequential`` entry (as a single run's), or for a fixed-N cell the half-width it reached."""
     if has_precision(base):
         return {"sequential": _replay(base, cell, metrics).entry()}
     return {"fixed_n_halfwidth": fixed_n_halfwidth(metrics, base.get("return_bounds"))}
 
 
-def fixed_n_halfwidth(metrics: list[dict[str, Any]], bounds: Any = None) -> dict[str, Any]:
+def fixed_n_halfwidth(metrics: Sequence[EpisodeMetrics], bounds: Sequence[float] | None = None) -> FixedN:
     """What a fixed number of episodes reached: the 95% confidence sequence's half-width of the mean return (and of
     the success rate when every episode reports one), read at the end, over the episodes in seed order."""
     ordered = sorted(metrics, key=lambda m: m["episode_ix"])
     returns = [float(m["sum_reward"]) for m in ordered if m.get("sum_reward") is not None]
-    out: dict[str, Any] = {"n": len(ordered)}
+    out: FixedN = {"n": len(ordered)}
     if returns:
-        out["return"] = halfwidth_at_fixed_n(returns, metric="return", bounds=bounds)
-    successes = [float(m["success"]) for m in ordered if m.get("success") is not None]
+        out["return"] = halfwidth_at_fixed_n(returns, metric="return", bounds=bounds_pair(bounds))
+    successes = [float(success) for m in ordered if (success := m.get("success")) is not None]
     if successes and len(successes) == len(ordered):  # every episode reports one
         out["success"] = halfwidth_at_fixed_n(successes, metric="success")
     return out
+
+
+def bounds_pair(bounds: Sequence[float] | None) -> tuple[float, float] | None:
+    """``--return-bounds`` LO HI as a pair (RenderConfig checked that it is two numbers)."""
+    if bounds is None:
+        return None
+    lo, hi = bounds
+    return float(lo), float(hi)

@@ -22,11 +22,15 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ..envs.gl import ensure_headless_gl
 from ..errors import ConfigError
-from .work import run_unit
+from .work import LostMessage, Message, Unit, run_unit
+
+if TYPE_CHECKING:
+    from ray import ObjectRefGenerator
 
 __all__ = ["RAY_EXTRA", "RayExecutor", "import_ray"]
 
@@ -36,7 +40,7 @@ LOOPBACK = "127.0.0.1"
 log = logging.getLogger("torchrl_render")
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     """``import ray``, or an error that names the extra."""
     try:
         import ray
@@ -54,7 +58,7 @@ class RayExecutor:
 
     def __init__(self, address: str | None, num_cpus: float, num_gpus: float) -> None:
         self.ray = import_ray()
-        self.tasks: dict[Any, str] = {}
+        self.tasks: dict[ObjectRefGenerator, str] = {}  # each unit's task, streaming its messages: the unit's id
         self.started_here = False
         if not self.ray.is_initialized():
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -80,7 +84,7 @@ class RayExecutor:
             self.started_here = True
         self.remote = self.ray.remote(_ray_unit).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)
 
-    def submit(self, unit: dict[str, Any]) -> None:
+    def submit(self, unit: Unit) -> None:
         self.tasks[self.remote.remote(unit, os.getcwd())] = unit["id"]
 
     def busy(self) -> bool:
@@ -95,11 +99,11 @@ class RayExecutor:
                 pass
         self.tasks.clear()
 
-    def poll(self, timeout: float) -> list[dict[str, Any]]:
+    def poll(self, timeout: float) -> list[Message]:
         if not self.tasks:
             return []
         ready, _ = self.ray.wait(list(self.tasks), num_returns=1, timeout=timeout)
-        messages = []
+        messages: list[Message] = []
         for task in ready:
             unit = self.tasks[task]
             try:
@@ -109,8 +113,9 @@ class RayExecutor:
                 continue
             except self.ray.exceptions.RayError as exc:  # the worker died or the node went away
                 del self.tasks[task]
-                messages.append({"type": "lost", "unit": unit, "error": f"{type(exc).__name__}: "
-                                 f"{' '.join(str(exc).split())[:300]}"})
+                lost: LostMessage = {"type": "lost", "unit": unit,
+                                     "error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
+                messages.append(lost)
                 continue
             messages.append(message)
         return messages
@@ -189,7 +194,7 @@ def _loopback_only() -> Iterator[None]:
             os.environ[env_var] = saved_env
 
 
-def _local_instance_line(ray: Any) -> tuple[bool, str]:
+def _local_instance_line(ray: ModuleType) -> tuple[bool, str]:
     """The line logged when a local instance has started: where it listens, whether it asks for a token.
 
     Returns (whether other machines or tokenless processes can reach it, the line): a warning then.
@@ -218,13 +223,13 @@ def _python_path() -> str:
     return os.pathsep.join(dict.fromkeys(p for p in paths if p))
 
 
-def _ray_unit(unit: dict[str, Any], cwd: str) -> Any:
+def _ray_unit(unit: Unit, cwd: str) -> Iterator[Message]:
     """The Ray task: runs the unit on a thread of its own and yields its messages as they come."""
     if os.path.isdir(cwd):
         os.chdir(cwd)
 
     ensure_headless_gl()
-    messages: queue.Queue = queue.Queue()
+    messages: queue.Queue[Message] = queue.Queue()
     thread = threading.Thread(target=run_unit, args=(unit, messages.put), name="torchrl_render-unit", daemon=True)
     thread.start()  # the env and the policy are built and used on this one thread only
     while True:

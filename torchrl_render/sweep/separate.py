@@ -20,35 +20,95 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
+from ..contracts import EpisodeMetrics
 from ..errors import ConfigError
 from ..metrics.precision import ALPHA
 from ..metrics.sequential import difference_sequence
+from .grid import CellDict
+from .precision import bounds_pair
+from .store import EpisodeRecord
 
-__all__ = ["BLOCK", "METRICS", "find_pair", "pair_cells", "pair_state", "separations", "spec_of", "trim"]
+__all__ = ["BLOCK", "METRICS", "FixedNComparison", "PairSpec", "PairState", "Separation", "find_pair", "pair_cells",
+           "pair_state", "separations", "spec_of", "trim"]
 
 #: Episodes each checkpoint of the pair runs before the pair's sequence is read again (without --block-size).
 BLOCK = 10
 METRICS = ("return", "success")
 
 
-def spec_of(config: dict[str, Any] | None, cells: list[dict[str, Any]]) -> dict[str, Any] | None:
+class PairSpec(TypedDict):
+    """What a sweep separates (:func:`spec_of`): checkpoints A and B, the metric, the bounds of the return (or None)
+    and the lockstep block."""
+
+    a: str
+    b: str
+    metric: str
+    bounds: list[float] | None
+    block: int
+
+
+class PairState(TypedDict):
+    """The pair's difference sequence on one task (:func:`pair_state`)."""
+
+    metric: str
+    n_pairs: int
+    cap: int
+    stopped_on: str | None
+    better: str | None
+    p_value: float
+    mean_difference: float | None
+    interval: list[float]
+    halfwidth: float
+    method: str
+    asymptotic: bool
+    alpha: float
+
+
+class FixedNComparison(TypedDict):
+    """The fixed-N probability of improvement of B over A beside a separation (the report's comparisons)."""
+
+    probability_of_improvement: float
+    probability_of_improvement_ci95: list[float] | None
+    tasks: list[str]
+
+
+class Separation(PairState):
+    """One task's separation (:func:`separations`): its cells, the pair's state, the better checkpoint and, in
+    ``eval_info.json``, the fixed-N comparison beside it."""
+
+    task: str
+    checkpoint_a: str
+    checkpoint_b: str
+    cell_a: str
+    cell_b: str
+    better_checkpoint: str | None
+    fixed_n: NotRequired[FixedNComparison | None]
+
+
+def spec_of(config: Mapping[str, object] | None, cells: Sequence[CellDict]) -> PairSpec | None:
     """What the sweep's config (``SweepConfig.to_dict()``, as its manifest keeps it) separates: ``{a, b, metric,
     bounds, block}``, or None. The bounds are ``--return-bounds`` when the cells' ``--precision`` is on the return."""
     config = config or {}
-    if not config.get("separate"):
+    separate, base = config.get("separate"), config.get("base") or {}
+    if not separate:
         return None
-    a, b = find_pair(config["separate"], cells)
-    base = config.get("base") or {}
+    if not isinstance(separate, list) or not isinstance(base, Mapping):  # SweepConfig made them so
+        raise TypeError(f"a sweep config's separate is a list and its base a mapping, got {separate!r}, {base!r}")
+    a, b = find_pair([str(s) for s in separate], cells)
     precision = str(base.get("precision") or "")
     bounds = base.get("return_bounds") if precision.startswith("return") else None
-    return {"a": a, "b": b, "metric": config.get("separate_metric") or "return",
-            "bounds": list(bounds) if bounds is not None else None, "block": config.get("block_size") or BLOCK}
+    metric, block = config.get("separate_metric") or "return", config.get("block_size") or BLOCK
+    if not isinstance(metric, str) or not isinstance(block, int):  # SweepConfig checked both
+        raise TypeError(f"a sweep config's separate_metric is a str and its block_size an int, got {metric!r}, "
+                        f"{block!r}")
+    return {"a": a, "b": b, "metric": metric, "bounds": list(bounds) if bounds is not None else None, "block": block}
 
 
-def pair_cells(spec: dict[str, Any] | None, cells: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+def pair_cells(spec: PairSpec | None, cells: Sequence[CellDict]) -> dict[str, tuple[str, str]]:
     """``{cell id: (cell id of A, cell id of B)}`` for the cells of the pair, on the tasks both have."""
     if not spec:
         return {}
@@ -61,7 +121,7 @@ def pair_cells(spec: dict[str, Any] | None, cells: list[dict[str, Any]]) -> dict
     return out
 
 
-def find_pair(separate: list[str], cells: list[dict[str, Any]]) -> tuple[str, str]:
+def find_pair(separate: Sequence[str], cells: Sequence[CellDict]) -> tuple[str, str]:
     """The two checkpoints (as the cells name them) that ``--separate A B`` names: by path, or by file name."""
     ckpts = list(dict.fromkeys(c["ckpt"] for c in cells))
     found = []
@@ -83,12 +143,12 @@ def find_pair(separate: list[str], cells: list[dict[str, Any]]) -> tuple[str, st
     return found[0], found[1]
 
 
-def pair_state(a: list[dict[str, Any]], b: list[dict[str, Any]], metric: str, bounds: Any,
-               cap: int) -> dict[str, Any]:
+def pair_state(a: Sequence[EpisodeMetrics], b: Sequence[EpisodeMetrics], metric: str,
+               bounds: Sequence[float] | None, cap: int) -> PairState:
     """The difference sequence over the pairs ``0..k-1`` both checkpoints have recorded, stopped at the first ``n``
     that excludes 0: ``n_pairs``, ``stopped_on`` (``separated``, ``cap`` or None while running), ``better``, the
     anytime-valid ``p_value``, the ``interval`` of the mean difference A - B and the ``method``."""
-    ds = difference_sequence(metric, bounds=tuple(bounds) if bounds is not None else None, alpha=ALPHA, target_n=cap)
+    ds = difference_sequence(metric, bounds=bounds_pair(bounds), alpha=ALPHA, target_n=cap)
     xa, xb = _values(a, metric), _values(b, metric)
     stopped = None
     for i in range(min(len(xa), len(xb), cap)):
@@ -107,7 +167,7 @@ def pair_state(a: list[dict[str, Any]], b: list[dict[str, Any]], metric: str, bo
             "halfwidth": ds.halfwidth, "method": ds.method, "asymptotic": ds.asymptotic, "alpha": ALPHA}
 
 
-def _values(metrics: list[dict[str, Any]], metric: str) -> list[float]:
+def _values(metrics: Sequence[EpisodeMetrics], metric: str) -> list[float]:
     """The prefix ``0..k-1`` of a cell's recorded episodes, as numbers of ``metric`` (a missing success ends it)."""
     by_ix = {m["episode_ix"]: m for m in metrics}
     out: list[float] = []
@@ -124,14 +184,14 @@ def _values(metrics: list[dict[str, Any]], metric: str) -> list[float]:
     return out
 
 
-def separations(spec: dict[str, Any] | None, cells: list[dict[str, Any]],
-                episodes: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def separations(spec: PairSpec | None, cells: Sequence[CellDict],
+                episodes: Mapping[str, Sequence[EpisodeRecord]]) -> list[Separation]:
     """One entry per task the pair shares: the pair's state and which checkpoint is better."""
     if not spec:
         return []
     a, b = spec["a"], spec["b"]
     cell_of = {(c["ckpt"], c["task"]): c for c in cells}
-    out = []
+    out: list[Separation] = []
     for task in dict.fromkeys(c["task"] for c in cells):
         ca, cb = cell_of.get((a, task)), cell_of.get((b, task))
         if ca is None or cb is None:
@@ -145,8 +205,8 @@ def separations(spec: dict[str, Any] | None, cells: list[dict[str, Any]],
     return out
 
 
-def trim(spec: dict[str, Any] | None, cells: list[dict[str, Any]],
-         episodes: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+def trim(spec: PairSpec | None, cells: Sequence[CellDict],
+         episodes: dict[str, list[EpisodeRecord]]) -> dict[str, int]:
     """Cuts the pair's cells to the ``n`` pairs their decision used (a block may have run past it); returns
     ``{cell: n}`` of the decided ones."""
     decided = {}

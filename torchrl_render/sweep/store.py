@@ -29,17 +29,132 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Literal, NotRequired, TextIO, TypedDict, cast
 
+from ..contracts import EpisodeMetrics, RerunNumbers
 from ..metrics import json_ready
 from ..storage import write_json_atomic as _write_json_atomic
+from .grid import CellDict
 
-__all__ = ["EPISODES", "MANIFEST", "Store", "done_episodes", "read_manifest", "read_records", "write_json_atomic"]
+__all__ = ["EPISODES", "MANIFEST", "ArtifactsRecord", "EpisodeRecord", "FailedRecord", "GalleryEntry", "GalleryRecord",
+           "Grid", "Identity", "LoggerRecord", "Manifest", "Record", "Store", "done_episodes", "read_manifest",
+           "read_records", "write_json_atomic"]
 
 MANIFEST = "manifest.json"
 EPISODES = "episodes.jsonl"
 log = logging.getLogger("torchrl_render")
+
+
+class Grid(TypedDict):
+    """What a resumed sweep must share with the original: the config less how it runs (``what``) and, unless
+    watched, each cell's id and checkpoint sha256."""
+
+    what: dict[str, object]
+    cells: NotRequired[list[list[str]]]
+
+
+class Manifest(TypedDict, total=False):
+    """``manifest.json``: :meth:`Store.create` writes every key; readers take what a manifest has."""
+
+    torchrl_render_sweep: int
+    created: float
+    command: list[str] | None
+    grid: Grid
+    config: dict[str, object]  # SweepConfig.to_dict()
+    cells: list[CellDict]
+    tasks: dict[str, str]
+    groups: dict[str, list[str]]
+    baselines: dict[str, dict[str, float]] | None
+    versions: dict[str, str | None]
+
+
+class Identity(TypedDict):
+    """What makes an episode or failed line self-describing: the cell, its checkpoint and its task."""
+
+    cell: str
+    run: str
+    checkpoint: str
+    checkpoint_sha256: str
+    step: int | None
+    task: str
+    task_spec: str
+    group: str
+
+
+class EpisodeRecord(Identity):
+    """A finished episode: its metrics under the names a single run uses."""
+
+    kind: Literal["episode"]
+    episode_ix: int
+    seed: int | None
+    metrics: EpisodeMetrics
+    status: str
+    error: str | None
+    attempt: int
+    worker: str | None
+    time: NotRequired[float]
+
+
+class FailedRecord(Identity):
+    """A block that raised (or whose workers died ``max_attempts`` times): ``episodes`` is ``[start, stop)``."""
+
+    kind: Literal["failed"]
+    episodes: list[int]
+    status: str
+    error: str
+    attempt: int
+    time: NotRequired[float]
+
+
+class ArtifactsRecord(TypedDict):
+    """The files a block of episodes ``[start, stop)`` wrote."""
+
+    kind: Literal["artifacts"]
+    cell: str
+    episodes: list[int]
+    paths: list[str]
+    time: NotRequired[float]
+
+
+class GalleryEntry(TypedDict):
+    """One episode ``--render-select`` chose, filmed again (:mod:`.gallery`): why, where, and whether the film
+    reproduced the recorded numbers (``rerun``: the film's, where not)."""
+
+    episode_ix: int
+    seed: int | None
+    reason: str
+    path: str
+    sum_reward: float
+    length: int
+    success: bool | None
+    num_frames: int
+    reproduced: bool
+    rerun: NotRequired[RerunNumbers]
+
+
+class GalleryRecord(TypedDict):
+    """A cell's chosen episodes, filmed."""
+
+    kind: Literal["gallery"]
+    cell: str
+    selectors: list[str]
+    episodes: list[GalleryEntry]
+    time: NotRequired[float]
+
+
+class LoggerRecord(TypedDict):
+    """The loggers' ledger: a cell given to the logger (``logging``), then on its disk (``logged``)."""
+
+    kind: Literal["logging", "logged"]
+    cell: str
+    logger: str
+    time: NotRequired[float]
+
+
+#: One line of ``episodes.jsonl``; its ``kind`` says which.
+Record = EpisodeRecord | FailedRecord | ArtifactsRecord | GalleryRecord | LoggerRecord
 
 
 class Store:
@@ -52,7 +167,7 @@ class Store:
         self._fh = open(self.path, "a", encoding="utf-8")
 
     @classmethod
-    def create(cls, folder: Path, manifest: dict[str, Any]) -> Store:
+    def create(cls, folder: Path, manifest: Manifest) -> Store:
         """A new sweep folder: the manifest first, then an empty episode log."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -75,13 +190,14 @@ class Store:
                 os.fsync(fh.fileno())
         return cls(folder)
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Appends one line, flushed and fsynced before it returns."""
+    def append(self, record: Record) -> None:
+        """Appends one line (stamped with its ``time`` unless it has one), flushed and fsynced before it returns."""
         fh = self._fh
         if fh is None:
             raise ValueError(f"append to the closed store of {self.folder}")
-        record = {**record, "time": record.get("time", time.time())}
-        fh.write(json.dumps(json_ready(record), default=str, allow_nan=False) + "\n")  # a NaN return: null
+        line: dict[str, object] = dict(record)
+        line["time"] = record.get("time", time.time())
+        fh.write(json.dumps(json_ready(line), default=str, allow_nan=False) + "\n")  # a NaN return: null
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -94,12 +210,14 @@ class Store:
         self.close()
 
 
-def read_records(folder: Path) -> list[dict[str, Any]]:
-    """Every whole line of ``episodes.jsonl`` in order, duplicate episodes dropped (the first wins)."""
+def read_records(folder: Path) -> list[Record]:
+    """Every whole line of ``episodes.jsonl`` in order, duplicate episodes dropped (the first wins); a line that is
+    not a JSON object with a ``kind`` is ignored (every reader picks lines by their kind)."""
     path = Path(folder) / EPISODES
     if not path.is_file():
         return []
-    records, seen = [], set()
+    records: list[Record] = []
+    seen: set[tuple[object, object]] = set()
     lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
     for number, line in enumerate(lines[:-1], 1):  # the last piece has no newline: empty or torn
         try:
@@ -107,27 +225,32 @@ def read_records(folder: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             log.warning("episodes.jsonl line %d is not JSON: ignored", number)
             continue
-        if not isinstance(record, dict):
+        if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
             continue
         if record.get("kind") == "episode":
             key = (record.get("cell"), record.get("episode_ix"))
             if key in seen:
                 continue
             seen.add(key)
-        records.append(record)
+        # a line Store.append wrote, as JSON gives it back (lists for tuples, null for a NaN)
+        records.append(cast(Record, record))
     return records
 
 
-def done_episodes(records: list[dict[str, Any]]) -> set[tuple[str, int]]:
+def done_episodes(records: Iterable[Record]) -> set[tuple[str, int]]:
     """``(cell, episode_ix)`` of every recorded episode."""
-    return {(r["cell"], r["episode_ix"]) for r in records if r.get("kind") == "episode"}
+    return {(r["cell"], r["episode_ix"]) for r in records if r["kind"] == "episode"}
 
 
-def read_manifest(folder: Path) -> dict[str, Any] | None:
+def read_manifest(folder: Path) -> Manifest | None:
+    """The sweep's ``manifest.json`` (None when there is none)."""
     path = Path(folder) / MANIFEST
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    if not path.is_file():
+        return None
+    manifest: Manifest = json.loads(path.read_text(encoding="utf-8"))  # as Store.create (or the watch) wrote it
+    return manifest
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: object) -> None:
     """Writes JSON through :func:`torchrl_render.storage.atomic_path` (flushed to disk, renamed into place)."""
     _write_json_atomic(path, data, default=str)

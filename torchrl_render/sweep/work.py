@@ -19,22 +19,98 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 from ..api import render_policy
 from ..config import RenderConfig
+from ..contracts import EpisodeMetrics, UserValue
 from ..selection import needs_two_passes, only_first, parse_selectors
 from ..writers import WRITERS
+from .grid import CellDict
 
-__all__ = ["block_config", "run_unit"]
+__all__ = ["Block", "DoneMessage", "EpisodeMessage", "ErrorMessage", "LostMessage", "Message", "StartedMessage", "Unit",
+           "block_config", "run_unit"]
 
 
-def block_config(unit: dict[str, Any]) -> Any:
+class Block(TypedDict):
+    """Episodes ``start .. start+count-1`` of a cell, in the ``attempt``-th run of them."""
+
+    start: int
+    count: int
+    attempt: int
+
+
+class Unit(Block):
+    """A work unit as it crosses to a worker: its id, the cell, the sweep's shared RenderConfig fields (the user's,
+    as ``SweepConfig.base`` holds them), the sweep folder, and whether the block is one of ``--separate``'s pair."""
+
+    id: str
+    cell: CellDict
+    base: dict[str, UserValue]
+    out: str
+    separate: bool
+
+
+class StartedMessage(TypedDict):
+    """A local worker has started (imported what it needs)."""
+
+    type: Literal["started"]
+
+
+class EpisodeMessage(TypedDict):
+    """One finished episode of the unit, its index the cell's."""
+
+    type: Literal["episode"]
+    unit: str
+    episode_ix: int
+    seed: int | None
+    metrics: EpisodeMetrics
+    worker: str
+    pid: int
+
+
+class ErrorMessage(TypedDict):
+    """The unit raised (the cell's env, policy or config)."""
+
+    type: Literal["error"]
+    unit: str
+    error: str
+    traceback: str
+    worker: str
+    pid: int
+
+
+class DoneMessage(TypedDict):
+    """The unit finished: the files it wrote."""
+
+    type: Literal["done"]
+    unit: str
+    paths: list[str]
+    wall_s: float
+    warnings: list[str]
+    worker: str
+    pid: int
+
+
+class LostMessage(TypedDict):
+    """The executor's word that the unit's worker died before it finished (the driver retries)."""
+
+    type: Literal["lost"]
+    unit: str
+    error: str
+    pid: NotRequired[int | None]
+
+
+#: What the driver hears of a unit.
+Message = EpisodeMessage | ErrorMessage | DoneMessage | LostMessage
+
+
+def block_config(unit: Unit) -> RenderConfig:
     """The RenderConfig of a unit: the cell's config, shifted to its first episode."""
 
     cell, base, start, count = unit["cell"], unit["base"], unit["start"], unit["count"]
     fmt = base.get("format") or "mp4"
-    fields: dict[str, Any] = {"num_trajs": count, "num_envs": min(int(base.get("num_envs", 1)), count),
+    fields: dict[str, object] = {"num_trajs": count, "num_envs": min(int(base.get("num_envs", 1)), count),
                               "seed": None if cell["seed"] is None else cell["seed"] + start}
     selectors = parse_selectors(base.get("render_select"))
     limit = only_first(selectors) if selectors else base.get("max_episodes_rendered")
@@ -55,14 +131,14 @@ def block_config(unit: dict[str, Any]) -> Any:
                                    "logger": None})  # the driver logs each whole cell (a block is a part of one)
 
 
-def run_unit(unit: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
+def run_unit(unit: Unit, send: Callable[[Message], None]) -> None:
     """Runs one unit, sending a message per finished episode, then ``done`` or ``error``."""
 
     start = unit["start"]
     worker = f"{os.getpid()}@{socket.gethostname()}"
     t0 = time.perf_counter()
 
-    def on_episode(ep: dict[str, Any]) -> None:
+    def on_episode(ep: EpisodeMetrics) -> None:
         ix = start + ep["episode_ix"]
         send({"type": "episode", "unit": unit["id"], "episode_ix": ix, "seed": ep["seed"],
               "metrics": {**ep, "episode_ix": ix}, "worker": worker, "pid": os.getpid()})
