@@ -22,8 +22,9 @@ capability, and each contract is either a class of its own there or a :class:`ty
 - :data:`ActFn` and :data:`BeginFn`: the policy as the slot loop calls it (``engine.gym_loop.actor``).
 - The step and episode records the engine yields: ``engine.records.StepRecord`` and ``engine.records.Episode``
   (dataclasses).
-- :class:`FrameSource`: a render backend as the engine's torchrl env workers call it (``backends.base.RenderBackend``
-  implements it; the engine is a layer below the backends).
+- :class:`FrameSource`: a render backend as the engine's torchrl env workers call it, giving uint8 frames
+  (``backends.factory.Uint8Frames``, what ``make_backend`` builds, implements it; the engine is a layer below the
+  backends).
 - A render backend (frames from a step): ``backends.base.RenderBackend``; a format writer:
   ``writers.base.Writer``; an observer of a run (the live page, the viewer window): ``sink.Observer``.
 
@@ -169,7 +170,8 @@ class EnvSlots(Protocol):
 class FrameSource(Protocol):
     """A render backend as the engine calls it inside a torchrl env worker (``engine.episode_control``):
     ``capture(td)`` gives the step's frames by camera name (None: none this step), ``begin_episode()`` at each
-    reset, ``close()`` once. ``backends.base.RenderBackend`` implements it."""
+    reset, ``close()`` once. ``backends.factory.Uint8Frames`` implements it: it wraps any
+    ``backends.base.RenderBackend``, whose own frames may be tensors or floats, and gives uint8 HWC arrays."""
 
     def capture(self, td: StepView | None) -> Frames | None: ...
 

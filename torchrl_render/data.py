@@ -19,6 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .contracts import EpisodeMetrics, StepMetrics
+from .metrics import Aggregated
+from .metrics.precision import SequentialEntry
 
 if TYPE_CHECKING:
     from mujoco import MjModel
@@ -93,8 +95,8 @@ class RunMetrics(TypedDict, total=False):
     always fills the first two; a result built by hand may have none."""
 
     per_episode: list[EpisodeMetrics]
-    aggregated: Mapping[str, object]
-    sequential: Mapping[str, object]
+    aggregated: Aggregated
+    sequential: SequentialEntry
 
 
 @dataclass
@@ -195,7 +197,7 @@ class RenderResult:
                 artifact_path=None,
                 trajectories=0, warnings=1)
         """
-        agg = (self.metrics or {}).get("aggregated") or {}
+        agg: Mapping[str, object] = (self.metrics or {}).get("aggregated") or {}
         lines = [f"artifact_path={str(self.artifact_path) if self.artifact_path is not None else None!r}"]
         others = [str(a.path) for a in self.artifacts[1:]] or [str(p) for p in self.frame_paths[1:]]
         if others:

@@ -29,6 +29,8 @@ from ..config import RenderConfig, load_mapping
 from ..contracts import EpisodeMetrics
 from ..data import RenderResult
 from ..errors import RenderError
+from ..metrics import Aggregated
+from ..metrics.precision import SequentialEntry
 from ..registry import Registry
 from ..writers import WRITERS
 from .parser import PROG, Parser
@@ -366,12 +368,11 @@ def _episode_lines(episodes: Sequence[EpisodeMetrics], verbose: bool) -> list[st
             "the metadata sidecar holds them all under metrics.per_episode)", *map(_episode_line, tail)]
 
 
-def _sequential_line(seq: Mapping[str, object]) -> str:
+def _sequential_line(seq: SequentialEntry) -> str:
     """``--precision``'s outcome (the metrics' ``sequential`` entry): the half-width reached against the target, on
     how many episodes, and why."""
-    interval, n = seq["interval"], seq["n_episodes"]
-    assert isinstance(n, int)  # the episodes the sequence saw (the line counts them from 0)
-    lo, hi = interval if isinstance(interval, list) else (float("nan"), float("nan"))  # None before an episode
+    n = seq["n_episodes"]
+    lo, hi = seq["interval"] or (float("nan"), float("nan"))  # None before an episode
     name = "mean return" if seq["metric"] == "return" else "success rate"
     why = "precision reached" if seq["stopped_on"] == "precision" else f"stopped on {seq['stopped_on']}"
     return (f"{name} {seq['mean']:.4g} in [{lo:.4g}, {hi:.4g}] (95% confidence sequence, half-width "
@@ -379,19 +380,19 @@ def _sequential_line(seq: Mapping[str, object]) -> str:
             f"method {seq['method']}")
 
 
-def _mean_line(agg: Mapping[str, object]) -> str:
+def _mean_line(agg: Aggregated) -> str:
     """The mean return over the run (the metrics' ``aggregated`` entry), and its spread over many episodes."""
     n, spread = agg["n_episodes"], ""
     if agg["avg_sum_reward"] is None:  # every return was NaN or infinite
         return f"no finite return over {n} episode(s) in {agg['eval_s']:.1f}s"
-    if isinstance(n, int) and n > TABLE_MAX:
+    if n > TABLE_MAX:
         spread = (f"; min {agg['min_sum_reward']:.2f}, median {agg['median_sum_reward']:.2f}, "
                   f"max {agg['max_sum_reward']:.2f}")
         ci = agg.get("ci95_sum_reward")
-        spread += f"; 95% CI of the mean [{ci[0]:.2f}, {ci[1]:.2f}]" if isinstance(ci, list) and ci else ""
+        spread += f"; 95% CI of the mean [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
         iqm = agg.get("iqm_sum_reward_ci95")
-        if isinstance(iqm, list) and iqm:
-            spread += f"; IQM {agg['iqm_sum_reward']:.2f} [{iqm[0]:.2f}, {iqm[1]:.2f}]"
+        if iqm:
+            spread += f"; IQM {agg.get('iqm_sum_reward'):.2f} [{iqm[0]:.2f}, {iqm[1]:.2f}]"
         spread += f"; success {agg['pc_success']:.1f}%" if agg.get("pc_success") is not None else ""
     return (f"mean return {agg['avg_sum_reward']:.2f} +- {agg['std_sum_reward']:.2f} over {n} episode(s) in "
             f"{agg['eval_s']:.1f}s{spread}")

@@ -104,7 +104,7 @@ def artifact_html(artifact: Artifact, *, limit_bytes: int | None = EMBED_LIMIT_B
 
 def metrics_html(metrics: RunMetrics, *, max_rows: int = MAX_TABLE_ROWS) -> str:
     """The aggregate numbers and the per-episode table as HTML tables."""
-    agg = metrics.get("aggregated") or {}
+    agg: Mapping[str, object] = metrics.get("aggregated") or {}  # read by the names of _SUMMARY
     rows = "".join(f"<tr><th style='text-align:left'>{html.escape(label)}</th><td>{html.escape(fmt_cell(agg[key]))}"
                    "</td></tr>" for key, label in _SUMMARY if agg.get(key) is not None)
     out = f"<table class='torchrl-render-summary'>{rows}</table>" if rows else ""
@@ -121,7 +121,7 @@ def metrics_html(metrics: RunMetrics, *, max_rows: int = MAX_TABLE_ROWS) -> str:
 
 def metrics_markdown(metrics: RunMetrics, *, max_rows: int = MAX_TABLE_ROWS) -> str:
     """The same tables as :func:`metrics_html`, in Markdown (renders without a kernel)."""
-    agg = metrics.get("aggregated") or {}
+    agg: Mapping[str, object] = metrics.get("aggregated") or {}  # read by the names of _SUMMARY
     lines = ["| metric | value |", "|:--|--:|"]
     lines += [f"| {label} | {fmt_cell(agg[key])} |" for key, label in _SUMMARY if agg.get(key) is not None]
     episodes = metrics.get("per_episode") or []
@@ -162,7 +162,7 @@ def result_html(result: RenderResult, *, limit_bytes: int | None = EMBED_LIMIT_B
 
 def result_text(result: RenderResult) -> str:
     """A one-line plain-text summary of a :class:`RenderResult` (its ``text/plain`` form)."""
-    agg = (result.metrics or {}).get("aggregated") or {}
+    agg: Mapping[str, object] = (result.metrics or {}).get("aggregated") or {}
     head = f"RenderResult({result.artifact_path}" if result.artifact_path else "RenderResult(no artifact"
     if agg.get("n_episodes"):
         head += (f"; {agg['n_episodes']} episode(s), mean return {fmt_cell(agg.get('avg_sum_reward'))}"

@@ -155,7 +155,9 @@ def _rollout_cells(mode: str, config: Mapping[str, object], live_out: str,
 
 def _title_source(config: Mapping[str, object], metrics: RunMetrics, mode: str, command: str | None,
                   title: str | None) -> str:
-    n = (metrics.get("aggregated") or {}).get("n_episodes", len(metrics.get("per_episode") or []))
+    counted = len(metrics.get("per_episode") or [])
+    aggregated = metrics.get("aggregated")
+    n = aggregated.get("n_episodes", counted) if aggregated else counted
     heading = title or f"Policy report: {_short_spec(config.get('policy'))} in {_short_spec(config.get('env'))}"
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     what = {"saved": f"{n} saved episode(s)", "live": "rolled out live in this notebook",
