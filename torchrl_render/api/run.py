@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..backends.base import RenderBackend
 from ..checkpoint import load_checkpoint
@@ -179,7 +179,7 @@ class Run:
             artifacts = self._close_writers()
             for artifact in artifacts:  # e.g. what a page leaves out
                 notes = artifact.info.get("notes", ())
-                if isinstance(notes, (list, tuple)):
+                if isinstance(notes, Iterable):  # a list of lines (a plugin writer's any iterable of them)
                     self.notes.extend(notes)
             if self.rollout_dir is not None:
                 kept, indices = self._saved(episodes, trajectories)
@@ -257,8 +257,9 @@ class Run:
         if getattr(env, "_torchrl_render_batched", False):  # Isaac Lab's copies are the env slots
             from ..envs.isaaclab import IsaacLabAdapter, slots_config
 
-            assert isinstance(env, IsaacLabAdapter)  # the only env that says it is a batch (imports torchrl)
-            self.cfg = slots_config(self.cfg, env, self.needs_frames, self.notes)
+            # the adapter says it is a batch, or a torchrl wrapper of it (a TransformedEnv forwards the attribute,
+            # and the batch_size and set_seed that slots_config reads, to its base env): no isinstance check here
+            self.cfg = slots_config(self.cfg, cast(IsaacLabAdapter, env), self.needs_frames, self.notes)
         return env
 
     def _render_mode(self) -> str | None:

@@ -33,7 +33,7 @@ import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, TypeGuard
 
 from ..contracts import Json
 from ..errors import CheckpointError
@@ -49,7 +49,8 @@ TORCHRL_FORMAT = ("torchrl.checkpoint", 1)
 
 
 class ComponentRecord(TypedDict):
-    """A component's entry in ``manifest.json``: the adapter that saved it, its folder and its files."""
+    """A component's entry in ``manifest.json``: the adapter that saved it, its folder and its files (torchrl
+    writes more, e.g. ``adapter_version``: kept, not read)."""
 
     adapter: str
     path: str
@@ -175,17 +176,17 @@ def _read_manifest(source: _Source) -> tuple[dict[str, Json], dict[str, Componen
                               got=f"format {found[0]!r}, version {found[1]!r}" if found else type(manifest).__name__,
                               fix="re-save it with torchrl 0.14 (torchrl.checkpoint.Checkpoint), or load it with "
                                   "the torchrl version that wrote it and save the policy's state dict")
-    table = manifest.get("components")
-    if not isinstance(table, dict):
+    components = manifest.get("components")
+    if not _is_table(components):
         raise source.error(f"{MANIFEST} has no valid component table")
-    components: dict[str, ComponentRecord] = {}
-    for name, record in table.items():
-        adapter, folder, files = (record.get("adapter"), record.get("path"), record.get("files")) \
-            if isinstance(record, dict) else (None, None, None)
-        if not (isinstance(adapter, str) and isinstance(folder, str) and isinstance(files, list)):
-            raise source.error(f"{MANIFEST} has no valid component table")
-        components[name] = {"adapter": adapter, "path": folder, "files": files}
-    return manifest, components
+    return manifest, components  # the manifest's own table, its records whole (torchrl's adapter_version too)
+
+
+def _is_table(table: Json) -> TypeGuard[dict[str, ComponentRecord]]:
+    """Whether a manifest's ``components`` is a table whose every record names its adapter, folder and files."""
+    return isinstance(table, dict) and all(
+        isinstance(r, dict) and isinstance(r.get("adapter"), str) and isinstance(r.get("path"), str)
+        and isinstance(r.get("files"), list) for r in table.values())
 
 
 def _read_component(ckpt: TorchRLCheckpoint, name: str, record: ComponentRecord) -> object:

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias, cast
+from typing import TYPE_CHECKING, SupportsIndex, SupportsInt, TypeAlias, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -97,9 +97,14 @@ class DatasetEpisodes:
 
 
 def recorded_seed(meta: Mapping[str, object]) -> int | None:
-    """An episode's reset seed from its Minari metadata (Minari stores it as an int); None where it has none."""
+    """An episode's reset seed from its Minari metadata (Minari stores it as an int; whatever ``int()`` takes is
+    taken, as before); None where it has none."""
     seed = meta.get("seed")
-    return int(seed) if isinstance(seed, (int, np.integer)) else None
+    if seed is None:
+        return None
+    if not isinstance(seed, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
+        raise TypeError(f"the episode's recorded seed is a {type(seed).__name__}, where an integer was expected")
+    return int(seed)
 
 
 def _sequential_sum(values: ArrayLike) -> float:

@@ -56,6 +56,7 @@ def report_artifacts(work: Callable[[], Iterable[Artifact]], *, error: str, prog
 
 
 def artifact_notes(artifact: Artifact) -> list[str]:
-    """The notes a writer left in an artifact's info (``info["notes"]``, a list of lines; none: ``[]``)."""
+    """The notes a writer left in an artifact's info (``info["notes"]``, a list of lines, or a plugin writer's any
+    iterable of them; none: ``[]``)."""
     notes = artifact.info.get("notes")
-    return [str(note) for note in notes] if isinstance(notes, list) else []
+    return [str(note) for note in notes] if notes and isinstance(notes, Iterable) else []

@@ -111,13 +111,16 @@ class _Buffers:
         self.terminated = np.zeros(num, bool)
         self.truncated = np.zeros(num, bool)
         self.success = np.full(num, -1, np.int8)
+        self.single = len(layout) == 1 and "observation" in layout  # a Box space's (or a Dict's of one such entry)
 
     def _put(self, i: int, obs: Observation, extra: dict[NestedKey, NDArray[np.float64]] | None = None) -> None:
-        if isinstance(obs, Mapping):  # a Dict space's (even one whose only entry is named "observation")
+        # per step: a Box space's array is stored at once; a Dict space's entries one by one (a Dict whose only
+        # entry is named "observation" too: its obs is a mapping)
+        if self.single and (isinstance(obs, np.ndarray) or not isinstance(obs, Mapping)):
+            self.obs["observation"][i] = obs
+        else:
             for key in self.layout:
                 self.obs[key][i] = obs[key]
-        else:
-            self.obs["observation"][i] = obs
         for name, value in (extra or {}).items():
             self.obs[name][i] = value
 
@@ -286,13 +289,15 @@ class _Arrays:
         self.success, self.actions = views["success"], views["actions"]
         self.todo, self.seed, self.seeded = views["todo"], views["seed"], views["seeded"]
         self.layout = layout
+        self.single = layout == ["observation"]  # a Box space's (or a Dict's of one such entry)
 
     def put(self, i: int, obs: Observation, env: UserEnv, extras: Readers) -> None:
-        if isinstance(obs, Mapping):  # a Dict space's (even one whose only entry is named "observation")
+        # per step: as _Buffers._put
+        if self.single and (isinstance(obs, np.ndarray) or not isinstance(obs, Mapping)):
+            self.obs["observation"][i] = obs
+        else:
             for key in self.layout:
                 self.obs[key][i] = obs[key]
-        else:
-            self.obs["observation"][i] = obs
         for name, fn in extras.items():
             self.obs[name][i] = fn(env)
 
