@@ -38,10 +38,11 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypedDict, TypeVar, overload
+from typing import SupportsIndex, SupportsInt, TypedDict, TypeVar, overload
 
 import numpy as np
 
@@ -217,9 +218,13 @@ def bootstrap_options(config: Mapping[str, object] | None) -> BootstrapOptions:
     """:func:`aggregate`'s ``reps`` and ``seed`` from a run's config as a dict (``--bootstrap-reps``, ``--seed``)."""
     config = config or {}
     reps, seed = config.get("bootstrap_reps", DEFAULT_REPS), config.get("seed")
-    if not isinstance(reps, int) or not (seed is None or isinstance(seed, int)):  # RenderConfig checked both
-        raise TypeError(f"bootstrap_reps and seed must be integers, got {reps!r} and {seed!r}")
-    return {"reps": reps, "seed": seed}
+    # a writer's config dict need not be RenderConfig's: the count is int() of what it holds (a numpy integer, a
+    # float, a digit string), the seed the integer it stands for (a numpy integer seeds the generator as its int)
+    if not isinstance(reps, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
+        raise TypeError(f"bootstrap_reps must be an integer, got {reps!r}")
+    if seed is not None and not isinstance(seed, SupportsIndex):
+        raise TypeError(f"seed must be an integer or None, got {seed!r}")
+    return {"reps": int(reps), "seed": None if seed is None else operator.index(seed)}
 
 
 def _number(value: float | None) -> float | None:
