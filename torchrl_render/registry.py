@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -124,7 +125,7 @@ class Registry:
         loaded: object = getattr(module, attr)
         return loaded
 
-    def for_suffix(self, path: str | Path) -> str | None:
+    def for_suffix(self, path: str | os.PathLike[str]) -> str | None:
         """The name whose suffix matches ``path`` (case-insensitive), if any."""
         self._plugins()
         suffix = Path(path).suffix.lower()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..contracts import Json
-from ..data import RenderResult, register_display
+from ..data import RenderResult, RunMetrics, register_display
 from ..storage import atomic_path
 from .display import (
     EMBED_LIMIT_BYTES,
@@ -73,10 +73,13 @@ def build_notebook(result: RenderResult, config: RenderConfig) -> dict[str, Json
         fits = size <= budget
         budget -= size if fits else 0
         videos.append(ReportVideo(i, path.name, size, path.read_bytes() if fits else None))
-    assets = asset_folder(config.out_path, config)
-    nb = build_report(config=portable_config(config), metrics=result.metrics,
+    # duck-typed as torchrl.render's builder is: its RenderConfig has no out_path, its RenderResult no metrics
+    out = Path(config.out) if config.out is not None else config.out_path
+    metrics: RunMetrics = getattr(result, "metrics", None) or RunMetrics()
+    assets = asset_folder(out, config)
+    nb = build_report(config=portable_config(config), metrics=metrics,
                       videos=videos, mode=config.notebook_rollout_mode, command=equivalent_command(config.to_dict()),
-                      assets=(relative(assets, config.out_path.parent), str(assets.absolute())))
+                      assets=(relative(assets, out.parent), str(assets.absolute())))
     return json.loads(nbformat.writes(nb))
 
 

@@ -327,4 +327,4 @@ def _artifact_caption(artifact: Artifact) -> str:
 def display_width(info: Mapping[str, object] | None) -> int | None:
     """The CSS width a video of ``info["width"]`` pixels is shown at: its own, within 320-640."""
     width = (info or {}).get("width")
-    return min(max(int(width), 320), 640) if isinstance(width, SupportsInt) and width else None
+    return min(max(int(width), 320), 640) if isinstance(width, (str, SupportsInt)) and width else None

@@ -23,6 +23,7 @@ import base64
 import dataclasses
 import html
 import json
+import os
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -270,7 +271,7 @@ def equivalent_command(config: Mapping[str, object], prog: str = "torchrl-render
     """
     fields = {f.name: f for f in dataclasses.fields(RenderConfig)}
     out = config.get("out")
-    implied = WRITERS.for_suffix(out) if isinstance(out, (str, Path)) and out else None
+    implied = WRITERS.for_suffix(out) if isinstance(out, (str, os.PathLike)) and out else None
     args = [prog]
     for name, value in config.items():
         f = fields.get(name)

@@ -151,7 +151,7 @@ def _kwargs(config: Mapping[str, object], name: str) -> Mapping[str, object]:
 def _viewer_port(config: Mapping[str, object]) -> int:
     """The config's ``notebook_viewer_port`` (an int; 5178 where it has none)."""
     port = config.get("notebook_viewer_port")
-    return int(port) if isinstance(port, SupportsInt) and port else 5178
+    return int(port) if isinstance(port, (str, SupportsInt)) and port else 5178
 
 
 def _search_source(search_path: Sequence[str]) -> str:
