@@ -179,7 +179,9 @@ class Sink:
 
     def _running(self, record: StepRecord) -> StepMetrics:
         """The rendered episode's numbers so far, for overlays and the replay page."""
-        total = self.running.setdefault(record.trajectory, _SoFar())
+        total = self.running.get(record.trajectory)
+        if total is None:  # the episode's first rendered step (not setdefault: no _SoFar built at every step)
+            total = self.running[record.trajectory] = _SoFar()
         total.ret += record.reward
         if record.step and record.td is not None:  # the reset's report is no step's (the episode ignores it too)
             total.success = step_success(self.cfg.success_rule, total.success, read_success(record.td))

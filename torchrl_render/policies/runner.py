@@ -292,6 +292,8 @@ class PolicyRunner:
         import torch
 
         key, policy, device = self.cfg.obs_key, self.policy, self.device
+        if not isinstance(key, str):  # never: act() saw this key's entry, and a nested key is none of them
+            return lambda obs: None
         in_dtype, in_device, dtype = seen.dtype, seen.device, self._cast_dtype(seen) or seen.dtype
         cast = dtype != in_dtype or device != in_device
         shape, out_dtype, out_device = action.shape, action.dtype, action.device
@@ -301,7 +303,7 @@ class PolicyRunner:
         grad_enabled, set_grad = torch.is_grad_enabled, torch._C._set_grad_enabled
 
         def fast(obs: Observation) -> torch.Tensor | None:
-            tensor = _entry(obs, key)
+            tensor = obs.get(key)  # the hot path: a plain lookup (the key is a name, checked above)
             if tensor is None or tensor.dtype != in_dtype or tensor.device != in_device:
                 return None
             if cast:
