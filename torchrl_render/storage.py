@@ -43,7 +43,7 @@ import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from .contracts import Json
 from .data import Artifact
@@ -206,11 +206,25 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         remove(tmp)
 
 
-def write_json_atomic(path: str | Path, data: object, *, indent: int | None = 2,
-                      default: Callable[[object], object] | None = None, allow_nan: bool = True) -> None:
-    """``json.dump(data)`` to ``path`` through :func:`atomic_path`, with those :func:`json.dumps` options."""
+class _DumpOptions(TypedDict, total=False):
+    """:func:`json.dumps`'s options (:func:`write_json_atomic` hands them on)."""
+
+    skipkeys: bool
+    ensure_ascii: bool
+    check_circular: bool
+    allow_nan: bool
+    cls: type[json.JSONEncoder] | None
+    indent: int | str | None
+    separators: tuple[str, str] | None
+    default: Callable[[object], object] | None
+    sort_keys: bool
+
+
+def write_json_atomic(path: str | Path, data: object, **dump: Unpack[_DumpOptions]) -> None:
+    """``json.dump(data, **dump)`` to ``path`` through :func:`atomic_path` (``indent=2`` unless given)."""
+    dump.setdefault("indent", 2)
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(data, indent=indent, default=default, allow_nan=allow_nan), encoding="utf-8")
+        tmp.write_text(json.dumps(data, **dump), encoding="utf-8")
 
 
 def save_rollouts(trajectories: Sequence[TensorDictBase | None], path: str | Path, overwrite: bool = False,
