@@ -186,7 +186,9 @@ class SweepConfig:
         """The RenderConfig of one cell (or of a block of its episodes, through ``fields``)."""
 
         data: dict[str, object] = {**self.base, "env": spec, "ckpt": ckpt, "progress": False, **fields}
-        if data.get("max_episodes_rendered") == 0 and WRITERS.entry(str(data.get("format") or "mp4")).needs_frames:
+        fmt = data.get("format") or "mp4"
+        name = fmt if isinstance(fmt, str) else repr(fmt)  # the user's value: entry() refuses one that is no text
+        if data.get("max_episodes_rendered") == 0 and WRITERS.entry(name).needs_frames:
             data["format"] = "json"  # nothing to film: the cell's metrics alone
         return RenderConfig.from_dict(data)
 

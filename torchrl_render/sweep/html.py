@@ -94,12 +94,12 @@ _ESTIMATES = ("iqm", "median", "mean", "optimality_gap")
 def _estimate(scores: LevelEstimates, key: str) -> tuple[float | None, list[float] | None]:
     """The estimate ``key`` (one of :data:`_ESTIMATES`) and its 95% interval."""
     if key == "iqm":
-        return scores["iqm"], scores["iqm_ci95"]
+        return scores["iqm"], scores.get("iqm_ci95")
     if key == "median":
-        return scores["median"], scores["median_ci95"]
+        return scores["median"], scores.get("median_ci95")
     if key == "mean":
-        return scores["mean"], scores["mean_ci95"]
-    return scores.get("optimality_gap"), scores.get("optimality_gap_ci95")
+        return scores["mean"], scores.get("mean_ci95")
+    return scores["optimality_gap"], scores.get("optimality_gap_ci95")
 
 
 def plot_aggregates(info: EvalInfo, path: Path) -> Path:
@@ -303,7 +303,7 @@ def separations_html(info: EvalInfo) -> str:
         verdict = html.escape(Path(s["better_checkpoint"]).name) + " is better" if s["better_checkpoint"] else \
             "not separated" + (" within the cap" if s["stopped_on"] == "cap" else " yet")
         fixed_n = s.get("fixed_n")
-        fixed = fixed_n["probability_of_improvement"] if fixed_n else None
+        fixed = fixed_n.get("probability_of_improvement") if fixed_n else None
         rows.append(f"<tr><td>{html.escape(s['task'])}</td><td>{html.escape(Path(s['checkpoint_a']).name)}</td>"
                     f"<td>{html.escape(Path(s['checkpoint_b']).name)}</td><td>{verdict}</td><td>{s['n_pairs']}</td>"
                     f"<td>{_num(s['interval'][0])}, {_num(s['interval'][1])}</td><td>{s['p_value']:.3g}</td>"

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -112,13 +112,18 @@ def close_quietly(handle: Closable | None, what: str) -> None:
 
 
 def writer_class(name: str) -> type[Writer]:
-    """The writer class registered as format ``name`` (a plugin's too), checked to be one."""
+    """The writer class registered as format ``name`` (a plugin's too). A plugin's class need not subclass
+    :class:`Writer`: one that has its calls (duck-typed) is used as one, as it always was; one without
+    ``from_config`` and ``wants_state`` (what a writer group calls of it) is refused."""
     cls = WRITERS.load(name)
-    if not (isinstance(cls, type) and issubclass(cls, Writer)):
-        raise ConfigError(f"format {name!r} ({WRITERS.entry(name).target}) is not a Writer class",
-                          expected="a subclass of torchrl_render.writers.base.Writer", got=repr(cls),
-                          fix=f"register a Writer subclass under {name!r}")
-    return cls
+    if isinstance(cls, type) and issubclass(cls, Writer):
+        return cls
+    if not (hasattr(cls, "from_config") and hasattr(cls, "wants_state")):
+        raise ConfigError(f"format {name!r} ({WRITERS.entry(name).target}) is not a writer: it has no from_config "
+                          "and wants_state", expected="a subclass of torchrl_render.writers.base.Writer",
+                          got=repr(cls), fix=f"register a Writer subclass under {name!r}")
+    # the plugin's own writer, duck-typed: the group calls of it what a Writer has (the table's contract)
+    return cast("type[Writer]", cls)
 
 
 class Writer(ABC):

@@ -365,8 +365,8 @@ class IpynbWriter(Writer):
         if isinstance(model, str) and model and self.config.get("notebook_render_backend") == "mujoco_wasm":
             assets = self.config.get("mujoco_asset_paths")
             write_mujoco_wasm_viewer(folder / MUJOCO_VIEWER_DIR, model,
-                                     asset_paths=[str(p) for p in assets] if isinstance(assets, list) and assets
-                                     else None)
+                                     asset_paths=[str(p) for p in assets]
+                                     if isinstance(assets, (list, tuple)) and assets else None)
 
     def _place_side_files(self, linked: list[Path]) -> list[Path]:
         """Renames the asset folder, the linked mp4s and what the live cells wrote to beside the notebook."""

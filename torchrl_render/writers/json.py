@@ -78,7 +78,7 @@ class JsonWriter(Writer):
         """A data format: frames are not written."""
 
     def on_episode(self, metrics: EpisodeMetrics) -> None:
-        self._episodes.append(metrics.copy())
+        self._episodes.append({**metrics})  # a copy, as a dict (whatever Mapping it came as)
 
     def _finish(self) -> dict[str, object]:
         agg = aggregate(self._episodes, time.perf_counter() - self._t0, reps=self.bootstrap_reps, seed=self.seed)

@@ -305,10 +305,12 @@ def _fit_actions(actions: Array, space: gym.Space) -> Array:
 
     if isinstance(space, spaces.Discrete) and actions.ndim == 2 and actions.shape[1] == space.n > 1:
         return (actions.argmax(-1) + space.start).astype(space.dtype)
-    if space.shape is None or space.dtype is None:
+    # the space of the user's env: one may lack a shape or a dtype (then the actions stay as they are)
+    shape: tuple[int, ...] | None = getattr(space, "shape", None)
+    if shape is None or getattr(space, "dtype", None) is None:
         return actions
     try:
-        return actions.reshape((len(actions), *space.shape)).astype(space.dtype, copy=False)
+        return actions.reshape((len(actions), *shape)).astype(space.dtype, copy=False)
     except ValueError as exc:
         raise WriterError("the actions do not fit the env's action space, so Minari cannot store them",
                           expected=f"{space} (one action per step)", got=f"actions of shape {actions.shape[1:]}",
