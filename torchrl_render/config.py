@@ -592,27 +592,37 @@ def _episode_count(cfg: RenderConfig) -> None:
                               "--eval-n-timesteps")
 
 
+def parse_return_bounds(value: UserValue) -> list[float]:
+    """``return_bounds`` as the user gave it (``[0, 500]``, or a config file's ``"0 500"`` / ``"0,500"``) as
+    ``[LO, HI]``: two finite floats, LO below HI; a :class:`ConfigError` that says the fix otherwise. A sweep's
+    ``base`` holds it as given, and reads it through this too.
+
+    Example:
+        >>> parse_return_bounds("0, 500")
+        [0.0, 500.0]
+    """
+    bounds: UserValue = value.replace(",", " ").split() if isinstance(value, str) else value
+    try:
+        bounds = [float(b) for b in bounds]
+    except (TypeError, ValueError):
+        bounds = None
+    if bounds is None or len(bounds) != 2 or not all(math.isfinite(b) for b in bounds):
+        raise ConfigError("return_bounds must be two finite numbers LO HI", expected="e.g. [0, 500]",
+                          got=repr(value), fix="pass --return-bounds 0 500 (the range of a return)")
+    if bounds[0] >= bounds[1]:
+        raise ConfigError("return_bounds' LO must be below its HI", expected="LO < HI, e.g. --return-bounds 0 500",
+                          got=f"LO={bounds[0]:g}, HI={bounds[1]:g}",
+                          fix="pass the lowest return first: --return-bounds "
+                              f"{min(bounds):g} {max(bounds):g}" if bounds[0] > bounds[1] else
+                              "pass a range wider than one value, e.g. --return-bounds 0 500")
+    return [float(b) for b in bounds]
+
+
 def _precision(cfg: RenderConfig) -> None:
     """``precision`` parses (METRIC:HALFWIDTH), stops a run whose length is a cap (``num_trajs``, not
     ``eval_n_timesteps``); ``return_bounds`` is LO < HI, finite, and only with a return precision."""
     if cfg.return_bounds is not None:
-        bounds: UserValue = cfg.return_bounds  # what the user passed: checked here
-        if isinstance(bounds, str):  # a config file's "0 500" or "0,500"
-            bounds = bounds.replace(",", " ").split()
-        try:
-            bounds = [float(b) for b in bounds]
-        except (TypeError, ValueError):
-            bounds = None
-        if bounds is None or len(bounds) != 2 or not all(math.isfinite(b) for b in bounds):
-            raise ConfigError("return_bounds must be two finite numbers LO HI", expected="e.g. [0, 500]",
-                              got=repr(cfg.return_bounds), fix="pass --return-bounds 0 500 (the range of a return)")
-        if bounds[0] >= bounds[1]:
-            raise ConfigError("return_bounds' LO must be below its HI", expected="LO < HI, e.g. --return-bounds 0 500",
-                              got=f"LO={bounds[0]:g}, HI={bounds[1]:g}",
-                              fix="pass the lowest return first: --return-bounds "
-                                  f"{min(bounds):g} {max(bounds):g}" if bounds[0] > bounds[1] else
-                                  "pass a range wider than one value, e.g. --return-bounds 0 500")
-        cfg.return_bounds = bounds
+        cfg.return_bounds = parse_return_bounds(cfg.return_bounds)
     if cfg.precision is None:
         if cfg.return_bounds is not None:
             raise ConfigError("return_bounds bounds the sequence of --precision return:..., and no precision was "

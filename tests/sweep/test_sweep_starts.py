@@ -140,3 +140,22 @@ def test_a_cluster_that_refuses_the_token_is_named_and_leaves_nothing(tmp_path, 
     driver = start_driver(tmp_path, "--executor", "ray", "--ray-address", address, step_s="0", env=ray_cluster[1])
     _, err = driver.communicate(timeout=180)
     assert driver.returncode == 0, err
+
+
+def test_a_config_files_return_bounds_text_reaches_the_cells_the_rule_and_separate_as_lo_hi(tmp_path):
+    # RenderConfig takes "0, 100" from a config file; the sweep keeps base as given and once handed the text on
+    # to --separate's pair (list("0, 100") is characters) and to the precision rule
+    from torchrl_render.sweep.grid import Cell
+    from torchrl_render.sweep.precision import rule
+    from torchrl_render.sweep.separate import spec_of
+
+    ckpts = sweepenv.write_checkpoints(tmp_path, steps=(1000, 2000))
+    cfg = SweepConfig(ckpt=[str(c) for c in ckpts], env=["Pendulum-v1"], separate=[str(c) for c in ckpts],
+                      base={"policy": "m:p", "precision": "return:5", "return_bounds": "0, 100", "num_trajs": 50})
+    assert cfg.base["return_bounds"] == [0.0, 100.0]
+    cells = [c.to_dict() for c in expand_cells(cfg)]
+    assert spec_of(cfg.to_dict(), cells)["bounds"] == [0.0, 100.0]
+    assert rule(cfg.base, Cell(**cells[0])).entry()["bounds"] == [0.0, 100.0]
+    with pytest.raises(ConfigError, match="return_bounds' LO must be below its HI"):
+        SweepConfig(ckpt=[str(ckpts[0])], env=["Pendulum-v1"],
+                    base={"policy": "m:p", "precision": "return:5", "return_bounds": "100 0"})

@@ -31,7 +31,7 @@ from typing import TypedDict
 
 from ..checkpoint import sha256_file
 from ..checkpoint.step import checkpoint_step
-from ..config import RenderConfig, _f, load_mapping
+from ..config import RenderConfig, _f, load_mapping, parse_return_bounds
 from ..contracts import UserValue
 from ..envs import import_namespace
 from ..errors import ConfigError, did_you_mean
@@ -430,6 +430,8 @@ def _check_precision(cfg: SweepConfig) -> None:
         raise ConfigError(f"separate_metric must be one of {', '.join(SEPARATE_METRICS)}.",
                           expected=", ".join(SEPARATE_METRICS), got=cfg.separate_metric,
                           fix="pass --separate-metric return or --separate-metric success")
+    if cfg.base.get("return_bounds") is not None:  # a config file's "0 500": the cells, the rule and --separate
+        cfg.base["return_bounds"] = parse_return_bounds(cfg.base["return_bounds"])  # read [LO, HI]
     cap = cfg.base.get("num_trajs")
     if cfg.base.get("precision") is None or cfg.block_size is None or (cap is not None and cfg.block_size >= cap):
         return
