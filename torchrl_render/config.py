@@ -29,9 +29,9 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar, Unpack, get_args
+from typing import TYPE_CHECKING, Literal, TypeVar, Unpack, get_args
 
-from .contracts import Json, Payload, UserEnv, UserFactory, UserPolicy, UserValue
+from .contracts import Json, JsonDumpOptions, Payload, UserEnv, UserFactory, UserPolicy, UserValue
 from .data import FrameBundle, RenderResult  # torchrl.render's config module holds them too
 from .errors import ConfigError, did_you_mean
 from .keys import NestedKey, key_to_string, parse_nested_key
@@ -392,24 +392,10 @@ class RenderConfig:
         parsed: dict[str, Json] = json.loads(json.dumps(data, default=str))  # a dict dumped: a dict back
         return parsed
 
-    def to_json(self, **kwargs: Unpack[_DumpOptions]) -> str:
+    def to_json(self, **kwargs: Unpack[JsonDumpOptions]) -> str:
         """:meth:`to_dict` as JSON."""
         kwargs.setdefault("indent", 2)
         return json.dumps(self.to_dict(), **kwargs)
-
-
-class _DumpOptions(TypedDict, total=False):
-    """:func:`json.dumps`'s options (:meth:`RenderConfig.to_json` hands them on)."""
-
-    skipkeys: bool
-    ensure_ascii: bool
-    check_circular: bool
-    allow_nan: bool
-    cls: type[json.JSONEncoder] | None
-    indent: int | str | None
-    separators: tuple[str, str] | None
-    default: Callable[[object], object] | None
-    sort_keys: bool
 
 
 def _normalise(cfg: RenderConfig) -> None:

@@ -11,6 +11,8 @@ capability, and each contract is either a class of its own there or a :class:`ty
   ``envs/``, ``policies/`` and ``checkpoint/`` checked.
 - :class:`UserFactory`: a callable of the user's (an env or policy factory), called by its own signature.
 - :data:`Json`: a value read from a JSON (or YAML/TOML) document, to be narrowed before use.
+- :class:`JsonDumpOptions`: :func:`json.dumps`'s options, as our JSON writers hand them on.
+- :class:`MujocoState`: a MuJoCo env's state arrays as read at a step (``data.SimState`` adds the model).
 - :data:`Array`: a numpy array of any dtype (``np.ndarray``, which mypy refuses elsewhere for numpy's own ``Any``).
 - :data:`StepView`: the state of one step as a render backend reads it.
 - :data:`StepMetrics`: a rendered step's running numbers (reward, return so far), as the overlay, the observers
@@ -33,17 +35,20 @@ This module imports nothing of the package, so every layer may name these.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypeAlias, TypedDict, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     import torch
     from tensordict import TensorDictBase
 
-__all__ = ["ActFn", "Array", "BeginFn", "EnvSlots", "EpisodeMetrics", "FrameSource", "Frames", "Json", "Payload",
-           "RerunNumbers", "StepMetrics", "StepView", "UserEnv", "UserFactory", "UserPolicy", "UserValue"]
+__all__ = ["ActFn", "Array", "BeginFn", "EnvSlots", "EpisodeMetrics", "FrameSource", "Frames", "Json",
+           "JsonDumpOptions", "MujocoState", "Payload", "RerunNumbers", "StepMetrics", "StepView", "UserEnv",
+           "UserFactory", "UserPolicy", "UserValue"]
 
 #: What the env factory returned (or what ``envs.open_env`` made of a gymnasium id): a gymnasium env, a TorchRL
 #: ``EnvBase``, a dm_control environment, an Isaac Lab env. The user's boundary: ``envs/`` finds out which.
@@ -97,6 +102,35 @@ Frames: TypeAlias = dict[str, np.ndarray]
 #: key may be missing (a bundle built without numbers has ``{}``): read them with ``in`` or ``get``. A functional
 #: TypedDict, since ``return`` is a keyword.
 StepMetrics = TypedDict("StepMetrics", {"step": int, "reward": float, "return": float, "success": bool}, total=False)
+
+
+class JsonDumpOptions(TypedDict, total=False):
+    """:func:`json.dumps`'s options, as our JSON writers hand them on (``RenderConfig.to_json``,
+    ``storage.write_json_atomic``)."""
+
+    skipkeys: bool
+    ensure_ascii: bool
+    check_circular: bool
+    allow_nan: bool
+    cls: type[json.JSONEncoder] | None
+    indent: int | str | None
+    separators: tuple[str, str] | None
+    default: Callable[[object], object] | None
+    sort_keys: bool
+
+
+class MujocoState(TypedDict):
+    """A MuJoCo env's state arrays as ``envs.mujoco_state.MujocoStateReader.read`` copies them (float64):
+    ``qpos`` always, the others where the env has them (and they are not empty; ``time`` is a 0-d array).
+    ``data.SimState`` adds the model, for drawing."""
+
+    qpos: NDArray[np.float64]
+    qvel: NotRequired[NDArray[np.float64]]
+    act: NotRequired[NDArray[np.float64]]
+    ctrl: NotRequired[NDArray[np.float64]]
+    mocap_pos: NotRequired[NDArray[np.float64]]
+    mocap_quat: NotRequired[NDArray[np.float64]]
+    time: NotRequired[NDArray[np.float64]]
 
 
 class RerunNumbers(TypedDict):

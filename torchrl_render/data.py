@@ -13,12 +13,12 @@ import html
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict, Unpack
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .contracts import EpisodeMetrics, StepMetrics
+from .contracts import EpisodeMetrics, MujocoState, StepMetrics
 from .metrics import Aggregated
 from .metrics.precision import SequentialEntry
 
@@ -34,18 +34,12 @@ MimeTypes: TypeAlias = "Collection[str] | None"
 
 
 
-class SimState(TypedDict):
+class SimState(MujocoState):
     """A MuJoCo state to draw (``FrameBundle.state``): the model, and the state's arrays (``qpos`` always; the
-    others where the env has them, as ``envs.mujoco_state.MujocoStateReader.read`` gives them: float64)."""
+    others where the env has them: :class:`~torchrl_render.contracts.MujocoState`)."""
 
     model: MjModel
-    qpos: NDArray[np.float64]
-    qvel: NotRequired[NDArray[np.float64]]
-    act: NotRequired[NDArray[np.float64]]
-    ctrl: NotRequired[NDArray[np.float64]]
-    mocap_pos: NotRequired[NDArray[np.float64]]
-    mocap_quat: NotRequired[NDArray[np.float64]]
-    time: NotRequired[NDArray[np.float64]]
+
 
 
 class DisplayFunctions(TypedDict, total=False):

@@ -40,12 +40,12 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
-from .contracts import Json
+from .contracts import Json, JsonDumpOptions
 from .data import Artifact
 from .errors import OutputExistsError, RenderError, UnsafeRolloutsError, WriterError, short_name
 
@@ -206,21 +206,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         remove(tmp)
 
 
-class _DumpOptions(TypedDict, total=False):
-    """:func:`json.dumps`'s options (:func:`write_json_atomic` hands them on)."""
-
-    skipkeys: bool
-    ensure_ascii: bool
-    check_circular: bool
-    allow_nan: bool
-    cls: type[json.JSONEncoder] | None
-    indent: int | str | None
-    separators: tuple[str, str] | None
-    default: Callable[[object], object] | None
-    sort_keys: bool
-
-
-def write_json_atomic(path: str | Path, data: object, **dump: Unpack[_DumpOptions]) -> None:
+def write_json_atomic(path: str | Path, data: object, **dump: Unpack[JsonDumpOptions]) -> None:
     """``json.dump(data, **dump)`` to ``path`` through :func:`atomic_path` (``indent=2`` unless given)."""
     dump.setdefault("indent", 2)
     with atomic_path(path) as tmp:

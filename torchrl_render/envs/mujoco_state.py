@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NotRequired, Protocol, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..contracts import StepMetrics, UserEnv
+from ..contracts import MujocoState, StepMetrics, UserEnv
 from ..data import FrameBundle
 from ..errors import ConfigError
 from ..keys import NestedKey
@@ -50,19 +50,6 @@ StateField: TypeAlias = Literal["qpos", "qvel", "act", "ctrl", "mocap_pos", "moc
 MocapField: TypeAlias = Literal["mocap_pos", "mocap_quat"]
 
 _STATE_FIELDS: tuple[StateField, ...] = ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat", "time")
-
-
-class MujocoState(TypedDict):
-    """The state arrays :meth:`MujocoStateReader.read` copies (float64): ``qpos`` always, the others where the
-    env has them (and they are not empty; ``time`` is a 0-d array)."""
-
-    qpos: NDArray[np.float64]
-    qvel: NotRequired[NDArray[np.float64]]
-    act: NotRequired[NDArray[np.float64]]
-    ctrl: NotRequired[NDArray[np.float64]]
-    mocap_pos: NotRequired[NDArray[np.float64]]
-    mocap_quat: NotRequired[NDArray[np.float64]]
-    time: NotRequired[NDArray[np.float64]]
 
 
 #: An engine's per-step extra of a MuJoCo env (:func:`mocap_extras`): the shape of one step's value, and how

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NotRequired, TypedDict
+from typing import IO, TYPE_CHECKING
 
 from ..checkpoint import sha256_file
 from ..contracts import EpisodeMetrics
 from ..data import FrameBundle
 from ..errors import WriterError
-from ..replay.page import assemble_page
+from ..replay.page import PageEpisode, assemble_page
 from .base import Writer, no_frames_error
 
 if TYPE_CHECKING:
@@ -46,16 +46,6 @@ if TYPE_CHECKING:
 
 
 __all__ = ["HtmlWriter"]
-
-
-class PageEpisode(TypedDict):
-    """One episode as the page lists it: its index, its frame and pose-chunk counts and, once it ended, its
-    facts (seed, return, length, success, ...)."""
-
-    episode_ix: int
-    frames: int
-    chunks: int
-    metrics: NotRequired[dict[str, object]]
 
 
 class HtmlWriter(Writer):
