@@ -54,16 +54,17 @@ def grab_until(display: str, shows, timeout: float = 30) -> np.ndarray:
         time.sleep(0.1)
 
 
-def grab_still(display: str, gap: float = 0.3, timeout: float = 30) -> np.ndarray:
-    """The first screenshot equal to the one taken ``gap`` seconds before: the window is done drawing
-    (a loaded machine draws a caption late, so a fixed wait is not enough)."""
-    deadline, before = time.monotonic() + timeout, grab(display)
+def grab_still(display: str, gap: float = 0.3, still: int = 4, timeout: float = 60) -> np.ndarray:
+    """The screenshot once ``still`` screenshots ``gap`` seconds apart are equal: the window is done drawing. A
+    loaded machine draws a caption late, and MuJoCo's software-rendered viewer can hold one picture for longer
+    than a single gap before its next drawing, so two equal screenshots in a row are not enough."""
+    deadline, shots = time.monotonic() + timeout, [grab(display)]
     while True:
         time.sleep(gap)
         shot = grab(display)
-        if np.array_equal(shot, before) or time.monotonic() > deadline:
+        shots = [*shots, shot] if np.array_equal(shot, shots[-1]) else [shot]
+        if len(shots) >= still or time.monotonic() > deadline:
             return shot
-        before = shot
 
 
 class Run:
